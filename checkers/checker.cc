@@ -1,0 +1,66 @@
+#include "checkers/checker.h"
+
+namespace lockcheck {
+
+const char* to_string(Validity v) {
+  switch (v) {
+    case Validity::kValid: return "valid";
+    case Validity::kInvalid: return "invalid";
+    case Validity::kUnknown: return "unknown";
+  }
+  return "unknown";
+}
+
+std::optional<Validity> validity_from_string(const std::string& s) {
+  if (s == "valid") return Validity::kValid;
+  if (s == "invalid") return Validity::kInvalid;
+  if (s == "unknown") return Validity::kUnknown;
+  return std::nullopt;
+}
+
+Validity merge(Validity a, Validity b) {
+  if (a == Validity::kInvalid || b == Validity::kInvalid) return Validity::kInvalid;
+  if (a == Validity::kUnknown || b == Validity::kUnknown) return Validity::kUnknown;
+  return Validity::kValid;
+}
+
+void to_json(nlohmann::json& j, const CheckResult& r) {
+  j = nlohmann::json{{"checker", r.checker},
+                     {"valid", to_string(r.valid)},
+                     {"summary", r.summary},
+                     {"anomalies", r.anomalies},
+                     {"stats", r.stats}};
+}
+
+void from_json(const nlohmann::json& j, CheckResult& r) {
+  r.checker = j.at("checker").get<std::string>();
+  auto v = validity_from_string(j.at("valid").get<std::string>());
+  if (!v) throw std::invalid_argument("checker verdict must be valid, invalid or unknown");
+  r.valid = *v;
+  r.summary = j.value("summary", "");
+  r.anomalies = j.value("anomalies", nlohmann::json::array());
+  r.stats = j.value("stats", nlohmann::json::object());
+}
+
+CheckResult run_checker(const Checker& c, const History& h, const CheckOptions& opts) {
+  try {
+    CheckResult r = c.check(h, opts);
+    r.checker = c.name();
+    return r;
+  } catch (const std::exception& e) {
+    CheckResult r;
+    r.checker = c.name();
+    r.valid = Validity::kUnknown;
+    r.summary = std::string("checker failed: ") + e.what();
+    return r;
+  }
+}
+
+std::unique_ptr<Checker> make_checker(const std::string& name) {
+  for (const auto& c : checker_registry()) {
+    if (name == c.name) return c.make();
+  }
+  return nullptr;
+}
+
+}  // namespace lockcheck

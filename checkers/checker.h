@@ -1,0 +1,67 @@
+// A checker is a pure, deterministic function of a history: history in, verdict out. It never talks to
+// Redis, never reads the clock for its verdict (only to enforce its search budget), and an exception inside
+// a checker makes its verdict unknown, never valid (see run_checker).
+#pragma once
+
+#include <chrono>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "harness/op.h"
+
+namespace lockcheck {
+
+enum class Validity { kValid, kInvalid, kUnknown };
+
+const char* to_string(Validity v);  // "valid", "invalid", "unknown"
+std::optional<Validity> validity_from_string(const std::string& s);
+// invalid beats unknown beats valid.
+Validity merge(Validity a, Validity b);
+
+struct CheckOptions {
+  // Search budget for checkers that search (mutex); past it the verdict is unknown.
+  std::chrono::milliseconds timeout{std::chrono::seconds(60)};
+};
+
+// What a checker found. Every anomaly is a JSON object with at least
+//   "kind":        short name, e.g. "double-grant", "lost-update", "token-regression", "lease-overlap"
+//   "description": one sentence a reviewer reads ("processes 3 and 7 both held lock-0 for 412 ms from t=12.3 s")
+//   "ops":         array of history indices involved (the report shows the operations around them)
+// and, where it applies, "key", "processes" (array), "from_ns"/"to_ns" (the time window the report outlines in
+// red on the lock timeline).
+struct CheckResult {
+  std::string checker;
+  Validity valid = Validity::kValid;
+  std::string summary;                                     // one line
+  nlohmann::json anomalies = nlohmann::json::array();
+  nlohmann::json stats = nlohmann::json::object();
+};
+
+void to_json(nlohmann::json& j, const CheckResult& r);
+void from_json(const nlohmann::json& j, CheckResult& r);
+
+class Checker {
+ public:
+  virtual ~Checker() = default;
+  virtual std::string name() const = 0;
+  // REQUIRES: h is a well-formed history (indices dense, as read_history guarantees).
+  virtual CheckResult check(const History& h, const CheckOptions& opts) const = 0;
+};
+
+// Runs c on h; an exception becomes an unknown verdict with the message in summary.
+CheckResult run_checker(const Checker& c, const History& h, const CheckOptions& opts);
+
+struct CheckerInfo {
+  const char* name;
+  const char* description;  // one line, for `lockcheck list`
+  std::unique_ptr<Checker> (*make)();
+};
+// The registry (checkers/registry.cc): one line per checker.
+const std::vector<CheckerInfo>& checker_registry();
+// nullptr when unknown.
+std::unique_ptr<Checker> make_checker(const std::string& name);
+
+}  // namespace lockcheck

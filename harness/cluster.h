@@ -1,0 +1,67 @@
+// The Redis nodes under test, behind one interface with two backends: `local` (redis-server processes on
+// loopback, harness/local_cluster.h) and `docker` (containers). Like Jepsen's db protocol: start and stop,
+// plus the fault primitives the nemesis needs. Node numbers are 0-based; node names are "n1", "n2", ...
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace lockcheck {
+
+struct Endpoint {
+  std::string host;
+  int port = 0;
+  std::string str() const { return host + ":" + std::to_string(port); }
+  bool operator==(const Endpoint& o) const { return host == o.host && port == o.port; }
+};
+
+enum class Persistence { kNone, kAofEverysec, kAofAlways };
+const char* to_string(Persistence p);  // "none", "aof-everysec", "aof-always"
+
+enum class Topology { kIndependent, kReplicated };
+const char* to_string(Topology t);  // "independent", "replicated"
+
+enum class NodeRole { kMaster, kReplica, kSentinel };
+
+// A cluster could not be started or a primitive could not be applied (exit status 3).
+class ClusterError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+struct NodeInfo {
+  std::string name;       // "n1"
+  NodeRole role = NodeRole::kMaster;
+  Endpoint endpoint;      // where the node itself listens
+  std::string log_path;   // its log file (under the run's nodes/)
+};
+
+class Cluster {
+ public:
+  virtual ~Cluster() = default;
+
+  // Brings every node up and waits until each answers PING. Throws ClusterError.
+  virtual void start() = 0;
+  // Stops every node (SIGCONT first if paused, then SIGKILL/SIGTERM), undoing clock offsets. Idempotent,
+  // never throws; safe to call from teardown paths.
+  virtual void stop() noexcept = 0;
+
+  // Data nodes (masters and replicas), in order n1, n2, ...
+  virtual const std::vector<NodeInfo>& nodes() const = 0;
+  // Sentinels of the replicated topology (empty otherwise).
+  virtual std::vector<NodeInfo> sentinels() const { return {}; }
+
+  // Fault primitives. REQUIRES: n < nodes().size(). Throw ClusterError when the backend cannot do it.
+  virtual void kill(size_t n) = 0;      // SIGKILL; the node stays down until restart
+  virtual void restart(size_t n) = 0;   // start again on the same address and data dir; waits for PING
+  virtual void pause(size_t n) = 0;     // SIGSTOP (or the cgroup freezer)
+  virtual void resume(size_t n) = 0;    // SIGCONT
+  // Offsets the node's wall clock (CLOCK_REALTIME) by offset; 0 resets it. Effective at once.
+  virtual void set_clock_offset(size_t n, std::chrono::nanoseconds offset) = 0;
+  virtual bool is_running(size_t n) const = 0;  // started and not killed
+};
+
+}  // namespace lockcheck

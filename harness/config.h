@@ -1,0 +1,62 @@
+// The configuration of one run: a plain struct, parsed once at the edge (CLI flags or config.json) and
+// validated there, written into every run's config.json so that `lockcheck rerun` can replay it exactly.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "harness/cluster.h"
+
+namespace lockcheck {
+
+// A bad flag, bad value or bad config file (exit status 2). what() names the flag or field.
+class ConfigError : public std::invalid_argument {
+ public:
+  using std::invalid_argument::invalid_argument;
+};
+
+struct RunConfig {
+  std::string cluster = "local";                 // --cluster local|docker
+  Topology topology = Topology::kIndependent;    // --topology independent|replicated
+  int nodes = 5;                                 // --nodes: lock nodes (replicated: master + replicas)
+  Persistence persistence = Persistence::kNone;  // --persistence none|aof-everysec|aof-always
+  std::string lock = "single";                   // --lock: a name from lock_algorithms()
+  std::string workload = "lock";                 // --workload
+  std::vector<std::string> nemesis;              // --nemesis a,b,c; empty means none
+  std::string nemesis_targeting = "random";      // --nemesis-targeting random|holder
+  double nemesis_interval_s = 5.0;               // --nemesis-interval: seconds between fault and heal
+  int64_t restart_delay_ms = 0;                  // --restart-delay: how long a killed node stays down
+  double time_limit_s = 10.0;                    // --time-limit
+  int concurrency = 5;                           // --concurrency: client processes at any time
+  int keys = 1;                                  // --keys: lock keys lock-0 .. lock-(keys-1)
+  int64_t ttl_ms = 1000;                         // --ttl-ms
+  int64_t hold_ms_max = -1;                      // --hold-ms-max: max hold; -1 means ttl_ms * 0.8
+  int64_t work_ms = -1;                          // --work-ms (set workloads); -1 means ttl_ms / 3
+  int64_t op_timeout_ms = 500;                   // --op-timeout-ms: per-request timeout of the clients
+  bool fencing = false;                          // --fencing
+  std::string client_cmd;                        // --client-cmd (lock external)
+  int wait_replicas = 0;                         // --wait N (single-failover)
+  double checker_timeout_s = 60;                 // --checker-timeout
+  uint64_t seed = 0;                             // --seed; 0 on the CLI means "pick one", then recorded
+  std::string results_dir = "results";           // --results
+  std::string redis_server = "redis-server";     // --redis-server: binary to run (local cluster)
+  bool progress = true;                          // --no-progress turns the progress line off
+  std::vector<std::string> argv;                 // the command line as given, for the report
+
+  int64_t effective_hold_ms_max() const { return hold_ms_max >= 0 ? hold_ms_max : ttl_ms * 8 / 10; }
+  int64_t effective_work_ms() const { return work_ms >= 0 ? work_ms : ttl_ms / 3; }
+};
+
+// Throws ConfigError naming the field when a value is out of range or unknown (lock, workload, nemesis ...).
+void validate(const RunConfig& c);
+
+void to_json(nlohmann::json& j, const RunConfig& c);
+// Missing fields keep their defaults; unknown fields and bad values throw ConfigError.
+void from_json(const nlohmann::json& j, RunConfig& c);
+
+}  // namespace lockcheck

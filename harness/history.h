@@ -1,0 +1,64 @@
+// History on disk: one JSON op per line (history.jsonl). The writer streams each op to the file the moment it
+// is recorded (one write(2) per line on an O_APPEND descriptor), so a crash of the harness loses at most the
+// ops still in flight. The reader rejects a malformed line with its line number.
+#pragma once
+
+#include <atomic>
+#include <functional>
+#include <mutex>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "harness/clock.h"
+#include "harness/op.h"
+
+namespace lockcheck {
+
+// Thrown by read_history; what() names the file and line.
+class HistoryError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+struct OpCounts {
+  int64_t ok = 0, fail = 0, info = 0, invoke = 0;
+};
+
+class HistoryWriter {
+ public:
+  // Creates (truncates) path. Throws std::runtime_error if it cannot be opened.
+  // clock: the run's clock; must outlive the writer. May be null when every op passed in has its time set.
+  HistoryWriter(const std::string& path, const MonotonicClock* clock);
+  ~HistoryWriter();
+  HistoryWriter(const HistoryWriter&) = delete;
+  HistoryWriter& operator=(const HistoryWriter&) = delete;
+
+  // Assigns index and (when a clock was given) time, appends op to the file and the in-memory copy, tells the
+  // observers, and returns the op as recorded. Thread-safe; ops get indices in the order of their calls.
+  Op record(Op op);
+
+  // A copy of everything recorded so far. Thread-safe.
+  History snapshot() const;
+  OpCounts counts() const;
+
+  // Called with each op after it is written, under the writer's lock (keep it short, do not call record()).
+  void observe(std::function<void(const Op&)> fn);
+
+ private:
+  int fd_ = -1;
+  const MonotonicClock* clock_;
+  mutable std::mutex mu_;
+  History ops_;
+  OpCounts counts_;
+  std::vector<std::function<void(const Op&)>> observers_;
+};
+
+// Reads a history.jsonl. Blank lines are skipped. Throws HistoryError("PATH:LINE: reason") on a line that is
+// not JSON or not a valid op, and on indices that are not 0, 1, 2, ... in order.
+History read_history(const std::string& path);
+
+// Parses a history from a string of JSON lines (the same rules; name is used in messages).
+History parse_history(const std::string& text, const std::string& name = "history");
+
+}  // namespace lockcheck

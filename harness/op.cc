@@ -1,0 +1,129 @@
+#include "harness/op.h"
+
+#include <stdexcept>
+#include <unordered_map>
+
+namespace lockcheck {
+
+const char* to_string(OpType t) {
+  switch (t) {
+    case OpType::kInvoke: return "invoke";
+    case OpType::kOk: return "ok";
+    case OpType::kFail: return "fail";
+    case OpType::kInfo: return "info";
+  }
+  return "?";
+}
+
+std::optional<OpType> op_type_from_string(const std::string& s) {
+  if (s == "invoke") return OpType::kInvoke;
+  if (s == "ok") return OpType::kOk;
+  if (s == "fail") return OpType::kFail;
+  if (s == "info") return OpType::kInfo;
+  return std::nullopt;
+}
+
+void to_json(nlohmann::json& j, const Op& op) {
+  j = nlohmann::json::object();
+  j["index"] = op.index;
+  j["time"] = op.time_ns;
+  if (op.process == kNemesis) {
+    j["process"] = "nemesis";
+  } else {
+    j["process"] = op.process;
+  }
+  j["type"] = to_string(op.type);
+  j["f"] = op.f;
+  j["key"] = op.key;
+  j["value"] = op.value;
+  if (op.token) j["token"] = *op.token;
+  if (op.validity_ms) j["validity_ms"] = *op.validity_ms;
+  if (!op.error.empty()) j["error"] = op.error;
+}
+
+namespace {
+
+const nlohmann::json& field(const nlohmann::json& j, const char* name) {
+  auto it = j.find(name);
+  if (it == j.end()) throw std::invalid_argument(std::string("missing field \"") + name + "\"");
+  return *it;
+}
+
+int64_t int_field(const nlohmann::json& j, const char* name) {
+  const auto& v = field(j, name);
+  if (!v.is_number_integer()) throw std::invalid_argument(std::string("field \"") + name + "\" must be an integer");
+  return v.get<int64_t>();
+}
+
+std::string string_field(const nlohmann::json& j, const char* name) {
+  const auto& v = field(j, name);
+  if (!v.is_string()) throw std::invalid_argument(std::string("field \"") + name + "\" must be a string");
+  return v.get<std::string>();
+}
+
+std::optional<int64_t> optional_int(const nlohmann::json& j, const char* name) {
+  auto it = j.find(name);
+  if (it == j.end() || it->is_null()) return std::nullopt;
+  if (!it->is_number_integer()) throw std::invalid_argument(std::string("field \"") + name + "\" must be an integer");
+  return it->get<int64_t>();
+}
+
+}  // namespace
+
+void from_json(const nlohmann::json& j, Op& op) {
+  if (!j.is_object()) throw std::invalid_argument("an op must be a JSON object");
+  op.index = int_field(j, "index");
+  op.time_ns = int_field(j, "time");
+  const auto& p = field(j, "process");
+  if (p.is_string() && p.get<std::string>() == "nemesis") {
+    op.process = kNemesis;
+  } else if (p.is_number_integer() && p.get<int64_t>() >= 0) {
+    op.process = static_cast<Process>(p.get<int64_t>());
+  } else {
+    throw std::invalid_argument("field \"process\" must be a non-negative integer or \"nemesis\"");
+  }
+  auto type = op_type_from_string(string_field(j, "type"));
+  if (!type) throw std::invalid_argument("field \"type\" must be one of invoke, ok, fail, info");
+  op.type = *type;
+  op.f = string_field(j, "f");
+  auto k = j.find("key");
+  if (k == j.end() || k->is_null()) {
+    op.key.clear();
+  } else if (k->is_string()) {
+    op.key = k->get<std::string>();
+  } else {
+    throw std::invalid_argument("field \"key\" must be a string");
+  }
+  auto v = j.find("value");
+  op.value = v == j.end() ? nlohmann::json() : *v;
+  op.token = optional_int(j, "token");
+  op.validity_ms = optional_int(j, "validity_ms");
+  auto e = j.find("error");
+  if (e == j.end() || e->is_null()) {
+    op.error.clear();
+  } else if (e->is_string()) {
+    op.error = e->get<std::string>();
+  } else {
+    throw std::invalid_argument("field \"error\" must be a string");
+  }
+}
+
+std::vector<int64_t> pair_index(const History& h) {
+  std::vector<int64_t> pairs(h.size(), -1);
+  std::unordered_map<Process, int64_t> open;  // process -> index of its pending invoke
+  for (size_t i = 0; i < h.size(); ++i) {
+    const Op& op = h[i];
+    if (op.is_invoke()) {
+      open[op.process] = static_cast<int64_t>(i);
+      continue;
+    }
+    auto it = open.find(op.process);
+    if (it == open.end()) continue;
+    pairs[i] = it->second;
+    pairs[it->second] = static_cast<int64_t>(i);
+    open.erase(it);
+  }
+  return pairs;
+}
+
+}  // namespace lockcheck

@@ -1,0 +1,60 @@
+// The operation model of a history, as in Jepsen: every client call is recorded twice, once when it is
+// invoked and once when it completes as ok (it happened), fail (it certainly did not happen) or info (unknown:
+// a timeout, a closed connection; it may have happened at any time after its invoke, or never).
+// The nemesis records its faults as ops too, with process kNemesis.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace lockcheck {
+
+enum class OpType { kInvoke, kOk, kFail, kInfo };
+
+// "invoke", "ok", "fail", "info".
+const char* to_string(OpType t);
+// REQUIRES: s is one of the names above; otherwise returns std::nullopt.
+std::optional<OpType> op_type_from_string(const std::string& s);
+
+// Process ids of clients are >= 0; the nemesis is kNemesis (written as "nemesis" in JSON).
+using Process = int;
+constexpr Process kNemesis = -1;
+
+struct Op {
+  int64_t index = -1;       // position in the history, assigned by the writer, 0-based, dense
+  int64_t time_ns = 0;      // harness monotonic clock, ns since the run started
+  Process process = 0;
+  OpType type = OpType::kInvoke;
+  std::string f;            // "acquire", "release", "extend", "read", "add", ...; nemesis: "partition", ...
+  std::string key;          // the lock key (or resource key); empty when not applicable
+  nlohmann::json value;     // payload: null, an element, a set, a nemesis description ...
+  std::optional<int64_t> token;        // fencing token handed out by an acquire (or carried by a write)
+  std::optional<int64_t> validity_ms;  // validity the lock client reported for a successful acquire/extend
+  std::string error;        // why an op failed or is indeterminate; empty otherwise
+
+  bool is_invoke() const { return type == OpType::kInvoke; }
+  bool is_ok() const { return type == OpType::kOk; }
+  bool is_fail() const { return type == OpType::kFail; }
+  bool is_info() const { return type == OpType::kInfo; }
+  bool is_client() const { return process >= 0; }
+};
+
+using History = std::vector<Op>;
+
+// One line of history.jsonl, e.g.
+// {"index":13,"time":1835100456,"process":3,"type":"ok","f":"acquire","key":"lock-0","value":null,"token":41}
+// Absent optional fields are omitted; "error" only when non-empty.
+void to_json(nlohmann::json& j, const Op& op);
+// Throws std::invalid_argument naming the offending field when the object is not a valid op.
+void from_json(const nlohmann::json& j, Op& op);
+
+// For each op, the index (in the history vector) of its pair: the completion of an invoke, or the invoke of a
+// completion; -1 for an invoke that never completed (a crashed client) or an unpaired completion.
+// Pairs are matched per process in order, as in Jepsen. Nemesis ops are paired the same way.
+std::vector<int64_t> pair_index(const History& h);
+
+}  // namespace lockcheck

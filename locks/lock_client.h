@@ -1,0 +1,65 @@
+// A lock algorithm under test. One LockClient per client process; a process calls it from one thread only.
+// Every call returns within a bounded time (the per-request timeouts in LockOptions), never hangs, and says
+// whether it happened (ok), certainly did not happen (fail: e.g. a reply error, a refused connection, NX not
+// set) or may have happened (info: a timeout or a connection closed after the request was sent).
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "harness/cluster.h"
+#include "harness/op.h"
+
+namespace lockcheck {
+
+struct LockResult {
+  OpType outcome = OpType::kFail;          // kOk, kFail or kInfo
+  std::string error;                       // why, for fail and info
+  std::optional<int64_t> validity_ms;      // acquire/extend ok: how long the client may assume it holds it
+  std::optional<int64_t> token;            // acquire ok with fencing: the fencing token
+
+  static LockResult ok() { return {OpType::kOk, "", std::nullopt, std::nullopt}; }
+  static LockResult fail(std::string why) { return {OpType::kFail, std::move(why), std::nullopt, std::nullopt}; }
+  static LockResult info(std::string why) { return {OpType::kInfo, std::move(why), std::nullopt, std::nullopt}; }
+};
+
+struct LockOptions {
+  std::vector<Endpoint> nodes;                            // the lock nodes as this client reaches them
+  std::vector<Endpoint> sentinels;                        // replicated topology only
+  std::chrono::milliseconds connect_timeout{200};
+  std::chrono::milliseconds op_timeout{500};              // per request (per node for Redlock)
+  bool fencing = false;                                   // hand out fencing tokens with each acquire
+  uint64_t seed = 0;                                      // for retry jitter and the like
+  nlohmann::json extra = nlohmann::json::object();        // algorithm-specific options, e.g. redlock retries
+};
+
+class LockClient {
+ public:
+  virtual ~LockClient() = default;
+  // Tries once (or, for algorithms with retries, as the algorithm prescribes) to take key for ttl.
+  virtual LockResult acquire(const std::string& key, std::chrono::milliseconds ttl) = 0;
+  // Releases key if this client holds it (by the algorithm's own rule).
+  virtual LockResult release(const std::string& key) = 0;
+  // Extends the hold on key to ttl from now. Algorithms that cannot extend return fail("unsupported").
+  virtual LockResult extend(const std::string& key, std::chrono::milliseconds ttl) = 0;
+};
+
+struct LockAlgorithm {
+  const char* name;
+  const char* description;   // one line: what it is
+  const char* known_defects; // one line: what it is known to get wrong
+  std::function<std::unique_ptr<LockClient>(const LockOptions&)> make;
+};
+
+// The registry (locks/registry.cc): one line per algorithm.
+const std::vector<LockAlgorithm>& lock_algorithms();
+const LockAlgorithm* find_lock_algorithm(const std::string& name);  // nullptr when unknown
+
+}  // namespace lockcheck

@@ -1,0 +1,63 @@
+// What client processes do, and which checkers judge it. The runner calls run_process on one thread per
+// live process; it returns when the run must stop or when the process must be retired (its last op ended
+// info: its state is unknown, so as in Jepsen a fresh process id takes its place with a fresh client).
+#pragma once
+
+#include <atomic>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "harness/cluster.h"
+#include "harness/config.h"
+#include "harness/history.h"
+#include "locks/lock_client.h"
+
+namespace lockcheck {
+
+// Given to a workload when a run starts.
+struct WorkloadEnv {
+  const RunConfig& config;
+  Cluster& cluster;
+  HistoryWriter& history;
+  std::string run_dir;
+};
+
+// Given to run_process for one client process.
+struct ProcessEnv {
+  Process process;
+  LockClient& client;
+  HistoryWriter& history;
+  std::mt19937_64 rng;                  // seeded from the run seed and the process id
+  const std::atomic<bool>& stop;        // set when the time limit is reached or the run is interrupted
+  const RunConfig& config;
+};
+
+// Why run_process returned.
+enum class ProcessExit { kStopped, kRetired };
+
+class Workload {
+ public:
+  virtual ~Workload() = default;
+  virtual std::string name() const = 0;
+  // Called once before any process starts (e.g. start a resource server). Throws on failure.
+  virtual void setup(WorkloadEnv& env) { (void)env; }
+  // Loops until env.stop or until an op ended info.
+  virtual ProcessExit run_process(ProcessEnv& env) = 0;
+  // Called once after every process has returned (e.g. final reads). Must not throw.
+  virtual void finish(WorkloadEnv& env) noexcept { (void)env; }
+  // The names of the checkers that judge this workload's history.
+  virtual std::vector<std::string> checkers() const = 0;
+};
+
+struct WorkloadInfo {
+  const char* name;
+  const char* description;
+  std::unique_ptr<Workload> (*make)();
+};
+// The registry (workloads/registry.cc): one line per workload.
+const std::vector<WorkloadInfo>& workload_registry();
+std::unique_ptr<Workload> make_workload(const std::string& name);  // nullptr when unknown
+
+}  // namespace lockcheck
