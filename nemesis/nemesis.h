@@ -1,7 +1,13 @@
 // Fault injection, as in Jepsen's nemesis protocol: setup, invoke (apply a fault or heal), teardown (undo
 // every fault still in force; must run at the end of every run, also on error, SIGINT and SIGTERM).
 // Every fault and heal is recorded in the history as an op of process kNemesis (invoke, then ok or info)
-// whose value says what was done to which node.
+// whose value says what was done to which node, in this shape (the report and the checkers rely on it):
+//   {"fault": "partition", "phase": "start", "targets": ["n1","n2"], "detail": {...}}
+//   {"fault": "partition", "phase": "stop",  "targets": ["n1","n2"]}
+// fault: partition, delay, pause, kill, clock, client-pause, failover, ...; phase "start" applies a fault,
+// "stop" heals it (a fault period for the report runs from a start's completion to the next stop of the same
+// fault); targets: node names ("n1") or client processes ("p3"). The op's f names the action itself
+// ("partition", "heal", "pause", "resume", "kill", "restart", "clock-bump", "clock-reset", ...).
 #pragma once
 
 #include <memory>
