@@ -62,6 +62,19 @@ class Cluster {
   // Offsets the node's wall clock (CLOCK_REALTIME) by offset; 0 resets it. Effective at once.
   virtual void set_clock_offset(size_t n, std::chrono::nanoseconds offset) = 0;
   virtual bool is_running(size_t n) const = 0;  // started and not killed
+
+  // Network. A party is a node name ("n1") or a client slot ("c0", "c1", ...; client process p uses slot
+  // "c" + p % concurrency, so a retired process's replacement sees the same network). Links are symmetric.
+  // Where party reaches node n (a client slot's view; the fault proxy's port in the local backend).
+  virtual Endpoint endpoint_for(const std::string& party, size_t n) const = 0;
+  // Cuts the link a<->b: bytes are held, not answered or refused (like an iptables DROP). Idempotent.
+  virtual void cut(const std::string& a, const std::string& b) = 0;
+  // Heals one link / every link (held bytes flow again), and removes every delay.
+  virtual void heal(const std::string& a, const std::string& b) = 0;
+  virtual void heal_all() = 0;
+  // Adds latency (+ uniform jitter in [0, jitter]) to each chunk on a<->b, order preserved; 0 removes it.
+  virtual void set_delay(const std::string& a, const std::string& b, std::chrono::milliseconds delay,
+                         std::chrono::milliseconds jitter) = 0;
 };
 
 }  // namespace lockcheck
