@@ -55,6 +55,10 @@ struct RunConfig {
 // Throws ConfigError naming the field when a value is out of range or unknown (lock, workload, nemesis ...).
 void validate(const RunConfig& c);
 
+// Parse the enum flags; throw ConfigError naming the flag.
+Persistence persistence_from_string(const std::string& s);
+Topology topology_from_string(const std::string& s);
+
 void to_json(nlohmann::json& j, const RunConfig& c);
 // Missing fields keep their defaults; unknown fields and bad values throw ConfigError.
 void from_json(const nlohmann::json& j, RunConfig& c);

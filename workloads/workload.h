@@ -4,6 +4,8 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
+#include <functional>
 #include <memory>
 #include <random>
 #include <string>
@@ -50,6 +52,14 @@ class Workload {
   // The names of the checkers that judge this workload's history.
   virtual std::vector<std::string> checkers() const = 0;
 };
+
+// Records the invoke of (f, key) for env.process, runs call, and records its completion (ok with the
+// token and validity it reported, fail, or info). Returns the LockResult.
+LockResult record_lock_op(ProcessEnv& env, const std::string& f, const std::string& key,
+                          const std::function<LockResult()>& call);
+
+// Sleeps for d, in short steps, returning early (false) when env.stop is set. True when it slept it all.
+bool sleep_unless_stopped(const std::atomic<bool>& stop, std::chrono::milliseconds d);
 
 struct WorkloadInfo {
   const char* name;
