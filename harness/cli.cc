@@ -81,9 +81,13 @@ po::variables_map parse(const std::vector<std::string>& args, const po::options_
     all.add_options()(positional_name, po::value(positional), "");
     pos.add(positional_name, 1);
   }
+  std::vector<std::string> extra;
+  all.add_options()("lockcheck-extra-args", po::value(&extra), "");
+  pos.add("lockcheck-extra-args", -1);
   po::variables_map vm;
   po::store(po::command_line_parser(args).options(all).positional(pos).run(), vm);
   po::notify(vm);
+  if (!extra.empty()) throw ConfigError("unexpected argument '" + extra.front() + "'");
   return vm;
 }
 
