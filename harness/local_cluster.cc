@@ -46,7 +46,7 @@ LocalCluster::LocalCluster(LocalClusterOptions opts) : opts_(std::move(opts)) {
   if (opts_.nodes < 1) throw ClusterError("a cluster needs at least one node");
   for (int i = 0; i < opts_.nodes; ++i) {
     NodeInfo info;
-    info.name = "n" + std::to_string(i + 1);
+    info.name = opts_.name_prefix + std::to_string(i + 1);
     info.role = NodeRole::kMaster;
     info.endpoint = Endpoint{"127.0.0.1", 0};
     info.log_path = opts_.nodes_dir + "/" + info.name + ".log";

@@ -20,6 +20,7 @@ struct LocalClusterOptions {
   std::string redis_server = "redis-server";   // binary; a missing one is a ClusterError naming it
   std::string nodes_dir;                       // where nX/ and nX.log go; created if missing
   std::chrono::milliseconds start_timeout{10000};
+  std::string name_prefix = "n";               // nodes are <prefix>1, <prefix>2, ...
   static LocalClusterOptions from(const RunConfig& c, const std::string& run_dir);
 };
 

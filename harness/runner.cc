@@ -162,7 +162,7 @@ class Workers {
         for (const auto& s : cluster_.sentinels()) lo.sentinels.push_back(s.endpoint);
         lo.op_timeout = std::chrono::milliseconds(cfg_.op_timeout_ms);
         lo.connect_timeout = std::chrono::milliseconds(std::min<int64_t>(cfg_.op_timeout_ms, 1000));
-        lo.fencing = cfg_.fencing;
+        lo.fencing = cfg_.fencing || workload_.needs_fencing();
         lo.seed = derive_seed(cfg_.seed, 1000 + static_cast<uint64_t>(p));
         lo.extra = {{"client_cmd", cfg_.client_cmd}, {"wait_replicas", cfg_.wait_replicas}};
         auto client = algo->make(lo);
