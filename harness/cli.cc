@@ -2,6 +2,7 @@
 
 #include <boost/algorithm/string.hpp>
 #include <boost/program_options.hpp>
+#include <fstream>
 #include <iomanip>
 #include <optional>
 
@@ -66,6 +67,8 @@ po::options_description run_options(RunConfig& c, RunFlags& f) {
     ("checker-timeout", po::value(&c.checker_timeout_s)->default_value(c.checker_timeout_s), "seconds of search before a checker answers unknown")
     ("seed", po::value(&c.seed)->default_value(0), "RNG seed (0: pick one; it is recorded)")
     ("results", po::value(&c.results_dir)->default_value(c.results_dir), "folder for results/<run-id>/")
+    ("label", po::value(&c.label), "a name for the run, used in its id")
+    ("config", po::value<std::string>(), "run the configuration in FILE (a config.json); only --results, --seed, --no-progress may go with it")
     ("redis-server", po::value(&c.redis_server)->default_value(c.redis_server), "redis-server binary (local cluster)")
     ("no-progress", "no progress line");
   // clang-format on
@@ -99,6 +102,31 @@ int cmd_run(const std::vector<std::string>& args, std::ostream& out, std::ostrea
   if (vm.count("help")) {
     out << desc;
     return kExitValid;
+  }
+  if (vm.count("config")) {
+    for (const auto& [name, value] : vm) {
+      if (!value.defaulted() && name != "config" && name != "results" && name != "seed" && name != "no-progress") {
+        throw ConfigError("--" + name + ": cannot be combined with --config (edit the file instead)");
+      }
+    }
+    const std::string file = vm["config"].as<std::string>();
+    std::ifstream in(file);
+    if (!in) throw ConfigError("--config: cannot open " + file);
+    nlohmann::json j;
+    try {
+      j = nlohmann::json::parse(in);
+    } catch (const nlohmann::json::parse_error& e) {
+      throw ConfigError("--config: " + file + " is not valid JSON (" + e.what() + ")");
+    }
+    RunConfig fc;
+    from_json(j, fc);
+    if (!vm["results"].defaulted()) fc.results_dir = c.results_dir;
+    if (!vm["seed"].defaulted()) fc.seed = c.seed;
+    fc.progress = vm.count("no-progress") == 0;
+    fc.argv = {"lockcheck", "run"};
+    fc.argv.insert(fc.argv.end(), args.begin(), args.end());
+    validate(fc);
+    return run_test(fc, out).exit_code;
   }
   c.topology = topology_from_string(f.topology);
   c.persistence = persistence_from_string(f.persistence);

@@ -72,7 +72,8 @@ nlohmann::json read_json_file(const std::string& path) {
 // Creates results/<run-id>/ and points results/latest at it.
 std::string make_run_dir(const RunConfig& cfg) {
   fs::create_directories(cfg.results_dir);
-  const std::string base = utc_stamp("%Y%m%dT%H%M%SZ") + "-" + cfg.lock + "-" + cfg.workload + "-s" + std::to_string(cfg.seed);
+  const std::string base = utc_stamp("%Y%m%dT%H%M%SZ") + "-" + (cfg.label.empty() ? cfg.lock + "-" + cfg.workload : cfg.label) +
+                           "-s" + std::to_string(cfg.seed);
   std::string dir = cfg.results_dir + "/" + base;
   for (int i = 2; fs::exists(dir); ++i) dir = cfg.results_dir + "/" + base + "-" + std::to_string(i);
   fs::create_directories(dir + "/nodes");
