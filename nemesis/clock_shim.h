@@ -5,9 +5,10 @@
 //
 // File format: 8 bytes, a signed 64-bit count of nanoseconds in native byte order, at offset 0.
 // Atomicity: readers (the shim) and writer (write_clock_offset) both go through a MAP_SHARED mapping of the
-// same page-cache page and use one aligned 8-byte load / store, which x86_64 (and every 64-bit target GCC
-// supports) performs as a single access: a reader sees the old or the new offset, never a torn mix. (A pwrite
-// would not guarantee that: the kernel copies small buffers with `rep movsb`, which may store byte by byte.)
+// same page-cache page and use one aligned 8-byte load / store (GCC __atomic builtins), which x86_64 and
+// aarch64 perform as a single access: a reader sees the old or the new offset, never a torn mix. A pwrite
+// would not promise that: nothing guarantees that the kernel's copy into the page cache is one 8-byte store
+// (on x86_64 it may be `rep movsb`, which can store byte by byte).
 //
 // Thread-safety: the functions keep no state; concurrent writers of one file race (the last store wins).
 // Errors: ClockShimError naming the path and the OS error.

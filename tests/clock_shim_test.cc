@@ -1,6 +1,8 @@
 #include "nemesis/clock_shim.h"
 
+#include <dlfcn.h>
 #include <gtest/gtest.h>
+#include <sys/time.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -127,6 +129,60 @@ TEST(ClockShimLibraryTest, PointsAtTheBuiltLibraryUnlessOverridden) {
   EXPECT_EQ(clock_shim_library(), "/elsewhere/shim.so");
   ::unsetenv("LOCKCHECK_CLOCK_SHIM");
   EXPECT_EQ(clock_shim_library(), built);
+}
+
+int64_t to_ns(const timespec& ts) { return static_cast<int64_t>(ts.tv_sec) * 1000000000 + ts.tv_nsec; }
+
+// The shim loaded into this process with dlopen (RTLD_LOCAL: its symbols do not replace this process's own
+// clock functions), its functions called directly and compared with the real ones. Only this test maps the
+// shim, so its once-per-process mapping sees this test's file.
+TEST(ClockShimInProcessTest, OffsetsTheRealtimeClocksOnlyAndFollowsRewrites) {
+  TempDir dir;
+  const std::string path = new_clock_file(dir);
+  ::setenv(kClockFileEnv, path.c_str(), 1);
+  void* lib = ::dlopen(clock_shim_library().c_str(), RTLD_NOW | RTLD_LOCAL);
+  ASSERT_NE(lib, nullptr) << ::dlerror();
+  using ClockGettime = int (*)(clockid_t, timespec*);
+  using Gettimeofday = int (*)(timeval*, void*);
+  using Time = time_t (*)(time_t*);
+  auto shim_clock_gettime = reinterpret_cast<ClockGettime>(::dlsym(lib, "clock_gettime"));
+  auto shim_gettimeofday = reinterpret_cast<Gettimeofday>(::dlsym(lib, "gettimeofday"));
+  auto shim_time = reinterpret_cast<Time>(::dlsym(lib, "time"));
+  ASSERT_TRUE(shim_clock_gettime && shim_gettimeofday && shim_time);
+
+  constexpr int64_t kSlackNs = 500 * 1000 * 1000;  // a loaded machine between two reads
+  auto skew_ns = [&](clockid_t clock) {
+    timespec shifted, real;
+    EXPECT_EQ(shim_clock_gettime(clock, &shifted), 0);
+    ::clock_gettime(clock, &real);
+    EXPECT_GE(shifted.tv_nsec, 0);
+    EXPECT_LT(shifted.tv_nsec, 1000000000);
+    return to_ns(shifted) - to_ns(real);
+  };
+  const std::chrono::nanoseconds offsets[] = {40s + 999999999ns, -(1s + 500ms), -20s};
+  for (std::chrono::nanoseconds offset : offsets) {
+    SCOPED_TRACE(offset.count());
+    write_clock_offset(path, offset);
+    EXPECT_NEAR(static_cast<double>(skew_ns(CLOCK_REALTIME)), static_cast<double>(offset.count()), kSlackNs);
+    EXPECT_NEAR(static_cast<double>(skew_ns(CLOCK_REALTIME_COARSE)), static_cast<double>(offset.count()),
+                kSlackNs);
+    EXPECT_NEAR(static_cast<double>(skew_ns(CLOCK_MONOTONIC)), 0.0, kSlackNs);
+    EXPECT_NEAR(static_cast<double>(skew_ns(CLOCK_BOOTTIME)), 0.0, kSlackNs);
+    timeval tv;
+    ASSERT_EQ(shim_gettimeofday(&tv, nullptr), 0);
+    const int64_t tv_ns = static_cast<int64_t>(tv.tv_sec) * 1000000000 + tv.tv_usec * 1000;
+    EXPECT_NEAR(static_cast<double>(tv_ns - real_wall_ms() * 1000000), static_cast<double>(offset.count()),
+                kSlackNs + 1e6);
+    time_t out = 0;
+    const time_t t = shim_time(&out);
+    EXPECT_EQ(t, out);
+    EXPECT_NEAR(static_cast<double>(t) * 1e9 - static_cast<double>(real_wall_ms()) * 1e6,
+                static_cast<double>(offset.count()), 1.5e9);
+  }
+  write_clock_offset(path, 0ns);
+  EXPECT_NEAR(static_cast<double>(skew_ns(CLOCK_REALTIME)), 0.0, kSlackNs);
+  ::unsetenv(kClockFileEnv);
+  ::dlclose(lib);
 }
 
 TEST_F(ShimmedServerTest, ServerStartsUnderTheShimAndKeepsTheRealTimeAtOffsetZero) {
