@@ -1,8 +1,13 @@
 // The default backend: independent redis-server processes on loopback, no root and no Docker needed.
 // Each node has its own port (free, chosen at start and kept across restarts), data dir nodes/nX/ and log
 // nodes/nX.log under the run's folder. Persistence is off unless asked for (--persistence).
+// Every client reaches the nodes through the harness's TCP fault proxy (nemesis/fault_proxy.h): one link per
+// (party, node), made on first use by endpoint_for, so that the nemesis can cut or delay any one link without
+// root. Every node runs with the clock shim preloaded (nemesis/clock_shim.h) and its own offset file nX/clock,
+// so that set_clock_offset moves that node's wall clock at once.
 #pragma once
 
+#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -11,6 +16,7 @@
 #include "harness/cluster.h"
 #include "harness/config.h"
 #include "harness/process.h"
+#include "nemesis/fault_proxy.h"
 
 namespace lockcheck {
 
@@ -21,6 +27,9 @@ struct LocalClusterOptions {
   std::string nodes_dir;                       // where nX/ and nX.log go; created if missing
   std::chrono::milliseconds start_timeout{10000};
   std::string name_prefix = "n";               // nodes are <prefix>1, <prefix>2, ...
+  bool use_proxy = true;                       // false: endpoint_for gives the node's own address, no faults
+  bool use_clock_shim = true;                  // false: no LD_PRELOAD, set_clock_offset throws
+  uint64_t seed = 0;                           // for the proxy's delay jitter
   static LocalClusterOptions from(const RunConfig& c, const std::string& run_dir);
 };
 
@@ -60,6 +69,10 @@ class LocalCluster : public Cluster {
   mutable std::mutex mu_;
   std::vector<std::unique_ptr<ChildProcess>> procs_;
   std::vector<bool> paused_;
+
+  std::unique_ptr<FaultProxy> proxy_;
+  mutable std::mutex links_mu_;
+  mutable std::map<std::pair<std::string, size_t>, Endpoint> links_;  // (party, node) -> proxy listener
 };
 
 // A TCP port on 127.0.0.1 that was free a moment ago (bind to port 0, read it back, close).

@@ -6,6 +6,8 @@
 
 #include <boost/filesystem.hpp>
 
+#include <hiredis/hiredis.h>
+
 #include "harness/redis_conn.h"
 
 namespace lockcheck {
@@ -120,6 +122,42 @@ TEST_F(LocalClusterTest, StopKillsPausedNodes) {
   c.pause(0);
   c.stop();
   EXPECT_FALSE(alive(pid));
+}
+
+TEST_F(LocalClusterTest, ClientsGoThroughTheProxyAndACutLinkHoldsOnlyThatLink) {
+  LocalCluster c(options(2));
+  c.start();
+  const Endpoint c0 = c.endpoint_for("c0", 0);
+  const Endpoint c1 = c.endpoint_for("c1", 0);
+  EXPECT_NE(c0, c.nodes()[0].endpoint);
+  EXPECT_NE(c0, c1);
+  EXPECT_EQ(c.endpoint_for("c0", 0), c0);  // one link per (party, node)
+  EXPECT_TRUE(cmd(c0, {"PING"}).is_status("PONG"));
+  c.cut("c0", "n1");
+  EXPECT_EQ(cmd(c0, {"SET", "k", "v"}).status, RedisStatus::kTimeout);  // held, not refused: info
+  EXPECT_TRUE(cmd(c1, {"PING"}).is_status("PONG"));
+  EXPECT_TRUE(cmd(c.endpoint_for("c0", 1), {"PING"}).is_status("PONG"));
+  c.heal_all();
+  EXPECT_TRUE(cmd(c0, {"PING"}).is_status("PONG"));
+}
+
+TEST_F(LocalClusterTest, ClockOffsetMovesOneNodesTimeAndExpiresItsKeys) {
+  LocalCluster c(options(2));
+  c.start();
+  auto time_of = [&](size_t n) {
+    RedisConn conn(c.nodes()[n].endpoint, std::chrono::milliseconds(200), std::chrono::milliseconds(300));
+    Reply r = conn.command({"TIME"});
+    return std::stoll(std::string(r.raw()->element[0]->str, r.raw()->element[0]->len));
+  };
+  const Endpoint ep = c.nodes()[0].endpoint;
+  ASSERT_TRUE(cmd(ep, {"SET", "lock-0", "t", "NX", "PX", "30000"}).is_status("OK"));
+  const long long before = time_of(0);
+  c.set_clock_offset(0, std::chrono::seconds(40));
+  EXPECT_GE(time_of(0) - before, 39);
+  EXPECT_LE(std::llabs(time_of(1) - before), 2);  // the other node's clock did not move
+  EXPECT_EQ(cmd(ep, {"PTTL", "lock-0"}).integer(), -2);  // a 30 s lock expired at once
+  c.set_clock_offset(0, std::chrono::nanoseconds(0));
+  EXPECT_LE(std::llabs(time_of(0) - before), 2);
 }
 
 TEST_F(LocalClusterTest, MissingBinaryIsAClearError) {
