@@ -326,7 +326,8 @@ RunOutcome run_test(RunConfig cfg, std::ostream& out) {
     write_json_file(dir + "/results.json", results);
     log.log(results["error"].get<std::string>());
     out << "lockcheck: " << results["error"].get<std::string>() << "\n";
-    if (interrupted) out << "the history so far is in " << dir << "; check it with: lockcheck check " << dir << "\n";
+    if (interrupted) out << "the history so far is kept; check it with: lockcheck check " << dir << "\n";
+    out << "results: " << dir << "\n";
     outcome.valid = Validity::kUnknown;
     outcome.exit_code = interrupted ? 128 + interrupt.signal_number() : kExitHarness;
     return outcome;
