@@ -35,6 +35,7 @@ button:hover{background:#e9edf3}
 .legend-row .sw{display:inline-block;width:14px;height:10px;margin:0 4px 0 12px;vertical-align:middle;border-radius:2px}
 .note{color:var(--muted);font-size:12.5px;margin:4px 0}
 svg{display:block}
+svg.timeline,svg.plot{max-width:100%;height:auto}
 svg text{font:11px system-ui,-apple-system,"Segoe UI",Roboto,Arial,sans-serif;fill:#3a4150}
 .row-label,.lane-label,.y-label,.y-unit{text-anchor:end;fill:#5b6475}
 .fault-label{font-size:10.5px;fill:#1d2330}
@@ -201,6 +202,9 @@ const char* const kReportJs = R"JS(
     var tl = document.getElementById('timeline');
     if (tl) setupTimeline(tl);
     setupTooltips();
+    // Time from navigation start to a laid-out page (reading a box forces style and layout).
+    body.getBoundingClientRect();
+    if (window.performance) body.setAttribute('data-ready-ms', String(Math.round(performance.now())));
     body.setAttribute('data-js-ok', '1');
   } catch (err) {
     body.setAttribute('data-js-error', String(err && err.message ? err.message : err));

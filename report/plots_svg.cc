@@ -116,19 +116,38 @@ std::string render_latency_plot(const std::vector<LatencyPoint>& points, const s
     return f.y1() - (std::log10(ms) - llo) / (lhi - llo) * f.PH;
   };
 
-  // Decimate: one mark per (outcome, pixel column, pixel row).
+  // Decimate: one mark per (outcome, cell), cells of c x c pixels, c the smallest of 1, 2, 3, 4, 6, 8, ... px
+  // that keeps the marks of each outcome within max_marks_per_outcome.
+  const OpType order[] = {OpType::kOk, OpType::kFail, OpType::kInfo};
+  auto cell_of = [&](const LatencyPoint& p, double c) {
+    const int64_t cx = static_cast<int64_t>(std::floor(f.x(p.invoke_ns) / c));
+    const int64_t cy = static_cast<int64_t>(std::floor(y_of(p.latency_ns) / c));
+    return (static_cast<int64_t>(p.outcome) << 40) | (cx << 20) | (cy & 0xfffff);
+  };
+  double cell = 1;
+  for (const double c : {1.0, 2.0, 3.0, 4.0, 6.0, 8.0, 12.0, 16.0}) {
+    cell = c;
+    std::unordered_set<int64_t> cells;
+    size_t worst = 0;
+    for (OpType t : order) {
+      size_t before = cells.size();
+      for (const auto& p : points) {
+        if (p.outcome == t) cells.insert(cell_of(p, c));
+      }
+      worst = std::max(worst, cells.size() - before);
+    }
+    if (worst <= opts.max_marks_per_outcome) break;
+  }
   std::ostringstream marks;
   size_t drawn = 0;
   std::unordered_set<int64_t> cells;
-  const OpType order[] = {OpType::kOk, OpType::kFail, OpType::kInfo};
   for (OpType t : order) {
     for (const auto& p : points) {
       if (p.outcome != t) continue;
-      const double x = f.x(p.invoke_ns), y = y_of(p.latency_ns);
-      const int64_t cell = (static_cast<int64_t>(t) << 40) | (static_cast<int64_t>(std::lround(x)) << 20) |
-                           static_cast<int64_t>(std::lround(y) & 0xfffff);
-      if (!cells.insert(cell).second) continue;
+      if (!cells.insert(cell_of(p, cell)).second) continue;
       ++drawn;
+      // The first point of each cell is drawn where it is.
+      const double x = f.x(p.invoke_ns), y = y_of(p.latency_ns);
       const std::string xs = fixed(x, 1), ys = fixed(y, 1);
       switch (t) {
         case OpType::kOk:
@@ -147,7 +166,8 @@ std::string render_latency_plot(const std::vector<LatencyPoint>& points, const s
 
   std::ostringstream s;
   open_svg(s, f, "plot-latency",
-           " data-points=\"" + std::to_string(points.size()) + "\" data-drawn=\"" + std::to_string(drawn) + "\"");
+           " data-points=\"" + std::to_string(points.size()) + "\" data-drawn=\"" + std::to_string(drawn) +
+               "\" data-cell-px=\"" + fixed(cell, 0) + "\"");
   bands_and_time_axis(s, f, bands);
   s << "<g class=\"axis y-axis\">\n";
   for (double e = llo; e <= lhi + 1e-9; e += 1) {

@@ -155,7 +155,7 @@ std::string render_timeline(const std::vector<Hold>& holds, const std::vector<Fa
   const int row_h = 16;
   const int rows_y = overview_y + overview_h + 8;
   const int rows_h = static_cast<int>(fault_rows.size()) * row_h;
-  const int strip_y = rows_y + rows_h + 2, strip_h = 10;
+  const int strip_y = rows_y + rows_h + 5, strip_h = 10;
   const int lanes_y = strip_y + strip_h + 4;
   const int lanes_h = static_cast<int>(lanes.size()) * lane_h;
   const int axis_y = lanes_y + std::max(lanes_h, lane_h);
