@@ -128,6 +128,9 @@ const char* const kReportJs = R"JS(
       for (var j = 0; j < texts.length; j++) {
         var t = texts[j], ta = +t.getAttribute('data-a'), tb = +(t.getAttribute('data-b') || ta);
         if (tb < a || ta > b) { t.style.display = 'none'; continue; }
+        // A label shows only where its band is wide enough for it (about 6 px a character).
+        var room = (Math.min(tb, b) - Math.max(ta, a)) / (b - a) * P;
+        if (t.hasAttribute('data-b') && room < 6 * t.textContent.length + 4) { t.style.display = 'none'; continue; }
         t.style.display = '';
         t.setAttribute('x', L + (Math.max(ta, a) - a) / (b - a) * P + 2);
       }

@@ -218,9 +218,13 @@ std::string render_timeline(const std::vector<Hold>& holds, const std::vector<Fa
     for (const FaultBand& b : bands) {
       size_t row = std::find(fault_rows.begin(), fault_rows.end(), b.fault) - fault_rows.begin();
       const double x = L + static_cast<double>(b.from_ns) / 1e6 * px_per_ms + 2;
+      const std::string label = b.fault + " " + targets_label(b.targets);
+      // Shown only where the band has room for it (the script re-decides on zoom).
+      const double room = static_cast<double>(b.to_ns - b.from_ns) / 1e6 * px_per_ms;
+      const bool fits = room >= 6.0 * static_cast<double>(label.size()) + 4;
       s << "<text class=\"tl-text fault-label\" x=\"" << fixed(x, 1) << "\" y=\"" << (rows_y + row * row_h + 12)
-        << "\" data-a=\"" << ms_coord(b.from_ns) << "\" data-b=\"" << ms_coord(b.to_ns) << "\">"
-        << escape(targets_label(b.targets)) << "</text>\n";
+        << "\" data-a=\"" << ms_coord(b.from_ns) << "\" data-b=\"" << ms_coord(b.to_ns) << "\""
+        << (fits ? "" : " style=\"display:none\"") << ">" << escape(label) << "</text>\n";
     }
   }
 

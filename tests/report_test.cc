@@ -188,7 +188,7 @@ TEST(ReportTest, FaultPeriodsAreBandsAcrossAllLanesAndInThePlots) {
   // Labels with the targets.
   auto labels = select(tl, "text", "fault-label");
   ASSERT_EQ(labels.size(), 2u);
-  EXPECT_NE(html.find(">n1,n2</text>"), std::string::npos);
+  EXPECT_NE(html.find(">partition n1,n2</text>"), std::string::npos);
   // Plots: latency and throughput, each with both bands.
   EXPECT_EQ(count(tags, "rect", "plot-band"), 4u);
   EXPECT_EQ(count(tags, "svg", "plot-latency"), 1u);
