@@ -43,6 +43,7 @@ struct RunConfig {
   int wait_replicas = 0;                         // --wait N (single-failover)
   double checker_timeout_s = 60;                 // --checker-timeout
   uint64_t seed = 0;                             // --seed; 0 on the CLI means "pick one", then recorded
+  std::string label;                             // --label: a name for the run (matrix entry), in its id
   std::string results_dir = "results";           // --results
   std::string redis_server = "redis-server";     // --redis-server: binary to run (local cluster)
   bool progress = true;                          // --no-progress turns the progress line off
@@ -54,6 +55,10 @@ struct RunConfig {
 
 // Throws ConfigError naming the field when a value is out of range or unknown (lock, workload, nemesis ...).
 void validate(const RunConfig& c);
+
+// Parse the enum flags; throw ConfigError naming the flag.
+Persistence persistence_from_string(const std::string& s);
+Topology topology_from_string(const std::string& s);
 
 void to_json(nlohmann::json& j, const RunConfig& c);
 // Missing fields keep their defaults; unknown fields and bad values throw ConfigError.

@@ -23,7 +23,7 @@ Op HistoryWriter::record(Op op) {
   std::lock_guard<std::mutex> lock(mu_);
   op.index = static_cast<int64_t>(ops_.size());
   if (clock_) op.time_ns = clock_->now_ns();
-  std::string line = nlohmann::json(op).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  std::string line = to_jsonl(op);
   line.push_back('\n');
   const char* p = line.data();
   size_t left = line.size();

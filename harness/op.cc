@@ -23,8 +23,11 @@ std::optional<OpType> op_type_from_string(const std::string& s) {
   return std::nullopt;
 }
 
-void to_json(nlohmann::json& j, const Op& op) {
-  j = nlohmann::json::object();
+namespace {
+
+// Fills j (json or ordered_json) with op's fields in the documented order.
+template <typename Json>
+void fill(Json& j, const Op& op) {
   j["index"] = op.index;
   j["time"] = op.time_ns;
   if (op.process == kNemesis) {
@@ -39,6 +42,19 @@ void to_json(nlohmann::json& j, const Op& op) {
   if (op.token) j["token"] = *op.token;
   if (op.validity_ms) j["validity_ms"] = *op.validity_ms;
   if (!op.error.empty()) j["error"] = op.error;
+}
+
+}  // namespace
+
+void to_json(nlohmann::json& j, const Op& op) {
+  j = nlohmann::json::object();
+  fill(j, op);
+}
+
+std::string to_jsonl(const Op& op) {
+  nlohmann::ordered_json j = nlohmann::ordered_json::object();
+  fill(j, op);
+  return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
 namespace {

@@ -49,6 +49,8 @@ using History = std::vector<Op>;
 // {"index":13,"time":1835100456,"process":3,"type":"ok","f":"acquire","key":"lock-0","value":null,"token":41}
 // Absent optional fields are omitted; "error" only when non-empty.
 void to_json(nlohmann::json& j, const Op& op);
+// The same as one line of text, fields in the order above (no newline).
+std::string to_jsonl(const Op& op);
 // Throws std::invalid_argument naming the offending field when the object is not a valid op.
 void from_json(const nlohmann::json& j, Op& op);
 

@@ -18,6 +18,7 @@ a{color:#2856c8}
 .pill{display:inline-block;padding:0 8px;border-radius:10px;font-size:12px;font-weight:700;color:#fff;text-transform:uppercase}
 .pill.valid{background:var(--green)}.pill.invalid{background:var(--red)}.pill.unknown{background:var(--amber)}
 .meta{color:var(--muted)}
+.run-error{color:var(--red)}
 table{border-collapse:collapse}
 td,th{padding:3px 10px 3px 0;border-bottom:1px solid #eceef2;text-align:left;vertical-align:top}
 th{font-weight:600;color:var(--muted);font-size:12.5px}

@@ -151,6 +151,10 @@ void render_verdict(Page& pg) {
     s << ok << " ok, " << fail << " fail, " << info << " info";
   }
   s << " &middot; " << pg.h.size() << " history entries</p>\n";
+  if (const json* err = find(pg.results, "error"); err && err->is_string() && !err->get<std::string>().empty()) {
+    s << "<p class=\"run-error\"><strong>The run did not complete:</strong> " << escape(err->get<std::string>())
+      << "</p>\n";
+  }
   if (pg.results.is_null() || (pg.results.is_object() && pg.results.empty())) {
     s << "<p class=\"note\">No results.json: the checkers have not judged this run.</p>\n";
   }
@@ -203,6 +207,9 @@ void render_config(Page& pg) {
   auto& s = pg.out;
   const json& c = pg.config;
   s << "<section id=\"config\">\n<h2>Configuration</h2>\n<table class=\"config\">\n";
+  if (const json* label = find(c, "label"); label && label->is_string() && !label->get<std::string>().empty()) {
+    config_row(s, "label", escape(label->get<std::string>()));
+  }
   config_row(s, "lock algorithm", text(c, "lock"));
   std::string topo = text(c, "topology");
   config_row(s, "topology", topo + " &middot; cluster " + text(c, "cluster") + " &middot; persistence " +
@@ -400,11 +407,18 @@ void render_plots(Page& pg) {
                              ? 100.0 * static_cast<double>(lost.lost_completion_ns.size()) /
                                    static_cast<double>(lost.acknowledged)
                              : 0.0;
+      std::string reads;
+      for (size_t i = 0; i < lost.final_read_indices.size() && i < 10; ++i) {
+        reads += (i ? ", " : "") + std::to_string(lost.final_read_indices[i]);
+      }
+      if (lost.final_read_indices.size() > 10) reads += ", ...";
       s << "<p id=\"lost-summary\">" << lost.lost_completion_ns.size() << " of " << lost.acknowledged
-        << " acknowledged adds are missing from the final read (op " << lost.final_read_index << "): "
-        << report::fixed(pct, 1) << "%.</p>\n";
+        << " acknowledged adds are missing from the final read" << (lost.final_read_indices.size() == 1 ? "" : "s")
+        << " (op " << reads << "): " << report::fixed(pct, 1) << "%.</p>\n";
       s << report::render_lost_updates_plot(lost, pg.bands, pg.span_ns);
-      s << "<p class=\"note\">Adds that completed after the final read was invoked are not counted.</p>\n";
+      s << "<p class=\"note\">Each add is judged against the final read of its key; " << lost.unjudged
+        << " acknowledged adds completed after that read was invoked, or have no final read, and are not "
+           "counted.</p>\n";
     }
   }
   s << "</section>\n";

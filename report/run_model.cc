@@ -194,26 +194,33 @@ bool is_int_array(const nlohmann::json& v) {
 LostUpdates lost_updates(const History& h) {
   LostUpdates out;
   const std::vector<int64_t> pairs = pair_index(h);
-  size_t final_read = h.size();
-  for (size_t i = h.size(); i-- > 0;) {
+  // The final read of each key: the last ok read of integers.
+  std::map<std::string, size_t> final_read;
+  for (size_t i = 0; i < h.size(); ++i) {
     const Op& op = h[i];
-    if (op.is_client() && op.is_ok() && op.f == "read" && is_int_array(op.value)) {
-      final_read = i;
-      break;
-    }
+    if (op.is_client() && op.is_ok() && op.f == "read" && is_int_array(op.value)) final_read[op.key] = i;
   }
-  if (final_read == h.size()) return out;
+  if (final_read.empty()) return out;
   out.has_final_read = true;
-  out.final_read_index = h[final_read].index;
-  const Op* read_inv = invoke_of(h, pairs, final_read);
-  const int64_t read_invoke_ns = read_inv ? read_inv->time_ns : h[final_read].time_ns;
-  std::unordered_set<int64_t> seen;
-  for (const auto& e : h[final_read].value) seen.insert(e.get<int64_t>());
+  struct Final {
+    int64_t invoke_ns;
+    std::unordered_set<int64_t> elements;
+  };
+  std::map<std::string, Final> finals;
+  for (const auto& kv : final_read) {
+    const Op& read = h[kv.second];
+    out.final_read_indices.push_back(read.index);
+    const Op* inv = invoke_of(h, pairs, kv.second);
+    Final f{inv ? inv->time_ns : read.time_ns, {}};
+    for (const auto& e : read.value) f.elements.insert(e.get<int64_t>());
+    finals.emplace(kv.first, std::move(f));
+  }
+  std::sort(out.final_read_indices.begin(), out.final_read_indices.end());
 
+  // History order is completion order, so the lost adds come out in ascending completion time.
   for (size_t i = 0; i < h.size(); ++i) {
     const Op& op = h[i];
     if (!op.is_client() || !op.is_ok() || op.f != "add") continue;
-    if (op.time_ns > read_invoke_ns) continue;  // concurrent with the final read: not judged
     const nlohmann::json* element = nullptr;
     if (op.value.is_number_integer()) {
       element = &op.value;
@@ -221,24 +228,19 @@ LostUpdates lost_updates(const History& h) {
       element = &inv->value;
     }
     if (!element) continue;
+    auto f = finals.find(op.key);
+    if (f == finals.end() || op.time_ns > f->second.invoke_ns) {
+      ++out.unjudged;
+      continue;
+    }
     ++out.acknowledged;
     const int64_t e = element->get<int64_t>();
-    if (seen.count(e) == 0) {
+    if (f->second.elements.count(e) == 0) {
       out.lost_completion_ns.push_back(op.time_ns);
       out.lost_elements.push_back(e);
     }
   }
-  // History order is completion order, so the times are already ascending; keep the contract explicit.
-  std::vector<size_t> order(out.lost_completion_ns.size());
-  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
-  std::stable_sort(order.begin(), order.end(),
-                   [&](size_t a, size_t b) { return out.lost_completion_ns[a] < out.lost_completion_ns[b]; });
-  LostUpdates sorted = out;
-  for (size_t i = 0; i < order.size(); ++i) {
-    sorted.lost_completion_ns[i] = out.lost_completion_ns[order[i]];
-    sorted.lost_elements[i] = out.lost_elements[order[i]];
-  }
-  return sorted;
+  return out;
 }
 
 }  // namespace report

@@ -67,13 +67,15 @@ struct LatencyPoint {
 // One point per completed acquire of a client process, in history order.
 std::vector<LatencyPoint> acquire_latencies(const History& h);
 
-// Lost updates of the set workloads: ok adds whose element is missing from the final read (the last ok read
-// whose value is an array of integers). Adds that completed after the final read was invoked are concurrent
-// with it and are not counted.
+// Lost updates of the set workloads: ok adds whose element is missing from the final read of their key (the last
+// ok read of that key whose value is an array of integers; the workloads keep one set per lock key, e.g.
+// "resource:lock-0"). Adds that completed after that final read was invoked are concurrent with it, and adds on
+// a key without a final read cannot be judged: neither is counted.
 struct LostUpdates {
-  bool has_final_read = false;
-  int64_t final_read_index = -1;
-  int64_t acknowledged = 0;                // ok adds that completed before the final read was invoked
+  bool has_final_read = false;           // at least one key has a final read
+  std::vector<int64_t> final_read_indices;  // history indices of the final reads, ascending
+  int64_t acknowledged = 0;              // judged ok adds
+  int64_t unjudged = 0;                  // ok adds not judged (concurrent with the final read, or no final read)
   std::vector<int64_t> lost_completion_ns;  // completion times of the lost adds, ascending
   std::vector<int64_t> lost_elements;       // in the same order
 };

@@ -127,10 +127,18 @@ TEST(ReportModelTest, LostUpdatesAreOkAddsMissingFromTheLastIntegerRead) {
   b.add(13, 1, OpType::kOk, "read", "s", json{1});
   b.add(14, 3, OpType::kInvoke, "read", "s");
   b.add(15, 3, OpType::kOk, "read", "s", json{"not", "ints"});  // not a final read
+  // A second set, on another key, with its own final read: its adds are judged against it alone.
+  b.add(16, 4, OpType::kInvoke, "add", "t", 1);
+  b.add(17, 4, OpType::kOk, "add", "t", 1);
+  b.add(18, 4, OpType::kInvoke, "add", "u", 9);  // a key without a final read: not judged
+  b.add(19, 4, OpType::kOk, "add", "u", 9);
+  b.add(20, 5, OpType::kInvoke, "read", "t");
+  b.add(21, 5, OpType::kOk, "read", "t", json{1});
   auto lost = lost_updates(b.history());
   EXPECT_TRUE(lost.has_final_read);
-  EXPECT_EQ(lost.final_read_index, 13);
-  EXPECT_EQ(lost.acknowledged, 2);
+  EXPECT_EQ(lost.final_read_indices, (std::vector<int64_t>{13, 21}));
+  EXPECT_EQ(lost.acknowledged, 3);
+  EXPECT_EQ(lost.unjudged, 2);
   ASSERT_EQ(lost.lost_elements, (std::vector<int64_t>{2}));
   EXPECT_EQ(lost.lost_completion_ns, (std::vector<int64_t>{3 * kMs}));
   EXPECT_TRUE(has_set_ops(b.history()));

@@ -219,6 +219,12 @@ TEST(ReportTest, EmptyEverythingStillRendersWellFormedHtml) {
                       {"nodes", "n1"}, {"ops", 5}, {"versions", {1, 2}}};
   const std::string odd = render_report(odd_config, report_test::valid_history(), odd_results);
   parse_ok(odd);
+  // A run that stopped early says why.
+  json stopped = {{"valid", "unknown"}, {"error", "interrupted by signal 2"}, {"checkers", json::array()}};
+  const std::string early = render_report(json{{"label", "nightly-<1>"}}, History{}, stopped);
+  parse_ok(early);
+  EXPECT_NE(early.find("interrupted by signal 2"), std::string::npos);
+  EXPECT_NE(early.find("nightly-&lt;1&gt;"), std::string::npos);
 }
 
 TEST(ReportTest, EverythingFromTheInputIsEscaped) {

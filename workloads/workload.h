@@ -4,6 +4,8 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
+#include <functional>
 #include <memory>
 #include <random>
 #include <string>
@@ -47,9 +49,19 @@ class Workload {
   virtual ProcessExit run_process(ProcessEnv& env) = 0;
   // Called once after every process has returned (e.g. final reads). Must not throw.
   virtual void finish(WorkloadEnv& env) noexcept { (void)env; }
+  // True when the workload needs fencing tokens from the lock, whatever --fencing says.
+  virtual bool needs_fencing() const { return false; }
   // The names of the checkers that judge this workload's history.
   virtual std::vector<std::string> checkers() const = 0;
 };
+
+// Records the invoke of (f, key) for env.process, runs call, and records its completion (ok with the
+// token and validity it reported, fail, or info). Returns the LockResult.
+LockResult record_lock_op(ProcessEnv& env, const std::string& f, const std::string& key,
+                          const std::function<LockResult()>& call);
+
+// Sleeps for d, in short steps, returning early (false) when env.stop is set. True when it slept it all.
+bool sleep_unless_stopped(const std::atomic<bool>& stop, std::chrono::milliseconds d);
 
 struct WorkloadInfo {
   const char* name;

@@ -1,0 +1,228 @@
+#include "harness/cli.h"
+
+#include <boost/algorithm/string.hpp>
+#include <boost/program_options.hpp>
+#include <fstream>
+#include <iomanip>
+#include <optional>
+
+#include "checkers/checker.h"
+#include "harness/cluster.h"
+#include "harness/config.h"
+#include "harness/exit_codes.h"
+#include "harness/history.h"
+#include "harness/process.h"
+#include "harness/runner.h"
+#include "locks/lock_client.h"
+#include "nemesis/nemesis.h"
+#include "workloads/workload.h"
+
+namespace po = boost::program_options;
+
+namespace lockcheck {
+
+namespace {
+
+const char* kUsage =
+    "usage: lockcheck COMMAND [FLAGS]\n"
+    "\n"
+    "commands:\n"
+    "  run             run one test: start the cluster, drive the workload, inject faults, check, report\n"
+    "  check RUN_DIR   re-run the checkers on a stored history\n"
+    "  list            lock algorithms, workloads, nemeses and checkers, one line each\n"
+    "\n"
+    "`lockcheck COMMAND --help` describes a command's flags.\n"
+    "exit status: 0 valid, 1 anomaly found, 2 usage or config error, 3 harness or cluster failed,\n"
+    "             4 a checker could not decide\n";
+
+struct RunFlags {
+  std::string topology, persistence, nemesis;
+};
+
+po::options_description run_options(RunConfig& c, RunFlags& f) {
+  po::options_description o("lockcheck run [FLAGS]");
+  // clang-format off
+  o.add_options()
+    ("help,h", "this help")
+    ("cluster", po::value(&c.cluster)->default_value(c.cluster), "local (redis-server processes) or docker")
+    ("topology", po::value(&f.topology)->default_value(to_string(c.topology)), "independent (N masters) or replicated (master, replicas, 3 Sentinels)")
+    ("nodes", po::value(&c.nodes)->default_value(c.nodes), "number of Redis nodes")
+    ("persistence", po::value(&f.persistence)->default_value(to_string(c.persistence)), "none, aof-everysec or aof-always")
+    ("lock", po::value(&c.lock)->default_value(c.lock), "lock algorithm (see lockcheck list)")
+    ("workload", po::value(&c.workload)->default_value(c.workload), "workload (see lockcheck list)")
+    ("nemesis", po::value(&f.nemesis)->default_value("none"), "comma list of faults (see lockcheck list), or none")
+    ("nemesis-targeting", po::value(&c.nemesis_targeting)->default_value(c.nemesis_targeting), "random, or holder: aim faults at the current lock holder and its nodes")
+    ("nemesis-interval", po::value(&c.nemesis_interval_s)->default_value(c.nemesis_interval_s), "seconds between a fault and its heal")
+    ("restart-delay", po::value(&c.restart_delay_ms)->default_value(c.restart_delay_ms), "ms a killed node stays down before restart")
+    ("time-limit", po::value(&c.time_limit_s)->default_value(c.time_limit_s), "seconds the workload runs")
+    ("concurrency", po::value(&c.concurrency)->default_value(c.concurrency), "client processes")
+    ("keys", po::value(&c.keys)->default_value(c.keys), "number of lock keys")
+    ("ttl-ms", po::value(&c.ttl_ms)->default_value(c.ttl_ms), "lock TTL in ms")
+    ("hold-ms-max", po::value(&c.hold_ms_max)->default_value(c.hold_ms_max), "longest hold in ms (-1: 80% of the TTL)")
+    ("work-ms", po::value(&c.work_ms)->default_value(c.work_ms), "set workloads: ms between read and write under the lock (-1: TTL/3)")
+    ("op-timeout-ms", po::value(&c.op_timeout_ms)->default_value(c.op_timeout_ms), "per-request timeout of the lock clients")
+    ("fencing", po::bool_switch(&c.fencing), "hand out fencing tokens with each acquire")
+    ("client-cmd", po::value(&c.client_cmd), "command line of an external lock client (--lock external)")
+    ("wait", po::value(&c.wait_replicas)->default_value(c.wait_replicas), "single-failover: WAIT for N replicas after SET")
+    ("checker-timeout", po::value(&c.checker_timeout_s)->default_value(c.checker_timeout_s), "seconds of search before a checker answers unknown")
+    ("seed", po::value(&c.seed)->default_value(0), "RNG seed (0: pick one; it is recorded)")
+    ("results", po::value(&c.results_dir)->default_value(c.results_dir), "folder for results/<run-id>/")
+    ("label", po::value(&c.label), "a name for the run, used in its id")
+    ("config", po::value<std::string>(), "run the configuration in FILE (a config.json); only --results, --seed, --no-progress may go with it")
+    ("redis-server", po::value(&c.redis_server)->default_value(c.redis_server), "redis-server binary (local cluster)")
+    ("no-progress", "no progress line");
+  // clang-format on
+  return o;
+}
+
+// Parses args against desc with no positional arguments unless positional_name is given (then exactly one).
+po::variables_map parse(const std::vector<std::string>& args, const po::options_description& desc,
+                        const char* positional_name = nullptr, std::string* positional = nullptr) {
+  po::options_description all(desc);
+  po::positional_options_description pos;
+  if (positional_name) {
+    all.add_options()(positional_name, po::value(positional), "");
+    pos.add(positional_name, 1);
+  }
+  std::vector<std::string> extra;
+  all.add_options()("lockcheck-extra-args", po::value(&extra), "");
+  pos.add("lockcheck-extra-args", -1);
+  po::variables_map vm;
+  po::store(po::command_line_parser(args).options(all).positional(pos).run(), vm);
+  po::notify(vm);
+  if (!extra.empty()) throw ConfigError("unexpected argument '" + extra.front() + "'");
+  return vm;
+}
+
+int cmd_run(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
+  RunConfig c;
+  RunFlags f;
+  auto desc = run_options(c, f);
+  auto vm = parse(args, desc);
+  if (vm.count("help")) {
+    out << desc;
+    return kExitValid;
+  }
+  if (vm.count("config")) {
+    for (const auto& [name, value] : vm) {
+      if (!value.defaulted() && name != "config" && name != "results" && name != "seed" && name != "no-progress") {
+        throw ConfigError("--" + name + ": cannot be combined with --config (edit the file instead)");
+      }
+    }
+    const std::string file = vm["config"].as<std::string>();
+    std::ifstream in(file);
+    if (!in) throw ConfigError("--config: cannot open " + file);
+    nlohmann::json j;
+    try {
+      j = nlohmann::json::parse(in);
+    } catch (const nlohmann::json::parse_error& e) {
+      throw ConfigError("--config: " + file + " is not valid JSON (" + e.what() + ")");
+    }
+    RunConfig fc;
+    from_json(j, fc);
+    if (!vm["results"].defaulted()) fc.results_dir = c.results_dir;
+    if (!vm["seed"].defaulted()) fc.seed = c.seed;
+    fc.progress = vm.count("no-progress") == 0;
+    fc.argv = {"lockcheck", "run"};
+    fc.argv.insert(fc.argv.end(), args.begin(), args.end());
+    validate(fc);
+    return run_test(fc, out).exit_code;
+  }
+  c.topology = topology_from_string(f.topology);
+  c.persistence = persistence_from_string(f.persistence);
+  c.nemesis.clear();
+  if (f.nemesis != "none" && !f.nemesis.empty()) {
+    boost::split(c.nemesis, f.nemesis, boost::is_any_of(","));
+    for (const auto& n : c.nemesis) {
+      if (n.empty() || n == "none") throw ConfigError("--nemesis: '" + f.nemesis + "' is not a comma list of faults");
+    }
+  }
+  c.progress = vm.count("no-progress") == 0;
+  c.argv = {"lockcheck", "run"};
+  c.argv.insert(c.argv.end(), args.begin(), args.end());
+  validate(c);
+  RunOutcome o = run_test(c, out);
+  (void)err;
+  return o.exit_code;
+}
+
+int cmd_check(const std::vector<std::string>& args, std::ostream& out) {
+  po::options_description desc("lockcheck check RUN_DIR [FLAGS]");
+  double timeout = 0;
+  desc.add_options()("help,h", "this help")(
+      "checker-timeout", po::value(&timeout), "seconds of search before a checker answers unknown (default: the run's)");
+  std::string dir;
+  auto vm = parse(args, desc, "run-dir", &dir);
+  if (vm.count("help")) {
+    out << desc;
+    return kExitValid;
+  }
+  if (dir.empty()) throw ConfigError("check: RUN_DIR is required (a folder under results/)");
+  std::optional<double> t;
+  if (vm.count("checker-timeout")) {
+    if (timeout <= 0) throw ConfigError("--checker-timeout: must be > 0 seconds");
+    t = timeout;
+  }
+  return check_run(dir, out, t).exit_code;
+}
+
+int cmd_list(const std::vector<std::string>& args, std::ostream& out) {
+  po::options_description desc("lockcheck list");
+  desc.add_options()("help,h", "this help");
+  auto vm = parse(args, desc);
+  if (vm.count("help")) {
+    out << desc;
+    return kExitValid;
+  }
+  out << "lock algorithms (--lock):\n";
+  for (const auto& a : lock_algorithms()) {
+    out << "  " << std::left << std::setw(20) << a.name << a.description << "\n"
+        << "  " << std::setw(20) << "" << "known defect: " << a.known_defects << "\n";
+  }
+  out << "workloads (--workload):\n";
+  for (const auto& w : workload_registry()) out << "  " << std::left << std::setw(20) << w.name << w.description << "\n";
+  out << "nemeses (--nemesis, comma list; default none):\n";
+  for (const auto& n : nemesis_registry()) out << "  " << std::left << std::setw(20) << n.name << n.description << "\n";
+  out << "checkers:\n";
+  for (const auto& c : checker_registry()) out << "  " << std::left << std::setw(20) << c.name << c.description << "\n";
+  return kExitValid;
+}
+
+}  // namespace
+
+int cli_main(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
+  if (args.empty()) {
+    err << kUsage;
+    return kExitUsage;
+  }
+  const std::string cmd = args[0];
+  const std::vector<std::string> rest(args.begin() + 1, args.end());
+  try {
+    if (cmd == "--help" || cmd == "-h" || cmd == "help") {
+      out << kUsage;
+      return kExitValid;
+    }
+    if (cmd == "run") return cmd_run(rest, out, err);
+    if (cmd == "check") return cmd_check(rest, out);
+    if (cmd == "list") return cmd_list(rest, out);
+    err << "lockcheck: unknown command '" << cmd << "'\n\n" << kUsage;
+    return kExitUsage;
+  } catch (const po::error& e) {
+    err << "lockcheck " << cmd << ": " << e.what() << " (see lockcheck " << cmd << " --help)\n";
+    return kExitUsage;
+  } catch (const ConfigError& e) {
+    err << "lockcheck " << cmd << ": " << e.what() << "\n";
+    return kExitUsage;
+  } catch (const HistoryError& e) {
+    err << "lockcheck " << cmd << ": malformed history: " << e.what() << "\n";
+    return kExitUsage;
+  } catch (const ClusterError& e) {
+    err << "lockcheck " << cmd << ": cluster failed: " << e.what() << "\n";
+    return kExitHarness;
+  } catch (const std::exception& e) {
+    err << "lockcheck " << cmd << ": " << e.what() << "\n";
+    return kExitHarness;
+  }
+}
+
+}  // namespace lockcheck

@@ -1,0 +1,182 @@
+#include "harness/config.h"
+
+#include <cctype>
+#include <set>
+
+#include "locks/lock_client.h"
+#include "nemesis/nemesis.h"
+#include "workloads/workload.h"
+
+namespace lockcheck {
+
+const char* to_string(Persistence p) {
+  switch (p) {
+    case Persistence::kNone: return "none";
+    case Persistence::kAofEverysec: return "aof-everysec";
+    case Persistence::kAofAlways: return "aof-always";
+  }
+  return "none";
+}
+
+const char* to_string(Topology t) {
+  switch (t) {
+    case Topology::kIndependent: return "independent";
+    case Topology::kReplicated: return "replicated";
+  }
+  return "independent";
+}
+
+namespace {
+
+Persistence parse_persistence(const std::string& s) {
+  if (s == "none") return Persistence::kNone;
+  if (s == "aof-everysec") return Persistence::kAofEverysec;
+  if (s == "aof-always") return Persistence::kAofAlways;
+  throw ConfigError("--persistence: '" + s + "' is not one of none, aof-everysec, aof-always");
+}
+
+Topology parse_topology(const std::string& s) {
+  if (s == "independent") return Topology::kIndependent;
+  if (s == "replicated") return Topology::kReplicated;
+  throw ConfigError("--topology: '" + s + "' is not one of independent, replicated");
+}
+
+template <typename T>
+void require(bool ok, const char* flag, const T& value, const char* what) {
+  if (!ok) throw ConfigError(std::string(flag) + ": " + std::to_string(value) + " " + what);
+}
+
+}  // namespace
+
+void validate(const RunConfig& c) {
+  if (c.cluster != "local" && c.cluster != "docker") {
+    throw ConfigError("--cluster: '" + c.cluster + "' is not one of local, docker");
+  }
+  require(c.nodes >= 1 && c.nodes <= 15, "--nodes", c.nodes, "must be between 1 and 15");
+  if (c.topology == Topology::kReplicated && c.nodes < 2) {
+    throw ConfigError("--nodes: the replicated topology needs a master and at least one replica");
+  }
+  if (!find_lock_algorithm(c.lock)) throw ConfigError("--lock: unknown lock algorithm '" + c.lock + "' (see lockcheck list)");
+  if (!make_workload(c.workload)) throw ConfigError("--workload: unknown workload '" + c.workload + "' (see lockcheck list)");
+  std::set<std::string> seen;
+  for (const auto& n : c.nemesis) {
+    if (!make_nemesis(n)) throw ConfigError("--nemesis: unknown nemesis '" + n + "' (see lockcheck list)");
+    if (!seen.insert(n).second) throw ConfigError("--nemesis: '" + n + "' given twice");
+  }
+  if (c.nemesis_targeting != "random" && c.nemesis_targeting != "holder") {
+    throw ConfigError("--nemesis-targeting: '" + c.nemesis_targeting + "' is not one of random, holder");
+  }
+  require(c.nemesis_interval_s > 0 && c.nemesis_interval_s <= 3600, "--nemesis-interval", c.nemesis_interval_s,
+          "must be in (0, 3600] seconds");
+  require(c.restart_delay_ms >= 0, "--restart-delay", c.restart_delay_ms, "must be >= 0 ms");
+  require(c.time_limit_s > 0 && c.time_limit_s <= 7 * 24 * 3600, "--time-limit", c.time_limit_s,
+          "must be in (0, 604800] seconds");
+  require(c.concurrency >= 1 && c.concurrency <= 1000, "--concurrency", c.concurrency, "must be between 1 and 1000");
+  require(c.keys >= 1 && c.keys <= 100000, "--keys", c.keys, "must be between 1 and 100000");
+  require(c.ttl_ms >= 10 && c.ttl_ms <= 24LL * 3600 * 1000, "--ttl-ms", c.ttl_ms, "must be between 10 and 86400000");
+  require(c.hold_ms_max >= -1, "--hold-ms-max", c.hold_ms_max, "must be >= 0 (or -1 for 80% of the TTL)");
+  require(c.work_ms >= -1, "--work-ms", c.work_ms, "must be >= 0 (or -1 for a third of the TTL)");
+  require(c.op_timeout_ms >= 1 && c.op_timeout_ms <= 600000, "--op-timeout-ms", c.op_timeout_ms,
+          "must be between 1 and 600000");
+  require(c.wait_replicas >= 0, "--wait", c.wait_replicas, "must be >= 0");
+  require(c.checker_timeout_s > 0, "--checker-timeout", c.checker_timeout_s, "must be > 0 seconds");
+  if (c.lock == "external" && c.client_cmd.empty()) throw ConfigError("--client-cmd: required with --lock external");
+  if (c.results_dir.empty()) throw ConfigError("--results: must not be empty");
+  for (char ch : c.label) {
+    if (!std::isalnum(static_cast<unsigned char>(ch)) && ch != '-' && ch != '_' && ch != '.') {
+      throw ConfigError("--label: '" + c.label + "' may hold only letters, digits, '-', '_' and '.'");
+    }
+  }
+}
+
+void to_json(nlohmann::json& j, const RunConfig& c) {
+  j = nlohmann::json{
+      {"cluster", c.cluster},
+      {"topology", to_string(c.topology)},
+      {"nodes", c.nodes},
+      {"persistence", to_string(c.persistence)},
+      {"lock", c.lock},
+      {"workload", c.workload},
+      {"nemesis", c.nemesis},
+      {"nemesis_targeting", c.nemesis_targeting},
+      {"nemesis_interval_s", c.nemesis_interval_s},
+      {"restart_delay_ms", c.restart_delay_ms},
+      {"time_limit_s", c.time_limit_s},
+      {"concurrency", c.concurrency},
+      {"keys", c.keys},
+      {"ttl_ms", c.ttl_ms},
+      {"hold_ms_max", c.hold_ms_max},
+      {"work_ms", c.work_ms},
+      {"op_timeout_ms", c.op_timeout_ms},
+      {"fencing", c.fencing},
+      {"client_cmd", c.client_cmd},
+      {"wait_replicas", c.wait_replicas},
+      {"checker_timeout_s", c.checker_timeout_s},
+      {"seed", c.seed},
+      {"label", c.label},
+      {"results_dir", c.results_dir},
+      {"redis_server", c.redis_server},
+      {"argv", c.argv},
+  };
+}
+
+namespace {
+
+template <typename T>
+void get_field(const nlohmann::json& j, const char* name, T& out) {
+  auto it = j.find(name);
+  if (it == j.end()) return;
+  try {
+    out = it->get<T>();
+  } catch (const nlohmann::json::exception&) {
+    throw ConfigError(std::string("config field \"") + name + "\": wrong type (" + it->dump() + ")");
+  }
+}
+
+}  // namespace
+
+void from_json(const nlohmann::json& j, RunConfig& c) {
+  if (!j.is_object()) throw ConfigError("config: must be a JSON object");
+  static const std::set<std::string> known = {
+      "cluster", "topology", "nodes", "persistence", "lock", "workload", "nemesis", "nemesis_targeting",
+      "nemesis_interval_s", "restart_delay_ms", "time_limit_s", "concurrency", "keys", "ttl_ms", "hold_ms_max",
+      "work_ms", "op_timeout_ms", "fencing", "client_cmd", "wait_replicas", "checker_timeout_s", "seed",
+      "label", "results_dir", "redis_server", "argv"};
+  for (auto it = j.begin(); it != j.end(); ++it) {
+    if (!known.count(it.key())) throw ConfigError("config: unknown field \"" + it.key() + "\"");
+  }
+  get_field(j, "cluster", c.cluster);
+  std::string topology = to_string(c.topology), persistence = to_string(c.persistence);
+  get_field(j, "topology", topology);
+  c.topology = parse_topology(topology);
+  get_field(j, "persistence", persistence);
+  c.persistence = parse_persistence(persistence);
+  get_field(j, "nodes", c.nodes);
+  get_field(j, "lock", c.lock);
+  get_field(j, "workload", c.workload);
+  get_field(j, "nemesis", c.nemesis);
+  get_field(j, "nemesis_targeting", c.nemesis_targeting);
+  get_field(j, "nemesis_interval_s", c.nemesis_interval_s);
+  get_field(j, "restart_delay_ms", c.restart_delay_ms);
+  get_field(j, "time_limit_s", c.time_limit_s);
+  get_field(j, "concurrency", c.concurrency);
+  get_field(j, "keys", c.keys);
+  get_field(j, "ttl_ms", c.ttl_ms);
+  get_field(j, "hold_ms_max", c.hold_ms_max);
+  get_field(j, "work_ms", c.work_ms);
+  get_field(j, "op_timeout_ms", c.op_timeout_ms);
+  get_field(j, "fencing", c.fencing);
+  get_field(j, "client_cmd", c.client_cmd);
+  get_field(j, "wait_replicas", c.wait_replicas);
+  get_field(j, "checker_timeout_s", c.checker_timeout_s);
+  get_field(j, "seed", c.seed);
+  get_field(j, "label", c.label);
+  get_field(j, "results_dir", c.results_dir);
+  get_field(j, "redis_server", c.redis_server);
+  get_field(j, "argv", c.argv);
+}
+
+Persistence persistence_from_string(const std::string& s) { return parse_persistence(s); }
+Topology topology_from_string(const std::string& s) { return parse_topology(s); }
+
+}  // namespace lockcheck

@@ -1,0 +1,209 @@
+#include "harness/process.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <array>
+#include <atomic>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+#include <boost/process.hpp>
+#include <boost/process/extend.hpp>
+
+namespace bp = boost::process;
+
+namespace lockcheck {
+
+namespace {
+
+// The table of live children for kill_all_children: fixed size, lock-free, usable from a signal path.
+constexpr size_t kMaxChildren = 4096;
+std::array<std::atomic<pid_t>, kMaxChildren> g_children{};
+
+void register_child(pid_t pid) {
+  for (auto& slot : g_children) {
+    pid_t expected = 0;
+    if (slot.compare_exchange_strong(expected, pid)) return;
+  }
+  // Table full: the child still gets PDEATHSIG and its owner's destructor; only the emergency path misses it.
+}
+
+void unregister_child(pid_t pid) {
+  for (auto& slot : g_children) {
+    pid_t expected = pid;
+    if (slot.compare_exchange_strong(expected, 0)) return;
+  }
+}
+
+int open_output(const std::string& path) {
+  if (path.empty()) return ::open("/dev/null", O_WRONLY | O_CLOEXEC);
+  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+  if (fd < 0) throw SpawnError("cannot open " + path + ": " + std::strerror(errno));
+  return fd;
+}
+
+int decode_status(int status) {
+  if (WIFEXITED(status)) return WEXITSTATUS(status);
+  if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
+  return -1;
+}
+
+}  // namespace
+
+std::optional<std::string> find_program(const std::string& program) {
+  if (program.find('/') != std::string::npos) {
+    if (::access(program.c_str(), X_OK) == 0) return program;
+    return std::nullopt;
+  }
+  auto p = bp::search_path(program);
+  if (p.empty()) return std::nullopt;
+  return p.string();
+}
+
+struct ChildProcess::Impl {};
+
+ChildProcess::ChildProcess(const ProcessSpec& spec) {
+  if (spec.argv.empty()) throw SpawnError("empty command line");
+  auto exe = find_program(spec.argv[0]);
+  if (!exe) throw SpawnError(spec.argv[0] + ": program not found");
+  int out_fd = open_output(spec.stdout_path);
+  int err_fd = spec.stderr_path == "=stdout" ? -1 : open_output(spec.stderr_path);
+  int in_fd = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
+  const pid_t parent = ::getpid();
+  bp::environment env = boost::this_process::environment();
+  for (const auto& [k, v] : spec.env) env[k] = v;
+  std::vector<std::string> args(spec.argv.begin() + 1, spec.argv.end());
+  // Runs in the child between fork and exec: only async-signal-safe calls.
+  auto setup = [=](auto&) {
+    sigset_t all;
+    sigemptyset(&all);
+    sigprocmask(SIG_SETMASK, &all, nullptr);  // the harness blocks SIGINT/SIGTERM; the child must not
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (getppid() != parent) _exit(127);      // the harness died before prctl took effect
+    dup2(in_fd, 0);
+    dup2(out_fd, 1);
+    dup2(err_fd >= 0 ? err_fd : out_fd, 2);
+  };
+  try {
+    bp::child c(bp::exe = *exe, bp::args = args, env,
+                bp::start_dir = spec.cwd.empty() ? boost::filesystem::current_path() : boost::filesystem::path(spec.cwd),
+                bp::extend::on_exec_setup = setup);
+    pid_ = c.id();
+    c.detach();  // we reap it ourselves with waitpid: bounded waits, no surprises from the destructor
+  } catch (const std::exception& e) {
+    ::close(out_fd);
+    if (err_fd >= 0) ::close(err_fd);
+    ::close(in_fd);
+    throw SpawnError(spec.argv[0] + ": cannot start: " + e.what());
+  }
+  ::close(out_fd);
+  if (err_fd >= 0) ::close(err_fd);
+  ::close(in_fd);
+  register_child(pid_);
+}
+
+ChildProcess::~ChildProcess() { kill_and_reap(); }
+
+void ChildProcess::signal(int sig) {
+  if (!status_ && pid_ > 0) ::kill(pid_, sig);
+}
+
+bool ChildProcess::running() {
+  if (status_ || pid_ <= 0) return false;
+  int st = 0;
+  pid_t r = ::waitpid(pid_, &st, WNOHANG);
+  if (r == pid_) {
+    status_ = decode_status(st);
+    unregister_child(pid_);
+    return false;
+  }
+  if (r < 0 && errno == ECHILD) {
+    status_ = -1;
+    unregister_child(pid_);
+    return false;
+  }
+  return true;
+}
+
+std::optional<int> ChildProcess::wait_for(std::chrono::milliseconds timeout) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  auto pause = std::chrono::milliseconds(1);
+  while (running()) {
+    if (std::chrono::steady_clock::now() >= deadline) return std::nullopt;
+    std::this_thread::sleep_for(pause);
+    pause = std::min(pause * 2, std::chrono::milliseconds(20));
+  }
+  return status_;
+}
+
+void ChildProcess::kill_and_reap() {
+  if (status_ || pid_ <= 0) return;
+  ::kill(pid_, SIGCONT);
+  ::kill(pid_, SIGKILL);
+  // A SIGKILLed process exits promptly; bound the wait anyway (an uninterruptible sleep can delay it).
+  wait_for(std::chrono::seconds(10));
+}
+
+CommandResult run_command(const std::vector<std::string>& argv, std::chrono::milliseconds timeout,
+                          const std::map<std::string, std::string>& env) {
+  char out_tmpl[] = "/tmp/lockcheck-out-XXXXXX";
+  char err_tmpl[] = "/tmp/lockcheck-err-XXXXXX";
+  int out_fd = ::mkstemp(out_tmpl);
+  int err_fd = ::mkstemp(err_tmpl);
+  if (out_fd >= 0) ::close(out_fd);
+  if (err_fd >= 0) ::close(err_fd);
+  if (out_fd < 0 || err_fd < 0) throw SpawnError("cannot create temporary files for command output");
+  CommandResult result;
+  auto read_capped = [](const char* path) {
+    std::ifstream in(path, std::ios::binary);
+    std::string s(1 << 20, '\0');
+    in.read(&s[0], static_cast<std::streamsize>(s.size()));
+    s.resize(static_cast<size_t>(in.gcount()));
+    return s;
+  };
+  try {
+    ProcessSpec spec;
+    spec.argv = argv;
+    spec.env = env;
+    spec.stdout_path = out_tmpl;
+    spec.stderr_path = err_tmpl;
+    ChildProcess child(spec);
+    auto st = child.wait_for(timeout);
+    if (!st) {
+      result.timed_out = true;
+      child.kill_and_reap();
+      result.exit_code = -1;
+    } else {
+      result.exit_code = *st;
+    }
+  } catch (...) {
+    std::remove(out_tmpl);
+    std::remove(err_tmpl);
+    throw;
+  }
+  result.out = read_capped(out_tmpl);
+  result.err = read_capped(err_tmpl);
+  std::remove(out_tmpl);
+  std::remove(err_tmpl);
+  return result;
+}
+
+void kill_all_children() noexcept {
+  for (auto& slot : g_children) {
+    pid_t pid = slot.load();
+    if (pid > 0) {
+      ::kill(pid, SIGCONT);
+      ::kill(pid, SIGKILL);
+    }
+  }
+}
+
+}  // namespace lockcheck

@@ -1,0 +1,86 @@
+// A synchronous Redis connection with per-request timeouts and the error taxonomy lock clients need
+// (after redis-plus-plus' errors.h): a reply error or a connection that could not be made means the command
+// did not happen (fail); a timeout or a connection closed after the request was written means it may have
+// happened (info). Built on hiredis 0.14's sync API (redisConnectWithTimeout + redisSetTimeout).
+// Not thread-safe: one connection per client process.
+#pragma once
+
+#include <chrono>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "harness/cluster.h"
+
+struct redisContext;
+struct redisReply;
+
+namespace lockcheck {
+
+enum class RedisStatus {
+  kReply,        // a reply arrived (which may itself be an error reply: see Reply::is_error)
+  kNotSent,      // could not connect or write: the command certainly did not reach the server
+  kTimeout,      // no reply within the timeout: it may have been applied
+  kClosed,       // the connection broke after the request was sent: it may have been applied
+};
+
+struct RedisReplyDeleter {
+  void operator()(redisReply* r) const;
+};
+
+class Reply {
+ public:
+  RedisStatus status = RedisStatus::kNotSent;
+  std::string error;  // transport error text for kNotSent/kTimeout/kClosed; the error reply's text otherwise
+
+  bool ok() const { return status == RedisStatus::kReply && !is_error(); }
+  // The command did not happen: not sent, or the server answered with an error.
+  bool definitely_failed() const { return status == RedisStatus::kNotSent || is_error(); }
+  // The outcome is unknown: timeout or closed after sending.
+  bool indeterminate() const { return status == RedisStatus::kTimeout || status == RedisStatus::kClosed; }
+
+  bool is_error() const;
+  bool is_nil() const;
+  bool is_status(const char* s) const;  // a status reply such as "OK"
+  std::optional<long long> integer() const;
+  std::optional<std::string> str() const;  // string or status reply
+  const redisReply* raw() const { return reply_.get(); }
+
+  std::unique_ptr<redisReply, RedisReplyDeleter> reply_;
+};
+
+class RedisConn {
+ public:
+  // Does not connect yet: the first command does (and a broken connection is re-made by the next command).
+  RedisConn(Endpoint ep, std::chrono::milliseconds connect_timeout, std::chrono::milliseconds op_timeout);
+  ~RedisConn();
+  RedisConn(const RedisConn&) = delete;
+  RedisConn& operator=(const RedisConn&) = delete;
+
+  // Sends one command (binary-safe argv) and waits at most op_timeout for its reply.
+  Reply command(const std::vector<std::string>& argv);
+  // Drops the connection (the next command reconnects).
+  void reset();
+  const Endpoint& endpoint() const { return ep_; }
+  // Changes the per-request timeout for later commands.
+  void set_op_timeout(std::chrono::milliseconds t);
+
+ private:
+  bool ensure_connected(std::string* why);
+
+  Endpoint ep_;
+  std::chrono::milliseconds connect_timeout_;
+  std::chrono::milliseconds op_timeout_;
+  redisContext* ctx_ = nullptr;
+};
+
+// PINGs ep until it answers PONG or the deadline passes (each attempt bounded by 200 ms). True on PONG.
+bool wait_for_ping(const Endpoint& ep, std::chrono::milliseconds deadline);
+
+// The compare-and-delete release script: deletes KEYS[1] only if its value is ARGV[1]; returns 1 or 0.
+extern const char* const kCompareAndDeleteScript;
+// The compare-and-pexpire extension script: sets PEXPIRE KEYS[1] ARGV[2] only if its value is ARGV[1].
+extern const char* const kCompareAndPexpireScript;
+
+}  // namespace lockcheck

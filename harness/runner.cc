@@ -1,0 +1,372 @@
+#include "harness/runner.h"
+
+#include <unistd.h>
+
+#include <boost/filesystem.hpp>
+#include <chrono>
+#include <ctime>
+#include <fstream>
+#include <iomanip>
+#include <memory>
+#include <mutex>
+#include <sstream>
+#include <thread>
+#include <vector>
+
+#include "harness/cluster_factory.h"
+#include "harness/exit_codes.h"
+#include "harness/history.h"
+#include "harness/process.h"
+#include "harness/random.h"
+#include "harness/run_log.h"
+#include "harness/signals.h"
+#include "harness/version.h"
+#include "locks/lock_client.h"
+#include "workloads/workload.h"
+
+namespace fs = boost::filesystem;
+
+namespace lockcheck {
+
+int exit_code_for(Validity v) {
+  switch (v) {
+    case Validity::kValid: return kExitValid;
+    case Validity::kInvalid: return kExitInvalid;
+    case Validity::kUnknown: return kExitUnknown;
+  }
+  return kExitUnknown;
+}
+
+namespace {
+
+std::string utc_stamp(const char* fmt) {
+  std::time_t t = std::time(nullptr);  // wall clock: only to name the run, never to time it
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  std::ostringstream s;
+  s << std::put_time(&tm, fmt);
+  return s.str();
+}
+
+void write_json_file(const std::string& path, const nlohmann::json& j) {
+  const std::string tmp = path + ".tmp";
+  {
+    std::ofstream out(tmp);
+    if (!out) throw std::runtime_error("cannot write " + tmp);
+    out << j.dump(2) << "\n";
+    if (!out) throw std::runtime_error("cannot write " + tmp);
+  }
+  fs::rename(tmp, path);
+}
+
+nlohmann::json read_json_file(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw ConfigError(path + ": cannot open");
+  try {
+    return nlohmann::json::parse(in);
+  } catch (const nlohmann::json::parse_error& e) {
+    throw ConfigError(path + ": not valid JSON (" + e.what() + ")");
+  }
+}
+
+// Creates results/<run-id>/ and points results/latest at it.
+std::string make_run_dir(const RunConfig& cfg) {
+  fs::create_directories(cfg.results_dir);
+  const std::string base = utc_stamp("%Y%m%dT%H%M%SZ") + "-" + (cfg.label.empty() ? cfg.lock + "-" + cfg.workload : cfg.label) +
+                           "-s" + std::to_string(cfg.seed);
+  std::string dir = cfg.results_dir + "/" + base;
+  for (int i = 2; fs::exists(dir); ++i) dir = cfg.results_dir + "/" + base + "-" + std::to_string(i);
+  fs::create_directories(dir + "/nodes");
+  const std::string latest = cfg.results_dir + "/latest";
+  boost::system::error_code ec;
+  fs::remove(latest, ec);
+  fs::create_directory_symlink(fs::path(dir).filename(), latest, ec);
+  return dir;
+}
+
+std::string redis_version(const RunConfig& cfg) {
+  try {
+    auto r = run_command({cfg.redis_server, "--version"}, std::chrono::seconds(5));
+    auto pos = r.out.find("v=");
+    if (pos == std::string::npos) return "unknown";
+    return r.out.substr(pos + 2, r.out.find(' ', pos) - pos - 2);
+  } catch (const std::exception&) {
+    return "unknown";
+  }
+}
+
+// One line, rewritten in place on a terminal; a line every 5 s elsewhere (CI logs).
+class Progress {
+ public:
+  Progress(std::ostream& out, bool enabled, double limit_s) : out_(out), enabled_(enabled), limit_s_(limit_s) {
+    tty_ = ::isatty(2) == 1;
+  }
+  void tick(double elapsed_s, const OpCounts& c, bool force = false) {
+    if (!enabled_) return;
+    auto now = std::chrono::steady_clock::now();
+    auto every = tty_ ? std::chrono::milliseconds(250) : std::chrono::milliseconds(5000);
+    if (!force && now - last_ < every) return;
+    last_ = now;
+    std::ostringstream s;
+    s << std::fixed << std::setprecision(1) << "[" << std::min(elapsed_s, limit_s_) << "/" << limit_s_ << " s] ops ok "
+      << c.ok << " fail " << c.fail << " info " << c.info;
+    if (tty_) {
+      out_ << "\r" << s.str() << "   " << std::flush;
+    } else {
+      out_ << s.str() << "\n" << std::flush;
+    }
+  }
+  void done() {
+    if (enabled_ && tty_) out_ << "\n";
+  }
+
+ private:
+  std::ostream& out_;
+  bool enabled_;
+  bool tty_ = false;
+  double limit_s_;
+  std::chrono::steady_clock::time_point last_{};
+};
+
+// The client processes: `concurrency` slots, each a thread running the workload's process loop; a process
+// retired after an info op is replaced in its slot by a fresh process id (slot + k * concurrency).
+class Workers {
+ public:
+  Workers(const RunConfig& cfg, Cluster& cluster, HistoryWriter& history, Workload& workload,
+          const std::atomic<bool>& stop, RunLog& log)
+      : cfg_(cfg), cluster_(cluster), history_(history), workload_(workload), stop_(stop), log_(log) {}
+  ~Workers() { join(); }
+
+  void start() {
+    for (int slot = 0; slot < cfg_.concurrency; ++slot) {
+      threads_.emplace_back([this, slot] { slot_loop(slot); });
+    }
+  }
+  void join() {
+    for (auto& t : threads_) {
+      if (t.joinable()) t.join();
+    }
+  }
+  std::string first_error() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return error_;
+  }
+
+ private:
+  void slot_loop(int slot) {
+    const LockAlgorithm* algo = find_lock_algorithm(cfg_.lock);
+    const std::string party = "c" + std::to_string(slot);
+    for (Process p = slot; !stop_.load(); p += cfg_.concurrency) {
+      try {
+        LockOptions lo;
+        for (size_t n = 0; n < cluster_.nodes().size(); ++n) lo.nodes.push_back(cluster_.endpoint_for(party, n));
+        for (const auto& s : cluster_.sentinels()) lo.sentinels.push_back(s.endpoint);
+        lo.op_timeout = std::chrono::milliseconds(cfg_.op_timeout_ms);
+        lo.connect_timeout = std::chrono::milliseconds(std::min<int64_t>(cfg_.op_timeout_ms, 1000));
+        lo.fencing = cfg_.fencing || workload_.needs_fencing();
+        lo.seed = derive_seed(cfg_.seed, 1000 + static_cast<uint64_t>(p));
+        lo.extra = {{"client_cmd", cfg_.client_cmd}, {"wait_replicas", cfg_.wait_replicas}};
+        auto client = algo->make(lo);
+        ProcessEnv env{p, *client, history_, std::mt19937_64(derive_seed(cfg_.seed, static_cast<uint64_t>(p))),
+                       stop_, cfg_};
+        if (workload_.run_process(env) == ProcessExit::kStopped) return;
+        log_.log("process " + std::to_string(p) + " retired after an info op; slot " + std::to_string(slot) +
+                 " continues as process " + std::to_string(p + cfg_.concurrency));
+      } catch (const std::exception& e) {
+        // A harness bug or a client that cannot even be made: record it and stop this slot, not the run.
+        std::lock_guard<std::mutex> lock(mu_);
+        if (error_.empty()) error_ = "process " + std::to_string(p) + ": " + e.what();
+        log_.log("process " + std::to_string(p) + " failed: " + e.what());
+        return;
+      }
+    }
+  }
+
+  const RunConfig& cfg_;
+  Cluster& cluster_;
+  HistoryWriter& history_;
+  Workload& workload_;
+  const std::atomic<bool>& stop_;
+  RunLog& log_;
+  std::vector<std::thread> threads_;
+  std::mutex mu_;
+  std::string error_;
+};
+
+void print_verdict(std::ostream& out, const nlohmann::json& results, const std::string& run_dir) {
+  out << "verdict: " << results.value("valid", "unknown") << "\n";
+  for (const auto& c : results.value("checkers", nlohmann::json::array())) {
+    out << "  " << std::left << std::setw(14) << c.value("checker", "?") << std::setw(8) << c.value("valid", "?")
+        << c.value("summary", "") << "\n";
+  }
+  out << "results: " << run_dir << "\n";
+}
+
+}  // namespace
+
+nlohmann::json check_history(const RunConfig& cfg, const History& h) {
+  auto workload = make_workload(cfg.workload);
+  if (!workload) throw ConfigError("unknown workload '" + cfg.workload + "'");
+  CheckOptions opts;
+  opts.timeout = std::chrono::milliseconds(static_cast<int64_t>(cfg.checker_timeout_s * 1000));
+  Validity overall = Validity::kValid;
+  nlohmann::json checkers = nlohmann::json::array();
+  for (const auto& name : workload->checkers()) {
+    auto c = make_checker(name);
+    CheckResult r;
+    if (!c) {
+      r.checker = name;
+      r.valid = Validity::kUnknown;
+      r.summary = "checker not available in this build";
+    } else {
+      auto t0 = std::chrono::steady_clock::now();
+      r = run_checker(*c, h, opts);
+      r.stats["elapsed_ms"] =
+          std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    }
+    overall = merge(overall, r.valid);
+    checkers.push_back(r);
+  }
+  return {{"valid", to_string(overall)}, {"checkers", checkers}};
+}
+
+RunConfig read_run_config(const std::string& run_dir) {
+  RunConfig cfg;
+  from_json(read_json_file(run_dir + "/config.json"), cfg);
+  return cfg;
+}
+
+RunOutcome run_test(RunConfig cfg, std::ostream& out) {
+  RunOutcome outcome;
+  if (cfg.seed == 0) cfg.seed = os_random_u64() >> 1;  // fits a JSON integer on every reader
+  validate(cfg);
+  InterruptGuard interrupt;
+  try {
+    outcome.run_dir = make_run_dir(cfg);
+  } catch (const std::exception& e) {
+    out << "lockcheck: cannot create the results folder under " << cfg.results_dir << ": " << e.what() << "\n";
+    outcome.exit_code = kExitHarness;
+    return outcome;
+  }
+  const std::string dir = outcome.run_dir;
+  RunLog log(dir + "/lockcheck.log");
+  write_json_file(dir + "/config.json", cfg);
+  const std::string started_at = utc_stamp("%Y-%m-%dT%H:%M:%SZ");
+  out << "lockcheck: run " << fs::path(dir).filename().string() << " (lock " << cfg.lock << ", workload "
+      << cfg.workload << ", nemesis " << (cfg.nemesis.empty() ? "none" : nlohmann::json(cfg.nemesis).dump())
+      << ", seed " << cfg.seed << ")\n";
+
+  MonotonicClock clock;
+  std::unique_ptr<Cluster> cluster;
+  std::string failure;
+  double duration_s = 0;
+  OpCounts counts;
+  try {
+    cluster = make_cluster(cfg, dir);
+    log.log("starting " + std::to_string(cfg.nodes) + " nodes (" + cfg.cluster + ")");
+    cluster->start();
+    for (const auto& n : cluster->nodes()) log.log("node " + n.name + " at " + n.endpoint.str());
+    HistoryWriter history(dir + "/history.jsonl", &clock);
+    auto workload = make_workload(cfg.workload);
+    WorkloadEnv wenv{cfg, *cluster, history, dir};
+    workload->setup(wenv);
+    {
+      std::atomic<bool> stop{false};
+      Workers workers(cfg, *cluster, history, *workload, stop, log);
+      Progress progress(out, cfg.progress, cfg.time_limit_s);
+      workers.start();
+      const auto limit = std::chrono::duration<double>(cfg.time_limit_s);
+      const auto t0 = std::chrono::steady_clock::now();
+      while (std::chrono::steady_clock::now() - t0 < limit && !interrupt.interrupted()) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(50));
+        progress.tick(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), history.counts());
+      }
+      stop.store(true);
+      log.log(interrupt.interrupted() ? "interrupted by signal " + std::to_string(interrupt.signal_number())
+                                      : "time limit reached");
+      workers.join();
+      progress.tick(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), history.counts(), true);
+      progress.done();
+      duration_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      failure = workers.first_error();
+    }
+    workload->finish(wenv);
+    counts = history.counts();
+  } catch (const std::exception& e) {
+    failure = e.what();
+  }
+  if (cluster) {
+    log.log("stopping the cluster");
+    cluster->stop();
+  }
+
+  nlohmann::json results = {
+      {"run_id", fs::path(dir).filename().string()},
+      {"started_at", started_at},
+      {"duration_s", duration_s},
+      {"ops", {{"ok", counts.ok}, {"fail", counts.fail}, {"info", counts.info}}},
+      {"versions", {{"lockcheck", kLockcheckVersion}, {"redis", redis_version(cfg)}}},
+  };
+  nlohmann::json nodes = nlohmann::json::array();
+  if (cluster) {
+    for (const auto& n : cluster->nodes()) {
+      nodes.push_back({{"name", n.name},
+                       {"role", n.role == NodeRole::kReplica ? "replica" : "master"},
+                       {"endpoint", n.endpoint.str()},
+                       {"log", "nodes/" + fs::path(n.log_path).filename().string()}});
+    }
+  }
+  results["nodes"] = nodes;
+
+  if (!failure.empty() || interrupt.interrupted()) {
+    const bool interrupted = failure.empty();
+    results["valid"] = "unknown";
+    results["error"] = interrupted ? "interrupted by signal " + std::to_string(interrupt.signal_number()) : failure;
+    results["checkers"] = nlohmann::json::array();
+    write_json_file(dir + "/results.json", results);
+    log.log(results["error"].get<std::string>());
+    out << "lockcheck: " << results["error"].get<std::string>() << "\n";
+    if (interrupted) out << "the history so far is in " << dir << "; check it with: lockcheck check " << dir << "\n";
+    outcome.valid = Validity::kUnknown;
+    outcome.exit_code = interrupted ? 128 + interrupt.signal_number() : kExitHarness;
+    return outcome;
+  }
+
+  History h = read_history(dir + "/history.jsonl");
+  out << "checking " << h.size() << " ops ...\n";
+  nlohmann::json verdict = check_history(cfg, h);
+  results["valid"] = verdict["valid"];
+  results["checkers"] = verdict["checkers"];
+  write_json_file(dir + "/results.json", results);
+  print_verdict(out, results, dir);
+  outcome.valid = *validity_from_string(results["valid"].get<std::string>());
+  outcome.exit_code = exit_code_for(outcome.valid);
+  return outcome;
+}
+
+RunOutcome check_run(const std::string& run_dir, std::ostream& out, std::optional<double> checker_timeout_s) {
+  RunConfig cfg = read_run_config(run_dir);
+  if (checker_timeout_s) cfg.checker_timeout_s = *checker_timeout_s;
+  History h = read_history(run_dir + "/history.jsonl");
+  nlohmann::json results = nlohmann::json::object();
+  if (fs::exists(run_dir + "/results.json")) {
+    try {
+      results = read_json_file(run_dir + "/results.json");
+    } catch (const ConfigError&) {
+      results = nlohmann::json::object();  // rewritten below
+    }
+  }
+  nlohmann::json verdict = check_history(cfg, h);
+  results["valid"] = verdict["valid"];
+  results["checkers"] = verdict["checkers"];
+  results.erase("error");
+  write_json_file(run_dir + "/results.json", results);
+  print_verdict(out, results, run_dir);
+  RunOutcome o;
+  o.run_dir = run_dir;
+  o.valid = *validity_from_string(results["valid"].get<std::string>());
+  o.exit_code = exit_code_for(o.valid);
+  return o;
+}
+
+}  // namespace lockcheck

@@ -1,0 +1,42 @@
+// The run loop: config -> cluster -> workload processes (+ nemesis) -> history -> checkers -> results.
+// Scoped set-up and teardown nest as in Jepsen's core: whatever happens (error, SIGINT, SIGTERM), workers are
+// joined, every fault is undone and every node is stopped before the function returns.
+#pragma once
+
+#include <optional>
+#include <ostream>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "checkers/checker.h"
+#include "harness/config.h"
+#include "harness/op.h"
+
+namespace lockcheck {
+
+struct RunOutcome {
+  std::string run_dir;            // empty when the run never got a folder
+  Validity valid = Validity::kUnknown;
+  int exit_code = 3;              // see harness/exit_codes.h
+};
+
+// Runs one test end to end and writes results/<run-id>/. Prints progress and the verdict to out.
+// A cluster or harness failure is reported on out and gives exit code 3; it never throws for those.
+// A seed of 0 is replaced by a random one, recorded in config.json.
+RunOutcome run_test(RunConfig cfg, std::ostream& out);
+
+// Runs the checkers of cfg's workload on h; returns results.json's "valid" and "checkers" fields.
+nlohmann::json check_history(const RunConfig& cfg, const History& h);
+
+// `lockcheck check RUN_DIR`: re-runs the checkers on a stored history, rewrites results.json (keeping the
+// run's other fields) and the report. Throws ConfigError / HistoryError on a bad folder.
+RunOutcome check_run(const std::string& run_dir, std::ostream& out, std::optional<double> checker_timeout_s);
+
+// Reads RUN_DIR/config.json. Throws ConfigError naming the file.
+RunConfig read_run_config(const std::string& run_dir);
+
+// Maps a verdict to the exit status.
+int exit_code_for(Validity v);
+
+}  // namespace lockcheck

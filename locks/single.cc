@@ -1,0 +1,78 @@
+// `single` (V3.1 of the seeds' evolution): one Redis node; SET key token NX PX ttl with a random unique token,
+// release by the compare-and-delete script so a client never deletes a lock it no longer holds. Known limits:
+// a single point of failure (a restart without persistence forgets the lock), and no protection once the TTL
+// expires under a holder that is still working (pause, slow write): that needs fencing.
+#include <chrono>
+#include <map>
+
+#include "harness/random.h"
+#include "harness/redis_conn.h"
+#include "locks/lock_client.h"
+
+namespace lockcheck {
+
+namespace {
+
+class SingleLock : public LockClient {
+ public:
+  explicit SingleLock(const LockOptions& o)
+      : conn_(o.nodes.at(0), o.connect_timeout, o.op_timeout) {}
+
+  LockResult acquire(const std::string& key, std::chrono::milliseconds ttl) override {
+    const auto start = std::chrono::steady_clock::now();
+    std::string token = os_random_hex(20);
+    Reply r = conn_.command({"SET", key, token, "NX", "PX", std::to_string(ttl.count())});
+    if (r.indeterminate()) {
+      tokens_[key] = token;  // it may have been set: a later release must still be able to clean it up
+      return LockResult::info(r.error);
+    }
+    if (r.definitely_failed()) return LockResult::fail(r.error);
+    if (r.is_nil()) return LockResult::fail("held");
+    if (!r.is_status("OK")) return LockResult::info("unexpected reply to SET");
+    tokens_[key] = token;
+    auto elapsed = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - start);
+    LockResult res = LockResult::ok();
+    res.validity_ms = (ttl - elapsed).count();
+    return res;
+  }
+
+  LockResult release(const std::string& key) override {
+    auto it = tokens_.find(key);
+    if (it == tokens_.end()) return LockResult::fail("not held by this client");
+    Reply r = conn_.command({"EVAL", kCompareAndDeleteScript, "1", key, it->second});
+    return finish_compare(r, key, /*forget=*/true);
+  }
+
+  LockResult extend(const std::string& key, std::chrono::milliseconds ttl) override {
+    auto it = tokens_.find(key);
+    if (it == tokens_.end()) return LockResult::fail("not held by this client");
+    const auto start = std::chrono::steady_clock::now();
+    Reply r = conn_.command({"EVAL", kCompareAndPexpireScript, "1", key, it->second, std::to_string(ttl.count())});
+    LockResult res = finish_compare(r, key, /*forget=*/false);
+    if (res.outcome == OpType::kOk) {
+      auto elapsed = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - start);
+      res.validity_ms = (ttl - elapsed).count();
+    }
+    return res;
+  }
+
+ private:
+  LockResult finish_compare(const Reply& r, const std::string& key, bool forget) {
+    if (r.indeterminate()) return LockResult::info(r.error);
+    if (r.definitely_failed()) return LockResult::fail(r.error);
+    auto n = r.integer();
+    if (!n) return LockResult::info("unexpected reply to EVAL");
+    if (forget) tokens_.erase(key);
+    if (*n == 0) return LockResult::fail("not held (expired or taken)");
+    return LockResult::ok();
+  }
+
+  RedisConn conn_;
+  std::map<std::string, std::string> tokens_;
+};
+
+}  // namespace
+
+std::unique_ptr<LockClient> make_single_lock(const LockOptions& o) { return std::make_unique<SingleLock>(o); }
+
+}  // namespace lockcheck

@@ -1,0 +1,43 @@
+// Workload `lock`: each process loops: acquire a random key, hold it for a random time below the TTL,
+// release it. The history of acquires and releases is judged by the mutex checker (the strict view: a holder
+// believes it holds the lock until it releases) and the lease checker (the claimed view: only within the
+// validity the client reported).
+#include "harness/random.h"
+#include "workloads/workload.h"
+
+namespace lockcheck {
+
+namespace {
+
+class LockWorkload : public Workload {
+ public:
+  std::string name() const override { return "lock"; }
+
+  ProcessExit run_process(ProcessEnv& env) override {
+    const auto ttl = std::chrono::milliseconds(env.config.ttl_ms);
+    const int64_t hold_max = env.config.effective_hold_ms_max();
+    while (!env.stop.load()) {
+      const std::string key = "lock-" + std::to_string(uniform(env.rng, 0, env.config.keys - 1));
+      LockResult a = record_lock_op(env, "acquire", key, [&] { return env.client.acquire(key, ttl); });
+      if (a.outcome == OpType::kInfo) return ProcessExit::kRetired;
+      if (a.outcome == OpType::kFail) {
+        // Busy: back off a little so that a held lock is not hammered, then try again.
+        sleep_unless_stopped(env.stop, std::chrono::milliseconds(uniform(env.rng, 1, 10)));
+        continue;
+      }
+      // Hold: the process believes it holds the lock and uses the resource. Cut short at the end of the run.
+      sleep_unless_stopped(env.stop, std::chrono::milliseconds(uniform(env.rng, 0, hold_max)));
+      LockResult r = record_lock_op(env, "release", key, [&] { return env.client.release(key); });
+      if (r.outcome == OpType::kInfo) return ProcessExit::kRetired;
+    }
+    return ProcessExit::kStopped;
+  }
+
+  std::vector<std::string> checkers() const override { return {"mutex", "lease", "stats"}; }
+};
+
+}  // namespace
+
+std::unique_ptr<Workload> make_lock_workload() { return std::make_unique<LockWorkload>(); }
+
+}  // namespace lockcheck
