@@ -163,6 +163,9 @@ ImagePlan plan_node_image(const NodeImageInputs& inputs) {
   add_dir("/run", 0755);       // iptables' lock file
   add_dir("/var/log", 0755);   // the node's log file is bind-mounted here
   add_dir("/lockcheck", 0755); // mount points of the clock file and the Sentinel config
+  add_dir("/etc/lockcheck", 0777);  // Sentinel rewrites its config by rename: the dir must be writable
+  entries[kImageSentinelConf] = ImageEntry{ImageEntry::Kind::kText, kImageSentinelConf,
+                                           "port 26379\nbind 0.0.0.0\nprotected-mode no\ndir /tmp\n", 0666};
 
   ImagePlan plan;
   plan.dockerfile =
@@ -182,7 +185,7 @@ ImagePlan plan_node_image(const NodeImageInputs& inputs) {
   for (auto& kv : entries) {
     const ImageEntry& e = kv.second;
     feed(std::to_string(static_cast<int>(e.kind)) + " " + e.dest + " " + std::to_string(e.mode));
-    if (e.kind == ImageEntry::Kind::kSymlink) feed(e.source);
+    if (e.kind == ImageEntry::Kind::kSymlink || e.kind == ImageEntry::Kind::kText) feed(e.source);
     if (e.kind != ImageEntry::Kind::kFile) continue;
     std::ifstream in(e.source, std::ios::binary);
     if (!in) throw ClusterError("cannot build the node image: cannot read " + e.source);
@@ -228,6 +231,14 @@ void write_build_context(const ImagePlan& plan, const std::string& dir) {
           fs::create_directories(dest);
           fs::permissions(dest, static_cast<fs::perms>(e.mode));
           break;
+        case ImageEntry::Kind::kText: {
+          std::ofstream out(dest.string(), std::ios::binary | std::ios::trunc);
+          out << e.source;
+          if (!out) throw ClusterError("cannot write " + dest.string());
+          out.close();
+          fs::permissions(dest, static_cast<fs::perms>(e.mode));
+          break;
+        }
       }
     }
     std::ofstream(fs::path(dir) / "Dockerfile") << plan.dockerfile;

@@ -25,6 +25,10 @@ constexpr const char* kImageRedisSentinel = "/usr/bin/redis-sentinel";  // symli
 constexpr const char* kImageIptables = "/usr/sbin/iptables";
 constexpr const char* kImageIptablesRestore = "/usr/sbin/iptables-restore";
 constexpr const char* kImageClockShim = "/usr/lib/lockcheck/libclockshim.so";
+// A minimal Sentinel config (port 26379, bind 0.0.0.0, protected-mode no, dir /tmp) that each container can
+// rewrite in its own writable layer; the monitor line comes on the command line. For the compose files: the
+// backend bind-mounts a config of its own instead, so that Sentinel's state lands in the run folder.
+constexpr const char* kImageSentinelConf = "/etc/lockcheck/sentinel.conf";
 constexpr const char* kImageLabel = "lockcheck.image";  // label on the image; value "node"
 
 struct NodeImageInputs {
@@ -35,11 +39,12 @@ struct NodeImageInputs {
 };
 
 struct ImageEntry {
-  enum class Kind { kFile, kSymlink, kDir };
+  enum class Kind { kFile, kSymlink, kDir, kText };
   Kind kind = Kind::kFile;
   std::string dest;    // absolute path inside the image
-  std::string source;  // kFile: the host file copied (symlinks resolved); kSymlink: the link's target
-  unsigned mode = 0;   // permission bits (kFile, kDir)
+  std::string source;  // kFile: the host file copied (symlinks resolved); kSymlink: the link's target;
+                       // kText: the file's content
+  unsigned mode = 0;   // permission bits (kFile, kDir, kText)
 };
 
 struct ImagePlan {
