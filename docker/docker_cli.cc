@@ -1,5 +1,8 @@
 #include "docker/docker_cli.h"
 
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
@@ -19,6 +22,7 @@
 #include <boost/process/async_pipe.hpp>
 #include <boost/process/child.hpp>
 #include <boost/process/exe.hpp>
+#include <boost/process/extend.hpp>
 #include <boost/process/io.hpp>
 #include <boost/process/search_path.hpp>
 
@@ -65,12 +69,23 @@ CommandResult run_program(const std::string& program, const std::vector<std::str
   bp::async_pipe out_pipe(io), err_pipe(io), in_pipe(io);
   std::error_code spawn_ec;
   bp::child child;
+  // In the child, between fork and exec (after its pipes are in place as 0, 1, 2): a process group of its
+  // own, so that a Ctrl-C meant for the harness (whose handler then tears the cluster down with more docker
+  // calls) does not also abort the docker call in flight; and close-on-exec on every other descriptor, so
+  // that it does not hold the harness's sockets (a proxied connection the harness closes must look closed to
+  // its peer at once). Boost 1.74's limit_handles would do the latter but also closes async pipes.
+  auto child_setup = bp::extend::on_exec_setup = [](auto&) {
+    ::setpgid(0, 0);
+    if (::close_range(3, ~0U, CLOSE_RANGE_CLOEXEC) != 0) {
+      for (int fd = 3; fd < 4096; ++fd) ::fcntl(fd, F_SETFD, FD_CLOEXEC);  // kernels before 5.11
+    }
+  };
   if (options.stdin_data.empty()) {
     child = bp::child(bp::exe = program, bp::args = args, bp::std_in < bp::null, bp::std_out > out_pipe,
-                      bp::std_err > err_pipe, spawn_ec);
+                      bp::std_err > err_pipe, child_setup, spawn_ec);
   } else {
     child = bp::child(bp::exe = program, bp::args = args, bp::std_in < in_pipe, bp::std_out > out_pipe,
-                      bp::std_err > err_pipe, spawn_ec);
+                      bp::std_err > err_pipe, child_setup, spawn_ec);
   }
   if (spawn_ec) throw std::runtime_error("cannot start " + program + ": " + spawn_ec.message());
 

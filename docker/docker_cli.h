@@ -11,7 +11,7 @@ namespace lockcheck {
 namespace docker {
 
 struct CommandResult {
-  int exit_code = -1;       // the program's exit status; -1 when it was killed (timeout) or died by a signal
+  int exit_code = -1;       // the program's exit status (a signal's number if one ended it); -1 on timeout
   bool timed_out = false;   // true when the deadline passed and the program was killed (SIGKILL)
   std::string out;          // everything it wrote to stdout
   std::string err;          // everything it wrote to stderr
@@ -27,7 +27,9 @@ struct CommandOptions {
 // Never throws for a failing program: that is in the result. Throws std::runtime_error only when the
 // program cannot be started at all. Thread-safe (each call has its own pipes and event loop).
 // When stdin_data is given, SIGPIPE is set to SIG_IGN for the process (once), so that a program that exits
-// without reading its input cannot kill the caller.
+// without reading its input cannot kill the caller. The program runs in a process group of its own (a
+// terminal's Ctrl-C reaches the harness, not the docker call that its teardown may still need) and inherits
+// no descriptor but its stdin, stdout and stderr.
 CommandResult run_program(const std::string& program, const std::vector<std::string>& args,
                           const CommandOptions& options);
 

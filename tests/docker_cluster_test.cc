@@ -3,6 +3,7 @@
 // labelled with its run id is left. Skipped (not failed) when no Docker engine answers.
 #include "harness/docker_cluster.h"
 
+#include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
 #include <sys/wait.h>
@@ -197,6 +198,14 @@ TEST(DockerEngineTest, CommandRunnerBoundsItsWait) {
   r = docker::run_program("/bin/ls", {"/nonexistent-lockcheck"}, options);
   EXPECT_FALSE(r.ok());
   EXPECT_NE(r.err, "");
+  EXPECT_THROW(docker::run_program("/nonexistent-lockcheck/x", {}, options), std::runtime_error);
+
+  // The program inherits none of our descriptors: ls sees its stdin, stdout, stderr and its own listing.
+  int fd = ::open("/dev/null", O_RDONLY);
+  ASSERT_GE(fd, 3);
+  r = docker::run_program("/bin/ls", {"/proc/self/fd"}, options);
+  ::close(fd);
+  EXPECT_EQ(r.out, "0\n1\n2\n3\n");
 }
 
 // --- the image --------------------------------------------------------------------------------------------
