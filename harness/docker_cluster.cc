@@ -139,6 +139,19 @@ std::string info_replication(const Endpoint& ep, milliseconds timeout) {
   return out;
 }
 
+// A `--mount` value for a bind mount. docker parses it as one CSV record, so a field holding a comma or a
+// quote (a run folder may be called anything) is quoted the CSV way.
+std::string bind_mount(const std::string& src, const std::string& dst, bool readonly) {
+  auto field = [](const std::string& f) {
+    if (f.find_first_of(",\"") == std::string::npos) return f;
+    std::string q = "\"";
+    for (char c : f) q += (c == '"') ? std::string("\"\"") : std::string(1, c);
+    return q + "\"";
+  };
+  return "type=bind," + field("src=" + fs::absolute(src).string()) + "," + field("dst=" + dst) +
+         (readonly ? ",readonly" : "");
+}
+
 void touch(const std::string& path) {
   std::ofstream f(path, std::ios::app);
   if (!f) throw ClusterError("cannot create " + path);
@@ -219,7 +232,9 @@ void DockerCluster::start_locked() {
   if (!options_.image.empty()) {
     image_tag_ = options_.image;
     CommandResult have = cli_.run({"image", "inspect", "--format", "{{.Id}}", image_tag_}, kQuickTimeout);
-    if (!have.ok()) throw ClusterError("docker cluster: the engine has no image " + image_tag_ + " (nothing is pulled)");
+    if (!have.ok()) {
+      throw ClusterError("docker cluster: the engine has no image " + image_tag_ + " (nothing is pulled)");
+    }
   } else {
     docker::NodeImageInputs inputs;
     inputs.redis_server = options_.redis_server;
@@ -234,8 +249,12 @@ void DockerCluster::start_locked() {
   create_network();
   // `docker run` costs about a second each here (mostly the storage driver); the engine overlaps them well.
   std::vector<std::future<void>> runs;
-  for (size_t n = 0; n < nodes_.size(); ++n) runs.push_back(std::async(std::launch::async, [this, n] { run_data_node(n); }));
-  for (size_t s = 0; s < sentinels_.size(); ++s) runs.push_back(std::async(std::launch::async, [this, s] { run_sentinel(s); }));
+  for (size_t n = 0; n < nodes_.size(); ++n) {
+    runs.push_back(std::async(std::launch::async, [this, n] { run_data_node(n); }));
+  }
+  for (size_t s = 0; s < sentinels_.size(); ++s) {
+    runs.push_back(std::async(std::launch::async, [this, s] { run_sentinel(s); }));
+  }
   std::exception_ptr first_error;
   for (auto& r : runs) {
     try {
@@ -324,9 +343,8 @@ void DockerCluster::run_data_node(size_t n) {
                                    std::to_string(::getuid()) + ":" + std::to_string(::getgid())};
   for (const auto& l : labels()) args.push_back(l);
   args.insert(args.end(), {"--label", "lockcheck.node=" + node.name});
-  args.insert(args.end(), {"--mount", "type=bind,src=" + fs::absolute(node.log_path).string() + ",dst=" + kContainerLog});
-  args.insert(args.end(), {"--mount", "type=bind,src=" + fs::absolute(clock_file).string() + ",dst=" +
-                                          kContainerClockFile + ",readonly"});
+  args.insert(args.end(), {"--mount", bind_mount(node.log_path, kContainerLog, false)});
+  args.insert(args.end(), {"--mount", bind_mount(clock_file, kContainerClockFile, true)});
   args.insert(args.end(), {"--env", std::string("LD_PRELOAD=") + docker::kImageClockShim, "--env",
                            std::string(kClockFileEnv) + "=" + kContainerClockFile});
   std::vector<std::string> persistence;
@@ -338,7 +356,7 @@ void DockerCluster::run_data_node(size_t n) {
   } else {
     const std::string data_dir = path("docker/data/" + node.name);
     fs::create_directories(data_dir);
-    args.insert(args.end(), {"--mount", "type=bind,src=" + fs::absolute(data_dir).string() + ",dst=/data"});
+    args.insert(args.end(), {"--mount", bind_mount(data_dir, "/data", false)});
     persistence = {"--save", "", "--appendonly", "yes", "--appendfsync",
                    config_.persistence == Persistence::kAofAlways ? "always" : "everysec"};
   }
@@ -383,9 +401,8 @@ void DockerCluster::run_sentinel(size_t s) {
                                    std::to_string(::getuid()) + ":" + std::to_string(::getgid())};
   for (const auto& l : labels()) args.push_back(l);
   args.insert(args.end(), {"--label", "lockcheck.node=" + sentinel.name});
-  args.insert(args.end(),
-              {"--mount", "type=bind,src=" + fs::absolute(sentinel.log_path).string() + ",dst=" + kContainerLog});
-  args.insert(args.end(), {"--mount", "type=bind,src=" + fs::absolute(conf_dir).string() + ",dst=" + kContainerConfDir});
+  args.insert(args.end(), {"--mount", bind_mount(sentinel.log_path, kContainerLog, false)});
+  args.insert(args.end(), {"--mount", bind_mount(conf_dir, kContainerConfDir, false)});
   args.push_back(image_tag_);
   args.insert(args.end(), {docker::kImageRedisSentinel, std::string(kContainerConfDir) + "/sentinel.conf"});
   cli_.check(args, options_.engine_timeout);
@@ -825,6 +842,10 @@ int docker_clean(std::ostream& out) {
       std::string field;
       while (std::getline(in, field, '\t')) f.push_back(field);
       f.resize(4);
+      if (f[2].empty()) {  // made by hand (the compose files), not by a run: its owner removes it
+        out << "kept " << kind << " " << f[0] << " (run " << f[1] << ": no owner label, not made by lockcheck run)\n";
+        continue;
+      }
       if (alive(f[2], f[3])) {
         out << "kept " << kind << " " << f[0] << " (run " << f[1] << ", owner pid " << f[2] << " is alive)\n";
         continue;
@@ -842,7 +863,8 @@ int docker_clean(std::ostream& out) {
       }
     }
   };
-  sweep("container", {"ps", "--all", "--filter", label_filter, "--format", format("ID")}, {"rm", "--force", "--volumes"});
+  sweep("container", {"ps", "--all", "--filter", label_filter, "--format", format("ID")},
+        {"rm", "--force", "--volumes"});
   sweep("network", {"network", "ls", "--filter", label_filter, "--format", format("ID")}, {"network", "rm"});
   sweep("volume", {"volume", "ls", "--filter", label_filter, "--format", format("Name")}, {"volume", "rm", "--force"});
   return status;

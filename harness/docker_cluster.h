@@ -170,8 +170,8 @@ class DockerCluster final : public Cluster {
 bool docker_engine_available();
 
 // `lockcheck clean`: removes the containers, networks and volumes labelled lockcheck.run whose owning process
-// is gone (a run killed with SIGKILL); leaves those of a run still alive on this host. Writes one line per
-// removed or kept object to out. Returns an exit status: 0 when nothing is left behind that it should have
+// is gone (a run killed with SIGKILL); leaves those of a run still alive on this host, and those without an
+// owner label (brought up by hand from docker/compose-*.yml). Writes one line per removed or kept object. Returns an exit status: 0 when nothing is left behind that it should have
 // removed (also when there was nothing), 3 when the engine did not answer or a removal failed.
 int docker_clean(std::ostream& out);
 

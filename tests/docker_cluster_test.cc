@@ -121,7 +121,8 @@ class DockerClusterTest : public ::testing::Test {
  protected:
   void SetUp() override {
     if (!engine_available()) GTEST_SKIP() << "skipped: no Docker engine";
-    run_dir_ = (fs::temp_directory_path() / fs::unique_path("lockcheck-docker-test-%%%%%%")).string();
+    // A comma, a quote and a space: the folder's path goes into `--mount` values, which docker parses as CSV.
+    run_dir_ = (fs::temp_directory_path() / fs::unique_path("lockcheck-docker-test, \"odd\" %%%%%%")).string();
   }
   void TearDown() override {
     if (cluster_) {
@@ -455,8 +456,16 @@ TEST_F(DockerClusterTest, CleanRemovesWhatAKilledRunLeftBehind) {
   ASSERT_FALSE(run_id.empty()) << "the child did not start its cluster";
   EXPECT_NE(leftovers(run_id), "") << "SIGKILL should have left the containers";
 
+  // A network brought up by hand (compose) has the run label but no owner label: clean leaves it.
+  docker::DockerCli cli;
+  const std::string manual_run = "manual-" + run_id;
+  const std::string manual_net = "lockcheck-test-" + manual_run;
+  cli.check({"network", "create", "--label", std::string(kDockerRunLabel) + "=" + manual_run, manual_net}, seconds(60));
+
   std::ostringstream out;
   EXPECT_EQ(docker_clean(out), 0) << out.str();
+  EXPECT_NE(leftovers(manual_run), "") << out.str();
+  cli.check({"network", "rm", manual_net}, seconds(60));
   EXPECT_NE(out.str().find("removed container"), std::string::npos) << out.str();
   EXPECT_NE(out.str().find("removed network"), std::string::npos) << out.str();
   EXPECT_EQ(leftovers(run_id), "");
