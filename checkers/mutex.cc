@@ -57,9 +57,12 @@ wgl::OptionalRole MutexModel::optional_role(const wgl::LinOp& op) const {
 }
 
 int mutex_op_kind(const std::string& f) {
-  if (f == "acquire") return MutexModel::kAcquire;
-  if (f == "release") return MutexModel::kRelease;
-  if (f == "extend") return MutexModel::kExtend;
+  if (f.size() == 7) {
+    if (f == "acquire") return MutexModel::kAcquire;
+    if (f == "release") return MutexModel::kRelease;
+  } else if (f.size() == 6 && f == "extend") {
+    return MutexModel::kExtend;
+  }
   return -1;
 }
 
@@ -81,18 +84,17 @@ struct KeyOps {
 };
 
 // True when each process's ops on the key are ordered in real time (each returns before the next is called;
-// an optional op therefore is its process's last).
+// an optional op therefore is its process's last). REQUIRES: ops in call order.
 bool is_sequential(const std::vector<wgl::LinOp>& ops) {
-  std::vector<int32_t> idx(ops.size());
-  std::iota(idx.begin(), idx.end(), 0);
-  std::sort(idx.begin(), idx.end(), [&](int32_t a, int32_t b) {
-    if (ops[a].process != ops[b].process) return ops[a].process < ops[b].process;
-    return ops[a].call < ops[b].call;
-  });
-  for (size_t j = 1; j < idx.size(); ++j) {
-    const wgl::LinOp& a = ops[idx[j - 1]];
-    const wgl::LinOp& b = ops[idx[j]];
-    if (a.process == b.process && a.ret >= b.call) return false;
+  std::unordered_map<Process, int64_t> last_ret;  // process -> return of its latest op
+  for (const wgl::LinOp& o : ops) {
+    auto it = last_ret.find(o.process);
+    if (it == last_ret.end()) {
+      last_ret.emplace(o.process, o.ret);
+      continue;
+    }
+    if (it->second >= o.call) return false;
+    it->second = o.ret;
   }
   return true;
 }
@@ -220,17 +222,21 @@ CheckResult MutexChecker::check(const History& h, const CheckOptions& opts) cons
   std::vector<KeyOps> keys;
   std::unordered_map<std::string, size_t> key_ids;
   int64_t lock_ops = 0;
+  size_t last_key = 0;  // most histories have one or a few keys: try the previous op's first
   for (size_t i = 0; i < h.size(); ++i) {
     const Op& op = h[i];
     if (!op.is_invoke() || !op.is_client()) continue;
     const int kind = mutex_op_kind(op.f);
     if (kind < 0) continue;
-    auto it = key_ids.find(op.key);
-    if (it == key_ids.end()) {
-      it = key_ids.emplace(op.key, keys.size()).first;
-      keys.push_back(KeyOps{op.key, {}, 0});
+    if (keys.empty() || keys[last_key].key != op.key) {
+      auto it = key_ids.find(op.key);
+      if (it == key_ids.end()) {
+        it = key_ids.emplace(op.key, keys.size()).first;
+        keys.push_back(KeyOps{op.key, {}, 0});
+      }
+      last_key = it->second;
     }
-    KeyOps& ko = keys[it->second];
+    KeyOps& ko = keys[last_key];
     ++lock_ops;
     const int64_t c = pairs[i];
     wgl::LinOp lo;

@@ -135,8 +135,8 @@ SearchResult<typename Model::State> search(const std::vector<LinOp>& input, cons
     }
     orig.push_back(static_cast<int32_t>(j));
   }
-  std::stable_sort(orig.begin(), orig.end(),
-                   [&](int32_t a, int32_t b) { return input[a].call < input[b].call; });
+  auto by_call = [&](int32_t a, int32_t b) { return input[a].call < input[b].call; };
+  if (!std::is_sorted(orig.begin(), orig.end(), by_call)) std::stable_sort(orig.begin(), orig.end(), by_call);
   const int32_t n = static_cast<int32_t>(orig.size());
   res.ops_searched = static_cast<size_t>(n);
 
@@ -148,9 +148,14 @@ SearchResult<typename Model::State> search(const std::vector<LinOp>& input, cons
   }
 
   std::vector<int32_t> returns;  // ordinal -> internal id, by return position
-  for (int32_t i = 0; i < n; ++i)
-    if (!ops[i].optional()) returns.push_back(i);
-  std::sort(returns.begin(), returns.end(), [&](int32_t a, int32_t b) { return ops[a].ret < ops[b].ret; });
+  {
+    std::vector<std::pair<int64_t, int32_t>> by_ret;
+    for (int32_t i = 0; i < n; ++i)
+      if (!ops[i].optional()) by_ret.emplace_back(ops[i].ret, i);
+    std::sort(by_ret.begin(), by_ret.end());
+    returns.reserve(by_ret.size());
+    for (const auto& e : by_ret) returns.push_back(e.second);
+  }
   const int32_t num_returns = static_cast<int32_t>(returns.size());
   std::vector<int32_t> ret_ord(n, -1);
   for (int32_t r = 0; r < num_returns; ++r) ret_ord[returns[r]] = r;
@@ -320,7 +325,7 @@ SearchResult<typename Model::State> search(const std::vector<LinOp>& input, cons
       }
     }
     make_key(nk, child_mask, next);
-    if (cache.contains(key.data(), StateCache::hash(key.data(), key_words))) {
+    if (cache.size() > 0 && cache.contains(key.data(), StateCache::hash(key.data(), key_words))) {
       entry = nxt[i];
       continue;
     }
