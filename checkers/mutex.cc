@@ -83,6 +83,42 @@ struct KeyOps {
   int64_t failed = 0;  // fail completions, removed
 };
 
+// The open invoke of each client process during one pass over a history: a flat table for the usual small
+// process ids, a hash map beyond.
+class OpenInvokes {
+ public:
+  struct Ref {
+    int32_t key = -1;  // -1: no open lock op (none, or a non-lock op)
+    int64_t pos = -1;  // index into the key's ops
+  };
+  void put(Process p, Ref r) {
+    if (p >= 0 && p < kDenseLimit) {
+      if (static_cast<size_t>(p) >= dense_.size()) dense_.resize(static_cast<size_t>(p) + 1);
+      dense_[static_cast<size_t>(p)] = r;
+    } else {
+      sparse_[p] = r;
+    }
+  }
+  Ref take(Process p) {
+    Ref r;
+    if (p >= 0 && p < kDenseLimit) {
+      if (static_cast<size_t>(p) < dense_.size()) std::swap(r, dense_[static_cast<size_t>(p)]);
+    } else {
+      auto it = sparse_.find(p);
+      if (it != sparse_.end()) {
+        r = it->second;
+        sparse_.erase(it);
+      }
+    }
+    return r;
+  }
+
+ private:
+  static constexpr Process kDenseLimit = 1 << 20;
+  std::vector<Ref> dense_;
+  std::unordered_map<Process, Ref> sparse_;
+};
+
 // True when each process's ops on the key are ordered in real time (each returns before the next is called;
 // an optional op therefore is its process's last). REQUIRES: ops in call order.
 bool is_sequential(const std::vector<wgl::LinOp>& ops) {
@@ -217,17 +253,34 @@ CheckResult MutexChecker::check(const History& h, const CheckOptions& opts) cons
   CheckResult result;
   result.checker = name();
 
-  // Partition the lock ops by key, pairing invokes with completions.
-  const std::vector<int64_t> pairs = pair_index(h);
+  // Partition the lock ops by key in one pass, pairing each completion with its process's open invoke as
+  // pair_index does (in order per process; an invoke overwritten by a later one stays unpaired).
   std::vector<KeyOps> keys;
   std::unordered_map<std::string, size_t> key_ids;
+  OpenInvokes open;
   int64_t lock_ops = 0;
   size_t last_key = 0;  // most histories have one or a few keys: try the previous op's first
   for (size_t i = 0; i < h.size(); ++i) {
     const Op& op = h[i];
-    if (!op.is_invoke() || !op.is_client()) continue;
+    if (!op.is_client()) continue;
+    if (!op.is_invoke()) {
+      const OpenInvokes::Ref ref = open.take(op.process);
+      if (ref.key < 0) continue;
+      KeyOps& ko = keys[static_cast<size_t>(ref.key)];
+      wgl::LinOp& lo = ko.ops[static_cast<size_t>(ref.pos)];
+      if (op.is_fail()) {
+        lo.kind = -1;  // removed below
+        ++ko.failed;
+      } else if (op.is_ok()) {
+        lo.ret = static_cast<int64_t>(i);
+      }
+      continue;
+    }
     const int kind = mutex_op_kind(op.f);
-    if (kind < 0) continue;
+    if (kind < 0) {
+      open.put(op.process, OpenInvokes::Ref{});  // a completion must not pair with an earlier lock op
+      continue;
+    }
     if (keys.empty() || keys[last_key].key != op.key) {
       auto it = key_ids.find(op.key);
       if (it == key_ids.end()) {
@@ -238,20 +291,17 @@ CheckResult MutexChecker::check(const History& h, const CheckOptions& opts) cons
     }
     KeyOps& ko = keys[last_key];
     ++lock_ops;
-    const int64_t c = pairs[i];
     wgl::LinOp lo;
     lo.call = static_cast<int64_t>(i);
     lo.process = op.process;
     lo.kind = kind;
-    if (c >= 0) {
-      const Op& done = h[static_cast<size_t>(c)];
-      if (done.is_fail()) {
-        ++ko.failed;
-        continue;
-      }
-      if (done.is_ok()) lo.ret = c;
-    }
+    open.put(op.process, OpenInvokes::Ref{static_cast<int32_t>(last_key), static_cast<int64_t>(ko.ops.size())});
     ko.ops.push_back(lo);
+  }
+  for (KeyOps& ko : keys) {
+    if (ko.failed == 0) continue;
+    ko.ops.erase(std::remove_if(ko.ops.begin(), ko.ops.end(), [](const wgl::LinOp& o) { return o.kind < 0; }),
+                 ko.ops.end());
   }
   std::sort(keys.begin(), keys.end(), [](const KeyOps& a, const KeyOps& b) { return a.key < b.key; });
 
@@ -260,6 +310,7 @@ CheckResult MutexChecker::check(const History& h, const CheckOptions& opts) cons
   limits.max_cache_bytes = options_.max_cache_bytes;
   const MutexModel model;
 
+  std::vector<int64_t> pairs;  // computed only to describe a violation
   nlohmann::json key_stats = nlohmann::json::object();
   Validity verdict = Validity::kValid;
   std::vector<std::string> invalid_keys, unknown_reasons;
@@ -279,6 +330,7 @@ CheckResult MutexChecker::check(const History& h, const CheckOptions& opts) cons
         break;
       case wgl::Outcome::kNotLinearizable:
         v = Validity::kInvalid;
+        if (pairs.empty()) pairs = pair_index(h);
         result.anomalies.push_back(describe_violation(h, pairs, ko, r));
         invalid_keys.push_back(ko.key);
         break;

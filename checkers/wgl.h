@@ -149,12 +149,30 @@ SearchResult<typename Model::State> search(const std::vector<LinOp>& input, cons
 
   std::vector<int32_t> returns;  // ordinal -> internal id, by return position
   {
-    std::vector<std::pair<int64_t, int32_t>> by_ret;
-    for (int32_t i = 0; i < n; ++i)
-      if (!ops[i].optional()) by_ret.emplace_back(ops[i].ret, i);
-    std::sort(by_ret.begin(), by_ret.end());
-    returns.reserve(by_ret.size());
-    for (const auto& e : by_ret) returns.push_back(e.second);
+    // Positions are distinct history indices: when they are dense enough, one bucket pass orders them.
+    int64_t lo = kNoReturn, hi = -1;
+    size_t required = 0;
+    for (int32_t i = 0; i < n; ++i) {
+      if (ops[i].optional()) continue;
+      ++required;
+      lo = std::min(lo, ops[i].ret);
+      hi = std::max(hi, ops[i].ret);
+    }
+    returns.reserve(required);
+    if (required > 0 && static_cast<uint64_t>(hi - lo) < 4 * static_cast<uint64_t>(required) + 1024) {
+      std::vector<int32_t> bucket(static_cast<size_t>(hi - lo + 1), -1);
+      for (int32_t i = 0; i < n; ++i)
+        if (!ops[i].optional()) bucket[static_cast<size_t>(ops[i].ret - lo)] = i;
+      for (int32_t b : bucket)
+        if (b >= 0) returns.push_back(b);
+    } else {
+      std::vector<std::pair<int64_t, int32_t>> by_ret;
+      by_ret.reserve(required);
+      for (int32_t i = 0; i < n; ++i)
+        if (!ops[i].optional()) by_ret.emplace_back(ops[i].ret, i);
+      std::sort(by_ret.begin(), by_ret.end());
+      for (const auto& e : by_ret) returns.push_back(e.second);
+    }
   }
   const int32_t num_returns = static_cast<int32_t>(returns.size());
   std::vector<int32_t> ret_ord(n, -1);
@@ -220,12 +238,23 @@ SearchResult<typename Model::State> search(const std::vector<LinOp>& input, cons
   std::vector<uint64_t> key(key_words, 0);
   std::vector<uint64_t> mask(mask_words, 0), child_mask(mask_words, 0);
 
-  auto make_key = [&](int32_t k, const std::vector<uint64_t>& m, const State& s) {
-    key[0] = static_cast<uint64_t>(static_cast<uint32_t>(k));
-    std::copy(m.begin(), m.end(), key.begin() + 1);
+  // Small copies are plain loops: the mask is usually one word, and a library call per step costs more.
+  auto make_key = [&](int32_t k, const uint64_t* m, const State& s) {
+    uint64_t* out = key.data();
+    out[0] = static_cast<uint64_t>(static_cast<uint32_t>(k));
+    for (size_t w = 0; w < mask_words; ++w) out[1 + w] = m[w];
     uint64_t words[kStateWords] = {};
     std::memcpy(words, &s, sizeof(State));
-    std::copy(words, words + kStateWords, key.begin() + 1 + static_cast<std::ptrdiff_t>(mask_words));
+    for (size_t w = 0; w < kStateWords; ++w) out[1 + mask_words + w] = words[w];
+  };
+  auto push_mask = [&]() {
+    for (size_t w = 0; w < mask_words; ++w) mask_stack.push_back(mask[w]);
+  };
+  auto pop_mask_into = [&](uint64_t* dst) {
+    const size_t base = mask_stack.size() - mask_words;
+    if (dst != nullptr)
+      for (size_t w = 0; w < mask_words; ++w) dst[w] = mask_stack[base + w];
+    mask_stack.resize(base);
   };
 
   State cur = model.init();
@@ -265,21 +294,20 @@ SearchResult<typename Model::State> search(const std::vector<LinOp>& input, cons
         linearized[op] = 0;
         unlift(op);
         stack.pop_back();
-        mask_stack.resize(mask_stack.size() - mask_words);
+        pop_mask_into(nullptr);
       }
       if (stack.empty()) return finish(Outcome::kNotLinearizable);
       const Record rec = stack.back();
       had = had || rec.had_child;
       if (had) {
-        make_key(k, mask, cur);
+        make_key(k, mask.data(), cur);
         if (cache.insert(key.data(), StateCache::hash(key.data(), key_words)) == StateCache::Insert::kFull) {
           return finish(Outcome::kMemoryCap);
         }
       }
       cur = rec.prev_state;
       k = rec.prev_k;
-      std::copy(mask_stack.end() - static_cast<std::ptrdiff_t>(mask_words), mask_stack.end(), mask.begin());
-      mask_stack.resize(mask_stack.size() - mask_words);
+      pop_mask_into(mask.data());
       linearized[rec.op] = 0;
       unlift(rec.op);
       stack.pop_back();
@@ -294,7 +322,7 @@ SearchResult<typename Model::State> search(const std::vector<LinOp>& input, cons
       if (exempt[i]) {
         // Dead for the rest of this path (kResolvedByState): unlink it so later scans do not see it again.
         stack.push_back(Record{i, k, 1, 0, cur});
-        mask_stack.insert(mask_stack.end(), mask.begin(), mask.end());
+        push_mask();
         linearized[i] = 1;
         entry = nxt[i];
         lift(i);
@@ -310,7 +338,7 @@ SearchResult<typename Model::State> search(const std::vector<LinOp>& input, cons
 
     // The child's key.
     int32_t nk = k;
-    child_mask = mask;
+    for (size_t w = 0; w < mask_words; ++w) child_mask[w] = mask[w];
     if (!exempt[i]) {
       if (ret_ord[i] == k) {
         nk = k + 1;
@@ -324,7 +352,7 @@ SearchResult<typename Model::State> search(const std::vector<LinOp>& input, cons
         child_mask[static_cast<size_t>(s) >> 6] |= uint64_t{1} << (s & 63);
       }
     }
-    make_key(nk, child_mask, next);
+    make_key(nk, child_mask.data(), next);
     if (cache.size() > 0 && cache.contains(key.data(), StateCache::hash(key.data(), key_words))) {
       entry = nxt[i];
       continue;
@@ -332,7 +360,7 @@ SearchResult<typename Model::State> search(const std::vector<LinOp>& input, cons
 
     if (!stack.empty()) stack.back().had_child = 1;
     stack.push_back(Record{i, k, 0, 0, cur});
-    mask_stack.insert(mask_stack.end(), mask.begin(), mask.end());
+    push_mask();
     linearized[i] = 1;
     lift(i);
     cur = next;

@@ -128,7 +128,8 @@ struct Client {
 // A random history from a simulated lock (ops take effect at a random point between invoke and completion),
 // with noise: outcomes flipped (making it usually non-linearizable), info outcomes with and without effect,
 // retirement (mostly; sometimes the process carries on, which is legal but outside the workload's
-// convention), crashes at the end, nemesis ops and ops of other f's.
+// convention), abandoned ops (an invoke never completed, then the process invokes again), crashes at the end,
+// nemesis ops and ops of other f's.
 History random_history(uint64_t seed, int* max_ops_per_key) {
   Rng rng(seed);
   const int processes = 2 + rng.below(3);
@@ -182,6 +183,12 @@ History random_history(uint64_t seed, int* max_ops_per_key) {
       ++invoked;
       ++per_key[c.key];
       rec(c.id, OpType::kInvoke, c.f, c.key);
+      continue;
+    }
+    if (rng.chance(3)) {
+      // The client abandons the op without a completion and goes on (a malformed but legal history): the op
+      // stays unpaired, like a crash, and the next invoke of the process must not pair with it.
+      c.in_flight = false;
       continue;
     }
     if (!c.effected) {
