@@ -7,6 +7,7 @@
 #include <optional>
 
 #include "checkers/checker.h"
+#include "checkers/export.h"
 #include "harness/cluster.h"
 #include "harness/config.h"
 #include "harness/docker_cluster.h"
@@ -35,6 +36,7 @@ const char* kUsage =
     "  report RUN_DIR  re-render a run's report.html (--index: results/index.html)\n"
     "  rerun RUN_DIR   the stored configuration and seed again\n"
     "  test-all        a matrix of configurations with expected verdicts (JUnit XML, HTML summary)\n"
+    "  export          write a history as Jepsen EDN ops or Porcupine operations\n"
     "  clean           remove Docker containers, networks and volumes left by killed runs\n"
     "  list            lock algorithms, workloads, nemeses and checkers, one line each\n"
     "\n"
@@ -210,6 +212,30 @@ int cmd_report(const std::vector<std::string>& args, std::ostream& out) {
   return kExitValid;
 }
 
+int cmd_export(const std::vector<std::string>& args, std::ostream& out) {
+  po::options_description desc("lockcheck export --format edn|porcupine RUN_DIR [--output FILE]");
+  std::string format, output;
+  desc.add_options()("help,h", "this help")("format", po::value(&format), "edn (Jepsen ops for Knossos/Elle) or porcupine")(
+      "output,o", po::value(&output), "write here instead of standard output");
+  std::string dir;
+  auto vm = parse(args, desc, "run-dir", &dir);
+  if (vm.count("help")) {
+    out << desc;
+    return kExitValid;
+  }
+  if (format != "edn" && format != "porcupine") throw ConfigError("--format: '" + format + "' is not one of edn, porcupine");
+  if (dir.empty()) throw ConfigError("export: RUN_DIR is required (a folder under results/)");
+  History h = read_history(dir + "/history.jsonl");
+  std::string text = format == "edn" ? export_edn(h) : export_porcupine(h).dump() + "\n";
+  if (output.empty()) {
+    out << text;
+  } else {
+    std::ofstream f(output);
+    if (!(f << text)) throw std::runtime_error("cannot write " + output);
+  }
+  return kExitValid;
+}
+
 int cmd_clean(const std::vector<std::string>& args, std::ostream& out) {
   po::options_description desc("lockcheck clean: remove containers, networks and volumes left by runs that were killed");
   desc.add_options()("help,h", "this help");
@@ -282,6 +308,7 @@ int cli_main(const std::vector<std::string>& args, std::ostream& out, std::ostre
     if (cmd == "rerun") return cmd_rerun(rest, out);
     if (cmd == "report") return cmd_report(rest, out);
     if (cmd == "clean") return cmd_clean(rest, out);
+    if (cmd == "export") return cmd_export(rest, out);
     if (cmd == "test-all") return cmd_test_all(rest, out);
     err << "lockcheck: unknown command '" << cmd << "'\n\n" << kUsage;
     return kExitUsage;
