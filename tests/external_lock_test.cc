@@ -3,6 +3,7 @@
 // they spoil is info, the subprocess is killed and reaped, and a whole run with them completes.
 #include <gtest/gtest.h>
 
+#include <fstream>
 #include <sstream>
 
 #include "harness/history.h"
@@ -119,6 +120,27 @@ TEST_F(ExternalLockTest, SilentClientIsInfoAfterTheTimeoutAndKilled) {
   EXPECT_NE(r.error.find("no answer within 300 ms"), std::string::npos) << r.error;
   EXPECT_LT(waited, std::chrono::seconds(5));  // bounded by the client timeout, not hung
   EXPECT_FALSE(running_anywhere(client_path("silent_client.py")));
+}
+
+TEST_F(ExternalLockTest, TheReadmeShowsTheExampleClientAsTested) {
+  // locks/README-external.md quotes tests/clients/example_client.py from `import json` on: keep them equal.
+  auto read = [](const std::string& path) {
+    std::ifstream in(path);
+    std::stringstream s;
+    s << in.rdbuf();
+    return s.str();
+  };
+  const std::string client = read(client_path("example_client.py"));
+  const std::string readme = read(std::string(LOCKCHECK_TEST_CLIENTS) + "/../../locks/README-external.md");
+  const auto from = client.find("import json");
+  ASSERT_NE(from, std::string::npos);
+  const std::string code = client.substr(from);
+  const auto block = readme.find("```python\n");
+  ASSERT_NE(block, std::string::npos);
+  const auto start = block + std::string("```python\n").size();
+  const auto end = readme.find("```", start);
+  ASSERT_NE(end, std::string::npos);
+  EXPECT_EQ(readme.substr(start, end - start), code);
 }
 
 TEST_F(ExternalLockTest, BadCommandLinesAreClearErrors) {
