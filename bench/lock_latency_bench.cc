@@ -5,6 +5,7 @@
 //
 // usage: lock_latency_bench [--cycles N] [--nodes N] [--warmup N] [--redis-server PATH]
 #include <stdlib.h>
+#include <sys/resource.h>
 
 #include <algorithm>
 #include <boost/filesystem.hpp>
@@ -67,8 +68,16 @@ Stats stats_of(std::vector<double> us) {
 struct Result {
   std::string name;
   Stats acquire, release;
+  double cpu_us_per_cycle = 0;  // this thread's user+system CPU per acquire+release cycle
   int failures = 0;
 };
+
+double thread_cpu_us() {
+  rusage ru{};
+  getrusage(RUSAGE_THREAD, &ru);
+  return static_cast<double>(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1e6 +
+         static_cast<double>(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec);
+}
 
 Result measure(const std::string& name, const LockOptions& lo, const Args& args) {
   auto client = find_lock_algorithm(name)->make(lo);
@@ -78,7 +87,9 @@ Result measure(const std::string& name, const LockOptions& lo, const Args& args)
   acq.reserve(static_cast<size_t>(args.cycles));
   rel.reserve(static_cast<size_t>(args.cycles));
   const std::chrono::milliseconds ttl(10000);
+  double cpu_start = 0;
   for (int i = 0; i < args.warmup + args.cycles; ++i) {
+    if (i == args.warmup) cpu_start = thread_cpu_us();
     const auto t0 = std::chrono::steady_clock::now();
     LockResult a = client->acquire("bench-lock", ttl);
     const auto t1 = std::chrono::steady_clock::now();
@@ -92,6 +103,7 @@ Result measure(const std::string& name, const LockOptions& lo, const Args& args)
     acq.push_back(std::chrono::duration<double, std::micro>(t1 - t0).count());
     rel.push_back(std::chrono::duration<double, std::micro>(t2 - t1).count());
   }
+  res.cpu_us_per_cycle = (thread_cpu_us() - cpu_start) / args.cycles;
   if (acq.empty()) throw std::runtime_error(name + ": no successful cycle");
   res.acquire = stats_of(acq);
   res.release = stats_of(rel);
@@ -123,13 +135,14 @@ int run(int argc, char** argv) {
 
   std::printf("lock latency, %d acquire+release cycles after %d warm-up, one client, %d nodes, loopback (us)\n",
               args.cycles, args.warmup, args.nodes);
-  std::printf("%-20s %9s %9s %9s %9s %9s %8s | %9s %9s\n", "algorithm", "acq p50", "acq p90", "acq p99", "acq max",
-              "acq mean", "p50/single", "rel p50", "rel p99");
+  std::printf("%-20s %9s %9s %9s %9s %9s %8s | %9s %9s | %9s\n", "algorithm", "acq p50", "acq p90", "acq p99",
+              "acq max", "acq mean", "p50/single", "rel p50", "rel p99", "cpu/cycle");
   const double base = results.front().acquire.p50;
   for (const auto& r : results) {
-    std::printf("%-20s %9.1f %9.1f %9.1f %9.1f %9.1f %8.2fx | %9.1f %9.1f%s\n", r.name.c_str(), r.acquire.p50,
+    const std::string failed = r.failures ? "  (" + std::to_string(r.failures) + " failed cycles)" : "";
+    std::printf("%-20s %9.1f %9.1f %9.1f %9.1f %9.1f %8.2fx | %9.1f %9.1f | %9.1f%s\n", r.name.c_str(), r.acquire.p50,
                 r.acquire.p90, r.acquire.p99, r.acquire.max, r.acquire.mean, r.acquire.p50 / base, r.release.p50,
-                r.release.p99, r.failures ? ("  (" + std::to_string(r.failures) + " failed cycles)").c_str() : "");
+                r.release.p99, r.cpu_us_per_cycle, failed.c_str());
   }
   return 0;
 }

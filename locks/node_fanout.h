@@ -83,6 +83,7 @@ class NodeFanout {
   static void on_disconnect(const redisAsyncContext* ac, int status);
   static void on_reply(redisAsyncContext* ac, void* reply, void* privdata);
 
+  void notice_closed_connections();
   void start(Node& n, const std::vector<std::string>& argv);
   void flush(Node& n);
   void wait(const std::vector<Node*>& active);
