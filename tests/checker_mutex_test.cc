@@ -321,7 +321,9 @@ TEST(MutexCheckerGenerated, CorrectMutexHistoriesAreValid) {
       CheckResult r = check(h);
       EXPECT_EQ(r.valid, Validity::kValid) << "processes " << processes << " info " << info << ": " << r.summary;
       EXPECT_EQ(gi.injected_violations, 0);
-      if (info > 0) EXPECT_GT(gi.info, 0);
+      if (info > 0) {
+        EXPECT_GT(gi.info, 0);
+      }
     }
   }
 }
