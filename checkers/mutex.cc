@@ -144,14 +144,15 @@ nlohmann::json describe_violation(const History& h, const std::vector<int64_t>& 
   std::vector<int64_t> ops_involved = {s.call, s.ret};
   std::vector<int64_t> processes = {q};
 
-  // The holder's acquire on that path: its latest acquire called before the stuck op returned.
+  // The holder's acquire on that path: its latest ok acquire called before the stuck op returned (an info one
+  // only when it has none).
   const wgl::LinOp* held_by = nullptr;
   if (holder != MutexModel::kFree) {
     for (const wgl::LinOp& o : ko.ops) {
-      if (o.process == holder && o.kind == MutexModel::kAcquire && o.call < s.ret &&
-          (held_by == nullptr || o.call > held_by->call)) {
-        held_by = &o;
-      }
+      if (o.process != holder || o.kind != MutexModel::kAcquire || o.call >= s.ret) continue;
+      const bool better = held_by == nullptr || (held_by->optional() && !o.optional()) ||
+                          (held_by->optional() == o.optional() && o.call > held_by->call);
+      if (better) held_by = &o;
     }
     if (holder != q) processes.insert(processes.begin(), static_cast<int64_t>(holder));
   }
