@@ -161,6 +161,7 @@ History generate_lock_history(const LockHistoryOptions& o, LockHistoryInfo* info
   };
 
   auto retire = [&](int s) {
+    if (!o.retire_after_info) return;
     Slot& sl = slots[static_cast<size_t>(s)];
     sl.process = next_process++;
   };

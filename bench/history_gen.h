@@ -31,6 +31,8 @@ struct LockHistoryOptions {
   int64_t validity_ms = 10000;        // reported by ok acquires and extends
   int64_t nemesis_interval_us = 0;    // > 0: a nemesis op pair (partition / heal, info) at this interval
   bool crash_at_end = true;           // stop mid-flight: ops in flight at the end never complete
+  bool retire_after_info = true;      // false: a process keeps its id after an info op (breaks the workload's
+                                      // convention; the mutex checker must search those processes unpruned)
   uint64_t seed = 1;
 };
 

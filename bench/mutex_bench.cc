@@ -3,8 +3,10 @@
 //   mutex_bench                          the standard table: 1e5 and 1e6 ops x 5, 10, 50 processes x 0 / 5% info
 //   mutex_bench --ops N --processes P [--info-pct X] [--keys K] [--violation-pct V] [--seed S]
 //                                        one case
-//   mutex_bench --no-pruning ...        the same cases through the plain search (wgl::search with
-//                                        sequential=false: no model-aware pruning), to show what the pruning buys
+//   mutex_bench --no-pruning ...        the same cases through the plain search (wgl::search with every op's
+//                                        sequential flag false: no model-aware pruning), to show what it buys
+//   mutex_bench --no-retire ...         processes keep their id after an info op (against the workload's
+//                                        convention): those processes are searched without pruning
 //   mutex_bench --write-history PATH [same options]
 //                                        write the generated history as history.jsonl to PATH (no check)
 //
@@ -41,6 +43,7 @@ struct Case {
   double violation_pct = 0;
   uint64_t seed = 1;
   bool no_pruning = false;
+  bool no_retire = false;
 };
 
 struct Figures {
@@ -78,6 +81,7 @@ LockHistoryOptions gen_options(const Case& c) {
   o.info_fraction = c.info_pct / 100.0;
   o.violation_fraction = c.violation_pct / 100.0;
   o.seed = c.seed;
+  o.retire_after_info = !c.no_retire;
   return o;
 }
 
@@ -93,7 +97,7 @@ CheckResult check_unpruned(const History& h, std::chrono::milliseconds timeout) 
     wgl::LinOp lo;
     lo.call = static_cast<int64_t>(i);
     lo.process = op.process;
-    lo.kind = kind;
+    lo.kind = static_cast<int16_t>(kind);
     if (pairs[i] >= 0 && h[static_cast<size_t>(pairs[i])].is_fail()) continue;
     if (pairs[i] >= 0 && h[static_cast<size_t>(pairs[i])].is_ok()) lo.ret = pairs[i];
     by_key[op.key].push_back(lo);
@@ -102,7 +106,7 @@ CheckResult check_unpruned(const History& h, std::chrono::milliseconds timeout) 
   limits.deadline = std::chrono::steady_clock::now() + timeout;
   int64_t cache = 0;
   for (const auto& kv : by_key) {
-    auto s = wgl::search(kv.second, MutexModel{}, false, limits);
+    auto s = wgl::search(kv.second, MutexModel{}, limits);  // sequential flags false: no pruning
     cache += static_cast<int64_t>(s.cache_entries);
     switch (s.outcome) {
       case wgl::Outcome::kLinearizable: break;
@@ -196,7 +200,7 @@ void print_row(const Case& c, const Figures& f) {
 int usage() {
   std::fprintf(stderr,
                "usage: mutex_bench [--ops N --processes P [--info-pct X] [--keys K] [--violation-pct V] [--seed S]]\n"
-               "                   [--write-history PATH]\n");
+               "                   [--no-pruning] [--no-retire] [--write-history PATH]\n");
   return 2;
 }
 
@@ -212,6 +216,10 @@ int main(int argc, char** argv) {
     const std::string a = argv[i];
     auto next = [&]() -> const char* { return i + 1 < argc ? argv[++i] : nullptr; };
     const char* v = nullptr;
+    if (a == "--no-retire") {
+      one.no_retire = true;
+      continue;
+    }
     if (a == "--no-pruning") {
       one.no_pruning = true;
       continue;

@@ -119,22 +119,6 @@ class OpenInvokes {
   std::unordered_map<Process, Ref> sparse_;
 };
 
-// True when each process's ops on the key are ordered in real time (each returns before the next is called;
-// an optional op therefore is its process's last). REQUIRES: ops in call order.
-bool is_sequential(const std::vector<wgl::LinOp>& ops) {
-  std::unordered_map<Process, int64_t> last_ret;  // process -> return of its latest op
-  for (const wgl::LinOp& o : ops) {
-    auto it = last_ret.find(o.process);
-    if (it == last_ret.end()) {
-      last_ret.emplace(o.process, o.ret);
-      continue;
-    }
-    if (it->second >= o.call) return false;
-    it->second = o.ret;
-  }
-  return true;
-}
-
 // Time of the first release invoked by process p on key after history index `after`; end_ns when none.
 int64_t hold_end_ns(const History& h, Process p, const std::string& key, int64_t after, int64_t end_ns,
                     int64_t* release_index) {
@@ -160,14 +144,15 @@ nlohmann::json describe_violation(const History& h, const std::vector<int64_t>& 
   std::vector<int64_t> ops_involved = {s.call, s.ret};
   std::vector<int64_t> processes = {q};
 
-  // The holder's acquire on that path: its latest acquire called before the stuck op returned.
+  // The holder's acquire on that path: its latest ok acquire called before the stuck op returned (an info one
+  // only when it has none).
   const wgl::LinOp* held_by = nullptr;
   if (holder != MutexModel::kFree) {
     for (const wgl::LinOp& o : ko.ops) {
-      if (o.process == holder && o.kind == MutexModel::kAcquire && o.call < s.ret &&
-          (held_by == nullptr || o.call > held_by->call)) {
-        held_by = &o;
-      }
+      if (o.process != holder || o.kind != MutexModel::kAcquire || o.call >= s.ret) continue;
+      const bool better = held_by == nullptr || (held_by->optional() && !o.optional()) ||
+                          (held_by->optional() == o.optional() && o.call > held_by->call);
+      if (better) held_by = &o;
     }
     if (holder != q) processes.insert(processes.begin(), static_cast<int64_t>(holder));
   }
@@ -294,7 +279,7 @@ CheckResult MutexChecker::check(const History& h, const CheckOptions& opts) cons
     wgl::LinOp lo;
     lo.call = static_cast<int64_t>(i);
     lo.process = op.process;
-    lo.kind = kind;
+    lo.kind = static_cast<int16_t>(kind);
     open.put(op.process, OpenInvokes::Ref{static_cast<int32_t>(last_key), static_cast<int64_t>(ko.ops.size())});
     ko.ops.push_back(lo);
   }
@@ -315,10 +300,10 @@ CheckResult MutexChecker::check(const History& h, const CheckOptions& opts) cons
   Validity verdict = Validity::kValid;
   std::vector<std::string> invalid_keys, unknown_reasons;
   size_t total_cache = 0;
-  for (const KeyOps& ko : keys) {
+  for (KeyOps& ko : keys) {
     const auto key_started = std::chrono::steady_clock::now();
-    const bool sequential = is_sequential(ko.ops);
-    const wgl::SearchResult<MutexModel::State> r = wgl::search(ko.ops, model, sequential, limits);
+    const size_t non_sequential = wgl::set_sequential_flags(&ko.ops);
+    const wgl::SearchResult<MutexModel::State> r = wgl::search(ko.ops, model, limits);
     const double key_ms =
         std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - key_started).count();
     int64_t required = 0;
@@ -353,7 +338,7 @@ CheckResult MutexChecker::check(const History& h, const CheckOptions& opts) cons
                          {"required", required},
                          {"optional", static_cast<int64_t>(ko.ops.size()) - required},
                          {"optional_pruned", r.dropped_optional},
-                         {"sequential_processes", sequential},
+                         {"non_sequential_processes", non_sequential},
                          {"slots", r.slots},
                          {"steps", r.steps},
                          {"max_depth", r.max_depth},

@@ -22,15 +22,17 @@
 // cheap to rediscover and are not stored. A state on the current path cannot recur below itself (the set of
 // linearized ops only grows), so this is as exact as inserting on entry.
 //
-// Model-aware pruning, enabled only when the partition is "sequential" (each process's ops are ordered in real
-// time: each returns before the process's next is called, so an optional op is its process's last):
+// Model-aware pruning, applied to the ops whose process is "sequential" in the partition (LinOp::sequential:
+// the process's ops are ordered in real time, each returning before the next is called, so an optional op is
+// its process's last). Other processes' ops are searched without pruning, so one misbehaving process does not
+// cost the rest of the partition its pruning.
 //  - optional ops the model marks kDrop are removed before the search;
 //  - optional ops marked kResolvedByState are left out of the cache key, and are unlinked for the rest of the
 //    path when the model rejects them once they are visible (they are dead, by the model's contract);
 //  - an op whose result state belongs exclusively to its own process (exclusive_owner) is tried only when it is
-//    the op of R: otherwise the op of R (another process's) could never be linearized before its return,
-//    because the owner has no other op callable before R. (Proof in mutex.cc's model comments and checked by
-//    the randomized brute-force test.)
+//    the op of R: otherwise the op of R (another process's: the owner's only open op is this one) could never
+//    be linearized before its return, because the owner has no other op callable before R. (Proofs in
+//    mutex.cc's model comments; checked by the randomized brute-force test.)
 //
 // Model concept (all pure, deterministic):
 //   using State = ...;  // trivially copyable with unique object representations (compared and hashed as bytes)
@@ -65,10 +67,17 @@ struct LinOp {
   int64_t call = 0;         // history index of the invoke (distinct from every other call and return)
   int64_t ret = kNoReturn;  // history index of the ok completion; kNoReturn for an optional op
   Process process = 0;
-  int kind = 0;             // model-defined (e.g. acquire / release / extend)
+  int16_t kind = 0;         // model-defined (e.g. acquire / release / extend)
+  // True only if every op of this process in the partition is ordered in real time (each returns before the
+  // process's next op is called). Enables the pruning above for this op.
+  bool sequential = false;
   int64_t arg = 0;          // model-defined (e.g. a token)
   bool optional() const { return ret == kNoReturn; }
 };
+
+// Sets each op's `sequential` flag: true for the ops of processes whose ops in `ops` are ordered in real time.
+// Returns the number of processes that are not. O(n) expected.
+size_t set_sequential_flags(std::vector<LinOp>* ops);
 
 // What an optional op can do for the search (sequential partitions only; the model's contract):
 enum class OptionalRole {
@@ -107,11 +116,11 @@ struct SearchResult {
   size_t max_depth = 0;
 };
 
-// Decides whether ops (one partition) are linearizable under model. `sequential` enables the pruning above;
-// pass true only if, for every process, each of its ops returns before its next op is called.
+// Decides whether ops (one partition) are linearizable under model. REQUIRES: each op's `sequential` flag is
+// true only when its process satisfies the condition stated there (set_sequential_flags computes it).
 // Never allocates more than the inputs' size times a constant plus the cache (bounded by limits).
 template <class Model>
-SearchResult<typename Model::State> search(const std::vector<LinOp>& input, const Model& model, bool sequential,
+SearchResult<typename Model::State> search(const std::vector<LinOp>& input, const Model& model,
                                            const SearchLimits& limits) {
   using State = typename Model::State;
   static_assert(std::is_trivially_copyable<State>::value, "model state must be trivially copyable");
@@ -125,7 +134,7 @@ SearchResult<typename Model::State> search(const std::vector<LinOp>& input, cons
   std::vector<uint8_t> exempt_in(input.size(), 0);
   for (size_t j = 0; j < input.size(); ++j) {
     const LinOp& op = input[j];
-    if (op.optional() && sequential) {
+    if (op.optional() && op.sequential) {
       const OptionalRole role = model.optional_role(op);
       if (role == OptionalRole::kDrop) {
         ++res.dropped_optional;
@@ -331,7 +340,7 @@ SearchResult<typename Model::State> search(const std::vector<LinOp>& input, cons
       entry = nxt[i];
       continue;
     }
-    if (sequential && ret_ord[i] != k && model.exclusive_owner(next) == ops[i].process) {
+    if (ops[i].sequential && ret_ord[i] != k && model.exclusive_owner(next) == ops[i].process) {
       entry = nxt[i];
       continue;
     }

@@ -321,7 +321,9 @@ TEST(MutexCheckerGenerated, CorrectMutexHistoriesAreValid) {
       CheckResult r = check(h);
       EXPECT_EQ(r.valid, Validity::kValid) << "processes " << processes << " info " << info << ": " << r.summary;
       EXPECT_EQ(gi.injected_violations, 0);
-      if (info > 0) EXPECT_GT(gi.info, 0);
+      if (info > 0) {
+        EXPECT_GT(gi.info, 0);
+      }
     }
   }
 }
@@ -343,6 +345,24 @@ TEST(MutexCheckerGenerated, InjectedDoubleGrantsAreFound) {
     }
     ASSERT_EQ(r.valid, Validity::kInvalid) << "seed " << seed << ": " << r.summary;
     EXPECT_EQ(r.anomalies[0]["kind"], "double-grant") << r.anomalies[0].dump();
+  }
+}
+
+TEST(MutexCheckerGenerated, ProcessesThatAreNotRetiredAfterInfoAreSearchedUnpruned) {
+  for (uint64_t seed = 1; seed <= 5; ++seed) {
+    LockHistoryOptions go;
+    go.ops = 2000;
+    go.processes = 5;
+    go.info_fraction = 0.05;
+    go.retire_after_info = false;
+    go.violation_fraction = seed > 3 ? 0.02 : 0.0;
+    go.seed = seed;
+    LockHistoryInfo gi;
+    History h = generate_lock_history(go, &gi);
+    CheckResult r = check(h);
+    EXPECT_EQ(r.valid, gi.injected_violations > 0 ? Validity::kInvalid : Validity::kValid)
+        << "seed " << seed << ": " << r.summary;
+    EXPECT_GT(r.stats["per_key"]["lock-0"]["non_sequential_processes"].get<int>(), 0);
   }
 }
 
