@@ -2,6 +2,7 @@
 
 #include <boost/algorithm/string.hpp>
 #include <boost/program_options.hpp>
+#include <fstream>
 #include <iomanip>
 #include <optional>
 
@@ -10,6 +11,7 @@
 #include "harness/config.h"
 #include "harness/exit_codes.h"
 #include "harness/history.h"
+#include "harness/matrix.h"
 #include "harness/process.h"
 #include "harness/runner.h"
 #include "locks/lock_client.h"
@@ -28,6 +30,8 @@ const char* kUsage =
     "commands:\n"
     "  run             run one test: start the cluster, drive the workload, inject faults, check, report\n"
     "  check RUN_DIR   re-run the checkers on a stored history\n"
+    "  rerun RUN_DIR   the stored configuration and seed again\n"
+    "  test-all        a matrix of configurations with expected verdicts (JUnit XML, HTML summary)\n"
     "  list            lock algorithms, workloads, nemeses and checkers, one line each\n"
     "\n"
     "`lockcheck COMMAND --help` describes a command's flags.\n"
@@ -66,7 +70,10 @@ po::options_description run_options(RunConfig& c, RunFlags& f) {
     ("checker-timeout", po::value(&c.checker_timeout_s)->default_value(c.checker_timeout_s), "seconds of search before a checker answers unknown")
     ("seed", po::value(&c.seed)->default_value(0), "RNG seed (0: pick one; it is recorded)")
     ("results", po::value(&c.results_dir)->default_value(c.results_dir), "folder for results/<run-id>/")
+    ("label", po::value(&c.label), "a name for the run, used in its id")
+    ("config", po::value<std::string>(), "run the configuration in FILE (a config.json); only --results, --seed, --no-progress may go with it")
     ("redis-server", po::value(&c.redis_server)->default_value(c.redis_server), "redis-server binary (local cluster)")
+    ("seeds", po::value<int>(), "seed search: run N times with seeds SEED, SEED+1, ... and report how many found an anomaly and the median time to the first")
     ("no-progress", "no progress line");
   // clang-format on
   return o;
@@ -81,9 +88,13 @@ po::variables_map parse(const std::vector<std::string>& args, const po::options_
     all.add_options()(positional_name, po::value(positional), "");
     pos.add(positional_name, 1);
   }
+  std::vector<std::string> extra;
+  all.add_options()("lockcheck-extra-args", po::value(&extra), "");
+  pos.add("lockcheck-extra-args", -1);
   po::variables_map vm;
   po::store(po::command_line_parser(args).options(all).positional(pos).run(), vm);
   po::notify(vm);
+  if (!extra.empty()) throw ConfigError("unexpected argument '" + extra.front() + "'");
   return vm;
 }
 
@@ -95,6 +106,31 @@ int cmd_run(const std::vector<std::string>& args, std::ostream& out, std::ostrea
   if (vm.count("help")) {
     out << desc;
     return kExitValid;
+  }
+  if (vm.count("config")) {
+    for (const auto& [name, value] : vm) {
+      if (!value.defaulted() && name != "config" && name != "results" && name != "seed" && name != "no-progress") {
+        throw ConfigError("--" + name + ": cannot be combined with --config (edit the file instead)");
+      }
+    }
+    const std::string file = vm["config"].as<std::string>();
+    std::ifstream in(file);
+    if (!in) throw ConfigError("--config: cannot open " + file);
+    nlohmann::json j;
+    try {
+      j = nlohmann::json::parse(in);
+    } catch (const nlohmann::json::parse_error& e) {
+      throw ConfigError("--config: " + file + " is not valid JSON (" + e.what() + ")");
+    }
+    RunConfig fc;
+    from_json(j, fc);
+    if (!vm["results"].defaulted()) fc.results_dir = c.results_dir;
+    if (!vm["seed"].defaulted()) fc.seed = c.seed;
+    fc.progress = vm.count("no-progress") == 0;
+    fc.argv = {"lockcheck", "run"};
+    fc.argv.insert(fc.argv.end(), args.begin(), args.end());
+    validate(fc);
+    return run_test(fc, out).exit_code;
   }
   c.topology = topology_from_string(f.topology);
   c.persistence = persistence_from_string(f.persistence);
@@ -109,9 +145,9 @@ int cmd_run(const std::vector<std::string>& args, std::ostream& out, std::ostrea
   c.argv = {"lockcheck", "run"};
   c.argv.insert(c.argv.end(), args.begin(), args.end());
   validate(c);
-  RunOutcome o = run_test(c, out);
   (void)err;
-  return o.exit_code;
+  if (vm.count("seeds")) return run_seeds(c, vm["seeds"].as<int>(), out);
+  return run_test(c, out).exit_code;
 }
 
 int cmd_check(const std::vector<std::string>& args, std::ostream& out) {
@@ -132,6 +168,38 @@ int cmd_check(const std::vector<std::string>& args, std::ostream& out) {
     t = timeout;
   }
   return check_run(dir, out, t).exit_code;
+}
+
+int cmd_rerun(const std::vector<std::string>& args, std::ostream& out) {
+  po::options_description desc("lockcheck rerun RUN_DIR: the stored configuration and seed again (same fault schedule)");
+  desc.add_options()("help,h", "this help");
+  std::string dir;
+  auto vm = parse(args, desc, "run-dir", &dir);
+  if (vm.count("help")) {
+    out << desc;
+    return kExitValid;
+  }
+  if (dir.empty()) throw ConfigError("rerun: RUN_DIR is required (a folder under results/)");
+  return rerun(dir, out);
+}
+
+int cmd_test_all(const std::vector<std::string>& args, std::ostream& out) {
+  TestAllOptions o;
+  po::options_description desc("lockcheck test-all [FLAGS]: run a matrix of configurations with expected verdicts");
+  // clang-format off
+  desc.add_options()
+    ("help,h", "this help")
+    ("matrix", po::value(&o.matrix)->default_value(o.matrix), "matrix file, or a shipped one: default, quick")
+    ("junit", po::value(&o.junit_path), "write JUnit XML here (default: in the summary folder)")
+    ("parallel", po::value(&o.parallel)->default_value(o.parallel), "runs at a time")
+    ("results", po::value(&o.results_dir)->default_value(o.results_dir), "results folder");
+  // clang-format on
+  auto vm = parse(args, desc);
+  if (vm.count("help")) {
+    out << desc;
+    return kExitValid;
+  }
+  return test_all(o, out);
 }
 
 int cmd_list(const std::vector<std::string>& args, std::ostream& out) {
@@ -173,6 +241,8 @@ int cli_main(const std::vector<std::string>& args, std::ostream& out, std::ostre
     if (cmd == "run") return cmd_run(rest, out, err);
     if (cmd == "check") return cmd_check(rest, out);
     if (cmd == "list") return cmd_list(rest, out);
+    if (cmd == "rerun") return cmd_rerun(rest, out);
+    if (cmd == "test-all") return cmd_test_all(rest, out);
     err << "lockcheck: unknown command '" << cmd << "'\n\n" << kUsage;
     return kExitUsage;
   } catch (const po::error& e) {

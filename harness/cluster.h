@@ -16,6 +16,7 @@ struct Endpoint {
   int port = 0;
   std::string str() const { return host + ":" + std::to_string(port); }
   bool operator==(const Endpoint& o) const { return host == o.host && port == o.port; }
+  bool operator!=(const Endpoint& o) const { return !(*this == o); }
 };
 
 enum class Persistence { kNone, kAofEverysec, kAofAlways };

@@ -1,5 +1,6 @@
 #include "harness/config.h"
 
+#include <cctype>
 #include <set>
 
 #include "locks/lock_client.h"
@@ -81,6 +82,11 @@ void validate(const RunConfig& c) {
   require(c.checker_timeout_s > 0, "--checker-timeout", c.checker_timeout_s, "must be > 0 seconds");
   if (c.lock == "external" && c.client_cmd.empty()) throw ConfigError("--client-cmd: required with --lock external");
   if (c.results_dir.empty()) throw ConfigError("--results: must not be empty");
+  for (char ch : c.label) {
+    if (!std::isalnum(static_cast<unsigned char>(ch)) && ch != '-' && ch != '_' && ch != '.') {
+      throw ConfigError("--label: '" + c.label + "' may hold only letters, digits, '-', '_' and '.'");
+    }
+  }
 }
 
 void to_json(nlohmann::json& j, const RunConfig& c) {
@@ -107,6 +113,7 @@ void to_json(nlohmann::json& j, const RunConfig& c) {
       {"wait_replicas", c.wait_replicas},
       {"checker_timeout_s", c.checker_timeout_s},
       {"seed", c.seed},
+      {"label", c.label},
       {"results_dir", c.results_dir},
       {"redis_server", c.redis_server},
       {"argv", c.argv},
@@ -134,7 +141,7 @@ void from_json(const nlohmann::json& j, RunConfig& c) {
       "cluster", "topology", "nodes", "persistence", "lock", "workload", "nemesis", "nemesis_targeting",
       "nemesis_interval_s", "restart_delay_ms", "time_limit_s", "concurrency", "keys", "ttl_ms", "hold_ms_max",
       "work_ms", "op_timeout_ms", "fencing", "client_cmd", "wait_replicas", "checker_timeout_s", "seed",
-      "results_dir", "redis_server", "argv"};
+      "label", "results_dir", "redis_server", "argv"};
   for (auto it = j.begin(); it != j.end(); ++it) {
     if (!known.count(it.key())) throw ConfigError("config: unknown field \"" + it.key() + "\"");
   }
@@ -163,6 +170,7 @@ void from_json(const nlohmann::json& j, RunConfig& c) {
   get_field(j, "wait_replicas", c.wait_replicas);
   get_field(j, "checker_timeout_s", c.checker_timeout_s);
   get_field(j, "seed", c.seed);
+  get_field(j, "label", c.label);
   get_field(j, "results_dir", c.results_dir);
   get_field(j, "redis_server", c.redis_server);
   get_field(j, "argv", c.argv);

@@ -43,6 +43,7 @@ struct RunConfig {
   int wait_replicas = 0;                         // --wait N (single-failover)
   double checker_timeout_s = 60;                 // --checker-timeout
   uint64_t seed = 0;                             // --seed; 0 on the CLI means "pick one", then recorded
+  std::string label;                             // --label: a name for the run (matrix entry), in its id
   std::string results_dir = "results";           // --results
   std::string redis_server = "redis-server";     // --redis-server: binary to run (local cluster)
   bool progress = true;                          // --no-progress turns the progress line off

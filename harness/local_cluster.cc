@@ -14,6 +14,7 @@
 #include <thread>
 
 #include "harness/redis_conn.h"
+#include "nemesis/clock_shim.h"
 
 namespace fs = boost::filesystem;
 
@@ -44,6 +45,7 @@ LocalClusterOptions LocalClusterOptions::from(const RunConfig& c, const std::str
   o.persistence = c.persistence;
   o.redis_server = c.redis_server;
   o.nodes_dir = run_dir + "/nodes";
+  o.seed = c.seed;
   return o;
 }
 
@@ -56,7 +58,7 @@ LocalCluster::LocalCluster(LocalClusterOptions opts) : opts_(std::move(opts)) {
   }
   for (int i = 0; i < opts_.nodes; ++i) {
     NodeInfo info;
-    info.name = "n" + std::to_string(i + 1);
+    info.name = opts_.name_prefix + std::to_string(i + 1);
     info.role = replicated && i > 0 ? NodeRole::kReplica : NodeRole::kMaster;
     info.endpoint = Endpoint{"127.0.0.1", 0};
     info.log_path = opts_.nodes_dir + "/" + info.name + ".log";
@@ -79,7 +81,15 @@ LocalCluster::LocalCluster(LocalClusterOptions opts) : opts_(std::move(opts)) {
   }
 }
 
-Endpoint LocalCluster::peer_endpoint(const std::string& from, size_t to) const { return endpoint_for(from, to); }
+Endpoint LocalCluster::peer_endpoint(const std::string& from, size_t to) const {
+  // Direct for now. Per-party proxy links (endpoint_for(from, to)) do not work here: Sentinel identifies a
+  // master by its address and "corrects" any replica whose master address differs from its own, so every
+  // Sentinel and replica must use one and the same address per node (with one link per party the three
+  // Sentinels fight over the replicas' REPLICAOF). Routing these links needs one shared proxy link per node
+  // for all peers; and the addresses Sentinel learns by itself stay direct either way (see the header).
+  (void)from;
+  return nodes_.at(to).endpoint;
+}
 
 namespace {
 
@@ -183,6 +193,17 @@ std::vector<std::string> LocalCluster::argv_for(size_t n) const {
 void LocalCluster::spawn(size_t n) {
   ProcessSpec spec;
   spec.argv = argv_for(n);
+  if (opts_.use_clock_shim) {
+    // The offset file outlives restarts: a restarted node keeps the clock the nemesis gave it.
+    const std::string clock_file = data_dirs_[n] + "/clock";
+    try {
+      create_clock_file(clock_file);
+    } catch (const std::exception& e) {
+      throw ClusterError("cannot create " + clock_file + ": " + e.what());
+    }
+    spec.env["LD_PRELOAD"] = clock_shim_library();
+    spec.env[kClockFileEnv] = fs::absolute(clock_file).string();
+  }
   spec.stdout_path = nodes_[n].log_path;  // anything redis-server prints before its log file is open
   spec.stderr_path = "=stdout";
   try {
@@ -259,7 +280,17 @@ void LocalCluster::start() {
     throw ClusterError("redis-server binary not found: '" + opts_.redis_server +
                        "' (install Debian's redis-server package or pass --redis-server PATH)");
   }
+  if (opts_.use_clock_shim && !fs::exists(clock_shim_library())) {
+    throw ClusterError("clock shim not found: " + clock_shim_library() + " (build lockcheck_clockshim or set LOCKCHECK_CLOCK_SHIM)");
+  }
   std::lock_guard<std::mutex> lock(mu_);
+  if (opts_.use_proxy && !proxy_) {
+    try {
+      proxy_ = std::make_unique<FaultProxy>(opts_.seed);
+    } catch (const std::exception& e) {
+      throw ClusterError(std::string("cannot start the fault proxy: ") + e.what());
+    }
+  }
   boost::system::error_code ec;
   fs::create_directories(opts_.nodes_dir, ec);
   if (ec) throw ClusterError("cannot create " + opts_.nodes_dir + ": " + ec.message());
@@ -312,7 +343,18 @@ void LocalCluster::stop() noexcept {
     if (procs_[n]) procs_[n]->kill_and_reap();
     procs_[n].reset();
     paused_[n] = false;
+    if (opts_.use_clock_shim) {
+      try {
+        write_clock_offset(data_dirs_[n] + "/clock", std::chrono::nanoseconds(0));
+      } catch (const std::exception&) {
+        // No file: the node never started.
+      }
+    }
   }
+  std::lock_guard<std::mutex> links_lock(links_mu_);  // endpoint_for reads proxy_ under links_mu_ only
+  if (proxy_) proxy_->stop();
+  proxy_.reset();
+  links_.clear();
 }
 
 void LocalCluster::kill(size_t n) {
@@ -348,9 +390,12 @@ void LocalCluster::resume(size_t n) {
 }
 
 void LocalCluster::set_clock_offset(size_t n, std::chrono::nanoseconds offset) {
-  (void)n;
-  (void)offset;
-  throw ClusterError("clock faults need the clock shim");
+  if (!opts_.use_clock_shim) throw ClusterError("clock faults need the clock shim (use_clock_shim is off)");
+  try {
+    write_clock_offset(data_dirs_.at(n) + "/clock", offset);
+  } catch (const std::exception& e) {
+    throw ClusterError("cannot set the clock of " + nodes_[n].name + ": " + e.what());
+  }
 }
 
 bool LocalCluster::is_running(size_t n) const {
@@ -369,18 +414,51 @@ pid_t LocalCluster::sentinel_pid(size_t k) const {
 }
 
 Endpoint LocalCluster::endpoint_for(const std::string& party, size_t n) const {
-  (void)party;
-  return nodes_.at(n).endpoint;
+  const Endpoint& node = nodes_.at(n).endpoint;
+  if (!opts_.use_proxy) return node;
+  std::lock_guard<std::mutex> lock(links_mu_);
+  auto key = std::make_pair(party, n);
+  auto it = links_.find(key);
+  if (it != links_.end()) return it->second;
+  if (!proxy_) throw ClusterError("endpoint_for(" + party + ", " + nodes_[n].name + "): the cluster is not started");
+  try {
+    Endpoint ep = proxy_->add_link(party, nodes_[n].name, node);
+    links_.emplace(key, ep);
+    return ep;
+  } catch (const std::exception& e) {
+    throw ClusterError("cannot open a proxy link " + party + "->" + nodes_[n].name + ": " + e.what());
+  }
 }
 
-void LocalCluster::cut(const std::string& a, const std::string& b) {
-  throw ClusterError("cannot cut " + a + "<->" + b + ": network faults need the fault proxy");
+namespace {
+
+template <typename F>
+void with_proxy(FaultProxy* proxy, const std::string& what, F&& f) {
+  if (!proxy) throw ClusterError(what + ": network faults need the fault proxy (use_proxy is off or not started)");
+  try {
+    f(*proxy);
+  } catch (const std::exception& e) {
+    throw ClusterError(what + ": " + e.what());
+  }
 }
-void LocalCluster::heal(const std::string&, const std::string&) {}
-void LocalCluster::heal_all() {}
-void LocalCluster::set_delay(const std::string& a, const std::string& b, std::chrono::milliseconds,
-                             std::chrono::milliseconds) {
-  throw ClusterError("cannot delay " + a + "<->" + b + ": network faults need the fault proxy");
+
+}  // namespace
+
+void LocalCluster::cut(const std::string& a, const std::string& b) {
+  with_proxy(proxy_.get(), "cut " + a + "<->" + b, [&](FaultProxy& p) { p.cut(a, b); });
+}
+
+void LocalCluster::heal(const std::string& a, const std::string& b) {
+  with_proxy(proxy_.get(), "heal " + a + "<->" + b, [&](FaultProxy& p) { p.heal(a, b); });
+}
+
+void LocalCluster::heal_all() {
+  if (proxy_) proxy_->heal_all();
+}
+
+void LocalCluster::set_delay(const std::string& a, const std::string& b, std::chrono::milliseconds delay,
+                             std::chrono::milliseconds jitter) {
+  with_proxy(proxy_.get(), "delay " + a + "<->" + b, [&](FaultProxy& p) { p.set_delay(a, b, delay, jitter); });
 }
 
 }  // namespace lockcheck

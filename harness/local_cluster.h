@@ -1,6 +1,10 @@
 // The default backend: redis-server processes on loopback, no root and no Docker needed.
 // Each node has its own port (free, chosen at start and kept across restarts), data dir nodes/nX/ and log
 // nodes/nX.log under the run's folder. Persistence is off unless asked for (--persistence).
+// Every client reaches the nodes through the harness's TCP fault proxy (nemesis/fault_proxy.h): one link per
+// (party, node), made on first use by endpoint_for, so that the nemesis can cut or delay any one link without
+// root. Every node runs with the clock shim preloaded (nemesis/clock_shim.h) and its own offset file nX/clock,
+// so that set_clock_offset moves that node's wall clock at once.
 //
 // Topologies:
 //  - independent (default): N masters that know nothing of each other (Redlock's setting); started with argv.
@@ -12,9 +16,14 @@
 //    comes back with the role Sentinel last gave it, as in a real deployment. start() returns once every
 //    replica's link is up and every Sentinel sees all replicas and the other Sentinels.
 // The address a node or Sentinel uses to reach another node (replicaof, sentinel monitor) is decided in one
-// place, peer_endpoint(), so that the fault proxy can route node-to-node links later.
+// place, peer_endpoint(). Today it is the node's own address: node-to-node and Sentinel links bypass the
+// fault proxy (clients' links do not). Routing them needs one proxy link per node shared by every peer
+// (Sentinel insists that all Sentinels and replicas name a master by the same address), and what Sentinel
+// learns by itself and hands out after a failover -- replica addresses from INFO, the other Sentinels from
+// their hello messages, the promoted master's address -- stays the nodes' own addresses.
 #pragma once
 
+#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -23,6 +32,7 @@
 #include "harness/cluster.h"
 #include "harness/config.h"
 #include "harness/process.h"
+#include "nemesis/fault_proxy.h"
 
 namespace lockcheck {
 
@@ -33,6 +43,10 @@ struct LocalClusterOptions {
   std::string redis_server = "redis-server";   // binary; a missing one is a ClusterError naming it
   std::string nodes_dir;                       // where nX/ and nX.log go; created if missing
   std::chrono::milliseconds start_timeout{10000};
+  std::string name_prefix = "n";               // nodes are <prefix>1, <prefix>2, ...
+  bool use_proxy = true;                       // false: endpoint_for gives the node's own address, no faults
+  bool use_clock_shim = true;                  // false: no LD_PRELOAD, set_clock_offset throws
+  uint64_t seed = 0;                           // for the proxy's delay jitter
   // Replicated topology only.
   int sentinels = 3;
   int sentinel_quorum = 2;
@@ -91,6 +105,10 @@ class LocalCluster : public Cluster {
   std::vector<std::unique_ptr<ChildProcess>> procs_;
   std::vector<std::unique_ptr<ChildProcess>> sentinel_procs_;
   std::vector<bool> paused_;
+
+  std::unique_ptr<FaultProxy> proxy_;
+  mutable std::mutex links_mu_;
+  mutable std::map<std::pair<std::string, size_t>, Endpoint> links_;  // (party, node) -> proxy listener
 };
 
 // A TCP port on 127.0.0.1 that was free a moment ago (bind to port 0, read it back, close).

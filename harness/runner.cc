@@ -72,7 +72,8 @@ nlohmann::json read_json_file(const std::string& path) {
 // Creates results/<run-id>/ and points results/latest at it.
 std::string make_run_dir(const RunConfig& cfg) {
   fs::create_directories(cfg.results_dir);
-  const std::string base = utc_stamp("%Y%m%dT%H%M%SZ") + "-" + cfg.lock + "-" + cfg.workload + "-s" + std::to_string(cfg.seed);
+  const std::string base = utc_stamp("%Y%m%dT%H%M%SZ") + "-" + (cfg.label.empty() ? cfg.lock + "-" + cfg.workload : cfg.label) +
+                           "-s" + std::to_string(cfg.seed);
   std::string dir = cfg.results_dir + "/" + base;
   for (int i = 2; fs::exists(dir); ++i) dir = cfg.results_dir + "/" + base + "-" + std::to_string(i);
   fs::create_directories(dir + "/nodes");
@@ -159,10 +160,11 @@ class Workers {
       try {
         LockOptions lo;
         for (size_t n = 0; n < cluster_.nodes().size(); ++n) lo.nodes.push_back(cluster_.endpoint_for(party, n));
+        for (const auto& n : cluster_.nodes()) lo.node_addresses.push_back(n.endpoint);
         for (const auto& s : cluster_.sentinels()) lo.sentinels.push_back(s.endpoint);
         lo.op_timeout = std::chrono::milliseconds(cfg_.op_timeout_ms);
         lo.connect_timeout = std::chrono::milliseconds(std::min<int64_t>(cfg_.op_timeout_ms, 1000));
-        lo.fencing = cfg_.fencing;
+        lo.fencing = cfg_.fencing || workload_.needs_fencing();
         lo.seed = derive_seed(cfg_.seed, 1000 + static_cast<uint64_t>(p));
         lo.extra = {{"client_cmd", cfg_.client_cmd}, {"wait_replicas", cfg_.wait_replicas}};
         auto client = algo->make(lo);
@@ -325,7 +327,8 @@ RunOutcome run_test(RunConfig cfg, std::ostream& out) {
     write_json_file(dir + "/results.json", results);
     log.log(results["error"].get<std::string>());
     out << "lockcheck: " << results["error"].get<std::string>() << "\n";
-    if (interrupted) out << "the history so far is in " << dir << "; check it with: lockcheck check " << dir << "\n";
+    if (interrupted) out << "the history so far is kept; check it with: lockcheck check " << dir << "\n";
+    out << "results: " << dir << "\n";
     outcome.valid = Validity::kUnknown;
     outcome.exit_code = interrupted ? 128 + interrupt.signal_number() : kExitHarness;
     return outcome;

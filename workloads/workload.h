@@ -49,6 +49,8 @@ class Workload {
   virtual ProcessExit run_process(ProcessEnv& env) = 0;
   // Called once after every process has returned (e.g. final reads). Must not throw.
   virtual void finish(WorkloadEnv& env) noexcept { (void)env; }
+  // True when the workload needs fencing tokens from the lock, whatever --fencing says.
+  virtual bool needs_fencing() const { return false; }
   // The names of the checkers that judge this workload's history.
   virtual std::vector<std::string> checkers() const = 0;
 };

@@ -1,0 +1,535 @@
+#include "nemesis/fault_proxy.h"
+
+#include <boost/asio.hpp>
+
+#include <deque>
+#include <future>
+#include <iostream>
+#include <map>
+#include <mutex>
+#include <random>
+#include <thread>
+#include <utility>
+#include <vector>
+
+namespace lockcheck {
+namespace {
+
+namespace asio = boost::asio;
+using tcp = asio::ip::tcp;
+using SteadyClock = std::chrono::steady_clock;
+using ErrorCode = boost::system::error_code;
+
+// Buffers gathered into one write (released chunks of one direction).
+constexpr size_t kMaxBuffersPerWrite = 64;
+// Pause before accepting again after accept() failed (e.g. out of file descriptors), so the loop cannot spin.
+constexpr auto kAcceptRetryDelay = std::chrono::milliseconds(50);
+// How long stop() lets outstanding operations finish (they are all cancelled) before it stops the loop.
+constexpr auto kStopDrainTimeout = std::chrono::seconds(5);
+
+using PartyPair = std::pair<std::string, std::string>;
+
+void check_parties(const std::string& a, const std::string& b, const char* what) {
+  if (a.empty() || b.empty()) throw std::invalid_argument(std::string("FaultProxy::") + what + ": empty party name");
+  if (a == b) throw std::invalid_argument(std::string("FaultProxy::") + what + ": a link needs two parties, got '" + a + "' twice");
+}
+
+PartyPair unordered(const std::string& a, const std::string& b) { return a < b ? PartyPair(a, b) : PartyPair(b, a); }
+
+enum class LinkState { kOpen, kCut };
+
+// The faults in force on one unordered pair of parties.
+struct PairFault {
+  LinkState state = LinkState::kOpen;
+  std::chrono::microseconds delay{0};
+  std::chrono::microseconds jitter{0};
+};
+
+// What connections share: options, the RNG, the connection budget. Touched only on the proxy thread.
+struct Shared {
+  Shared(const FaultProxyOptions& o, uint64_t seed) : options(o), rng(seed) {}
+  FaultProxyOptions options;
+  std::mt19937_64 rng;
+  size_t open_connections = 0;
+};
+
+class Connection;
+
+struct Link {
+  Link(asio::io_context& io, std::string f, std::string t, tcp::endpoint up, PairFault* pf)
+      : from(std::move(f)), to(std::move(t)), upstream(up), acceptor(io), accept_retry(io), fault(pf) {}
+  std::string from;
+  std::string to;
+  tcp::endpoint upstream;
+  tcp::acceptor acceptor;
+  asio::steady_timer accept_retry;
+  PairFault* fault;  // owned by Impl::faults_, stable
+  std::map<uint64_t, std::shared_ptr<Connection>> connections;  // open ones; a connection erases itself
+  LinkStats counters;  // bytes_held and connections_open are computed by stats()
+};
+
+// One accepted connection and its upstream twin. Lives on the proxy thread only; kept alive by its link's map
+// while open and by the handlers it has outstanding.
+class Connection : public std::enable_shared_from_this<Connection> {
+ public:
+  Connection(Shared& shared, Link& link, uint64_t id, tcp::socket downstream)
+      : shared_(shared),
+        link_(link),
+        id_(id),
+        downstream_(std::move(downstream)),
+        upstream_(downstream_.get_executor()),
+        up_(downstream_.get_executor(), shared.options.read_chunk_bytes),
+        down_(downstream_.get_executor(), shared.options.read_chunk_bytes) {
+    up_.source = &downstream_;
+    up_.sink = &upstream_;
+    up_.forwarded = &link_.counters.bytes_to_upstream;
+    down_.source = &upstream_;
+    down_.sink = &downstream_;
+    down_.forwarded = &link_.counters.bytes_to_downstream;
+  }
+
+  void start() {
+    ErrorCode ignored;
+    downstream_.set_option(tcp::no_delay(true), ignored);
+    read(Side::kUp);
+    if (!cut()) connect_upstream();
+  }
+
+  // The pair's faults changed: connect if that was held back, and let held bytes flow if they may.
+  void on_fault_changed() {
+    if (life_ == Life::kClosed) return;
+    if (upstream_state_ == UpstreamState::kNotConnected && !cut()) {
+      if (up_.source_state == SourceState::kEnded && up_.queue.empty()) {
+        close();  // the client came and went while the link was cut: nothing to deliver
+        return;
+      }
+      connect_upstream();
+    }
+    pump(Side::kUp);
+    pump(Side::kDown);
+  }
+
+  // Closes both sockets at once and drops held bytes. Idempotent.
+  void close() {
+    if (life_ == Life::kClosed) return;
+    life_ = Life::kClosed;
+    auto self = shared_from_this();  // the erase below may drop the last other reference
+    ErrorCode ignored;
+    downstream_.close(ignored);
+    upstream_.close(ignored);
+    up_.timer.cancel(ignored);
+    down_.timer.cancel(ignored);
+    --shared_.open_connections;
+    link_.connections.erase(id_);
+  }
+
+  uint64_t held_bytes() const { return up_.held + down_.held; }
+
+ private:
+  enum class Side { kUp, kDown };  // kUp: from the accepted (downstream) socket to upstream
+  enum class Life { kOpen, kClosed };
+  enum class UpstreamState { kNotConnected, kConnecting, kConnected };
+  enum class SourceState { kOpen, kEnded };  // kEnded: EOF or an error was read
+  enum class SinkState { kOpen, kShutDown };
+
+  struct Chunk {
+    std::string bytes;
+    SteadyClock::time_point release;
+  };
+
+  struct Direction {
+    Direction(const tcp::socket::executor_type& ex, size_t chunk_bytes)
+        : read_buf(new char[chunk_bytes]), timer(ex) {}
+    tcp::socket* source = nullptr;
+    tcp::socket* sink = nullptr;
+    uint64_t* forwarded = nullptr;
+    std::deque<Chunk> queue;  // read, not yet written; release times non-decreasing
+    uint64_t held = 0;        // bytes in queue
+    std::unique_ptr<char[]> read_buf;
+    bool reading = false;
+    size_t chunks_in_write = 0;  // > 0 while a write is in flight
+    bool timer_armed = false;
+    SourceState source_state = SourceState::kOpen;
+    SinkState sink_state = SinkState::kOpen;
+    SteadyClock::time_point last_release{};
+    SteadyClock::time_point end_release{};  // when the held EOF may be passed on
+    asio::steady_timer timer;
+  };
+
+  Direction& dir(Side s) { return s == Side::kUp ? up_ : down_; }
+  bool cut() const { return link_.fault->state == LinkState::kCut; }
+
+  // When a chunk (or EOF) read now may leave: now + delay + jitter, but never before the one read before it.
+  SteadyClock::time_point next_release(Direction& d) {
+    SteadyClock::time_point t = SteadyClock::now();
+    const PairFault& f = *link_.fault;
+    if (f.delay.count() > 0 || f.jitter.count() > 0) {
+      std::chrono::microseconds extra = f.delay;
+      if (f.jitter.count() > 0) {
+        extra += std::chrono::microseconds(
+            std::uniform_int_distribution<int64_t>(0, f.jitter.count())(shared_.rng));
+      }
+      t += extra;
+    }
+    if (t < d.last_release) t = d.last_release;
+    d.last_release = t;
+    return t;
+  }
+
+  void connect_upstream() {
+    upstream_state_ = UpstreamState::kConnecting;
+    auto self = shared_from_this();
+    upstream_.async_connect(link_.upstream, [this, self](const ErrorCode& ec) {
+      if (life_ == Life::kClosed) return;
+      if (ec) {
+        close();  // as the node itself would: refused or unreachable
+        return;
+      }
+      upstream_state_ = UpstreamState::kConnected;
+      ErrorCode ignored;
+      upstream_.set_option(tcp::no_delay(true), ignored);
+      read(Side::kDown);
+      pump(Side::kUp);
+    });
+  }
+
+  void read(Side s) {
+    Direction& d = dir(s);
+    if (life_ == Life::kClosed || d.reading || d.source_state == SourceState::kEnded) return;
+    if (d.held >= shared_.options.max_held_bytes_per_direction) return;  // backpressure; resumed after a write
+    if (s == Side::kDown && upstream_state_ != UpstreamState::kConnected) return;
+    d.reading = true;
+    auto self = shared_from_this();
+    d.source->async_read_some(asio::buffer(d.read_buf.get(), shared_.options.read_chunk_bytes),
+                              [this, self, s](const ErrorCode& ec, size_t n) { on_read(s, ec, n); });
+  }
+
+  void on_read(Side s, const ErrorCode& ec, size_t n) {
+    Direction& d = dir(s);
+    d.reading = false;
+    if (life_ == Life::kClosed) return;
+    if (n > 0) {
+      d.queue.push_back(Chunk{std::string(d.read_buf.get(), n), next_release(d)});
+      d.held += n;
+    }
+    if (ec) {
+      // EOF, or a reset: pass it on as a close after what is held (and held itself while cut).
+      d.source_state = SourceState::kEnded;
+      d.end_release = next_release(d);
+    }
+    pump(s);
+    read(s);
+  }
+
+  // Writes whatever may leave now; arms the timer for what may leave later; passes on a close when due.
+  void pump(Side s) {
+    Direction& d = dir(s);
+    if (life_ == Life::kClosed || d.chunks_in_write > 0 || d.timer_armed || cut()) return;
+    if (s == Side::kUp && upstream_state_ != UpstreamState::kConnected) return;
+    if (d.sink_state == SinkState::kShutDown) return;
+    const SteadyClock::time_point now = SteadyClock::now();
+    if (!d.queue.empty()) {
+      if (d.queue.front().release > now) {
+        arm_timer(s, d.queue.front().release);
+        return;
+      }
+      std::vector<asio::const_buffer> buffers;
+      for (const Chunk& c : d.queue) {
+        if (c.release > now || buffers.size() == kMaxBuffersPerWrite) break;
+        buffers.push_back(asio::buffer(c.bytes));
+      }
+      d.chunks_in_write = buffers.size();
+      auto self = shared_from_this();
+      asio::async_write(*d.sink, buffers,
+                        [this, self, s](const ErrorCode& ec, size_t) { on_written(s, ec); });
+      return;
+    }
+    if (d.source_state == SourceState::kEnded) {
+      if (d.end_release > now) {
+        arm_timer(s, d.end_release);
+        return;
+      }
+      ErrorCode ignored;
+      d.sink->shutdown(tcp::socket::shutdown_send, ignored);
+      d.sink_state = SinkState::kShutDown;
+      if (up_.sink_state == SinkState::kShutDown && down_.sink_state == SinkState::kShutDown) close();
+    }
+  }
+
+  void on_written(Side s, const ErrorCode& ec) {
+    Direction& d = dir(s);
+    const size_t chunks = d.chunks_in_write;
+    d.chunks_in_write = 0;
+    if (life_ == Life::kClosed) return;
+    if (ec) {
+      close();  // the receiving side is gone
+      return;
+    }
+    for (size_t i = 0; i < chunks; ++i) {
+      const uint64_t n = d.queue.front().bytes.size();
+      d.held -= n;
+      *d.forwarded += n;
+      d.queue.pop_front();
+    }
+    read(s);  // in case backpressure had stopped it
+    pump(s);
+  }
+
+  void arm_timer(Side s, SteadyClock::time_point when) {
+    Direction& d = dir(s);
+    d.timer_armed = true;
+    d.timer.expires_at(when);
+    auto self = shared_from_this();
+    d.timer.async_wait([this, self, s](const ErrorCode&) {
+      dir(s).timer_armed = false;
+      pump(s);  // a no-op once closed
+    });
+  }
+
+  Shared& shared_;
+  Link& link_;
+  const uint64_t id_;
+  tcp::socket downstream_;
+  tcp::socket upstream_;
+  Life life_ = Life::kOpen;
+  UpstreamState upstream_state_ = UpstreamState::kNotConnected;
+  Direction up_;
+  Direction down_;
+};
+
+tcp::endpoint resolve_upstream(const Endpoint& upstream) {
+  if (upstream.port <= 0 || upstream.port > 65535) {
+    throw std::invalid_argument("FaultProxy::add_link: upstream port out of range: " + upstream.str());
+  }
+  ErrorCode ec;
+  asio::ip::address address = asio::ip::make_address(upstream.host, ec);
+  if (!ec) return tcp::endpoint(address, static_cast<unsigned short>(upstream.port));
+  asio::io_context io;
+  tcp::resolver resolver(io);
+  auto results = resolver.resolve(upstream.host, std::to_string(upstream.port), ec);
+  if (ec || results.empty()) {
+    throw FaultProxyError("FaultProxy::add_link: cannot resolve upstream " + upstream.str() + ": " + ec.message());
+  }
+  return results.begin()->endpoint();
+}
+
+}  // namespace
+
+class FaultProxy::Impl {
+ public:
+  Impl(uint64_t seed, const FaultProxyOptions& options)
+      : shared_(options, seed), work_(asio::make_work_guard(io_)) {
+    std::promise<void> done;
+    loop_done_ = done.get_future();
+    thread_ = std::thread([this, done = std::move(done)]() mutable {
+      for (;;) {
+        try {
+          io_.run();
+          break;
+        } catch (const std::exception& e) {
+          // A handler threw (out of memory, most likely); keep the proxy alive, say so.
+          std::cerr << "fault proxy: unexpected error on the proxy thread: " << e.what() << "\n";
+        }
+      }
+      done.set_value();
+    });
+  }
+
+  ~Impl() { stop(); }
+
+  Endpoint add_link(const std::string& from, const std::string& to, const Endpoint& upstream) {
+    check_parties(from, to, "add_link");
+    const tcp::endpoint up = resolve_upstream(upstream);
+    return call([this, from, to, up] {
+      if (run_state_ == RunState::kStopped) throw FaultProxyError("FaultProxy::add_link: the proxy is stopped");
+      const PartyPair key(from, to);
+      if (links_.count(key) != 0) {
+        throw std::invalid_argument("FaultProxy::add_link: link " + from + "->" + to + " already exists");
+      }
+      auto link = std::make_unique<Link>(io_, from, to, up, &fault(from, to));
+      const tcp::endpoint listen_at(asio::ip::address_v4::loopback(), 0);
+      ErrorCode ec;
+      link->acceptor.open(listen_at.protocol(), ec);
+      if (!ec) link->acceptor.bind(listen_at, ec);
+      if (!ec) link->acceptor.listen(asio::socket_base::max_listen_connections, ec);
+      if (ec) throw FaultProxyError("FaultProxy::add_link " + from + "->" + to + ": cannot listen: " + ec.message());
+      const unsigned short port = link->acceptor.local_endpoint().port();
+      Link& ref = *link;
+      links_.emplace(key, std::move(link));
+      accept(ref);
+      return Endpoint{"127.0.0.1", port};
+    });
+  }
+
+  void cut(const std::string& a, const std::string& b) {
+    check_parties(a, b, "cut");
+    call([this, a, b] {
+      fault(a, b).state = LinkState::kCut;
+      return 0;
+    });
+  }
+
+  void heal(const std::string& a, const std::string& b) {
+    check_parties(a, b, "heal");
+    call([this, a, b] {
+      PairFault& f = fault(a, b);
+      f = PairFault{};
+      notify(&f);
+      return 0;
+    });
+  }
+
+  void heal_all() {
+    call([this] {
+      for (auto& entry : faults_) *entry.second = PairFault{};
+      notify(nullptr);
+      return 0;
+    });
+  }
+
+  void set_delay(const std::string& a, const std::string& b, std::chrono::microseconds delay,
+                 std::chrono::microseconds jitter) {
+    check_parties(a, b, "set_delay");
+    if (delay.count() < 0 || jitter.count() < 0) {
+      throw std::invalid_argument("FaultProxy::set_delay: negative delay or jitter on " + a + "<->" + b);
+    }
+    call([this, a, b, delay, jitter] {
+      PairFault& f = fault(a, b);
+      f.delay = delay;
+      f.jitter = jitter;
+      return 0;  // applies to chunks read from now on; nothing to wake
+    });
+  }
+
+  LinkStats stats(const std::string& from, const std::string& to) {
+    return call([this, from, to] {
+      auto it = links_.find(PartyPair(from, to));
+      if (it == links_.end()) throw std::invalid_argument("FaultProxy::stats: no link " + from + "->" + to);
+      const Link& link = *it->second;
+      LinkStats s = link.counters;
+      s.connections_open = link.connections.size();
+      s.bytes_held = 0;
+      for (const auto& c : link.connections) s.bytes_held += c.second->held_bytes();
+      return s;
+    });
+  }
+
+  void stop() noexcept {
+    std::lock_guard<std::mutex> lock(api_mu_);
+    if (run_state_ == RunState::kStopped) return;
+    run_state_ = RunState::kStopped;
+    asio::post(io_, [this] { close_all(); });
+    work_.reset();
+    // Every socket, acceptor and timer is closed or cancelled, so run() returns once their handlers have run;
+    // bound the wait anyway.
+    if (loop_done_.wait_for(kStopDrainTimeout) != std::future_status::ready) io_.stop();
+    thread_.join();
+  }
+
+ private:
+  enum class RunState { kRunning, kStopped };
+
+  // Runs fn on the proxy thread and returns its result (or rethrows its exception); after stop(), runs it
+  // here (the thread is gone, so nothing races). fn must capture by value: after a timeout it may still run.
+  template <typename F>
+  auto call(F fn) -> decltype(fn()) {
+    using R = decltype(fn());
+    std::lock_guard<std::mutex> lock(api_mu_);
+    if (run_state_ == RunState::kStopped) return fn();
+    auto task = std::make_shared<std::packaged_task<R()>>(std::move(fn));
+    std::future<R> result = task->get_future();
+    asio::post(io_, [task] { (*task)(); });
+    if (result.wait_for(shared_.options.api_timeout_ms) != std::future_status::ready) {
+      throw FaultProxyError("FaultProxy: the proxy thread did not answer within " +
+                            std::to_string(shared_.options.api_timeout_ms.count()) + " ms");
+    }
+    return result.get();
+  }
+
+  PairFault& fault(const std::string& a, const std::string& b) {
+    std::unique_ptr<PairFault>& f = faults_[unordered(a, b)];
+    if (!f) f = std::make_unique<PairFault>();
+    return *f;
+  }
+
+  // Wakes the connections of every link on pair (every link if pair is null).
+  void notify(const PairFault* pair) {
+    for (auto& entry : links_) {
+      Link& link = *entry.second;
+      if (pair != nullptr && link.fault != pair) continue;
+      std::vector<std::shared_ptr<Connection>> conns;  // a copy: on_fault_changed may close (and erase)
+      for (auto& c : link.connections) conns.push_back(c.second);
+      for (auto& c : conns) c->on_fault_changed();
+    }
+  }
+
+  void accept(Link& link) {
+    link.acceptor.async_accept([this, &link](const ErrorCode& ec, tcp::socket socket) {
+      if (ec == asio::error::operation_aborted || !link.acceptor.is_open()) return;
+      if (ec) {
+        link.accept_retry.expires_after(kAcceptRetryDelay);
+        link.accept_retry.async_wait([this, &link](const ErrorCode& wait_ec) {
+          if (!wait_ec && link.acceptor.is_open()) accept(link);
+        });
+        return;
+      }
+      ++link.counters.connections_accepted;
+      if (shared_.open_connections >= shared_.options.max_connections) {
+        ++link.counters.connections_rejected;
+        ErrorCode ignored;
+        socket.close(ignored);
+      } else {
+        const uint64_t id = next_connection_id_++;
+        auto conn = std::make_shared<Connection>(shared_, link, id, std::move(socket));
+        link.connections.emplace(id, conn);
+        ++shared_.open_connections;
+        conn->start();
+      }
+      accept(link);
+    });
+  }
+
+  void close_all() {
+    for (auto& entry : links_) {
+      Link& link = *entry.second;
+      ErrorCode ignored;
+      link.acceptor.close(ignored);
+      link.accept_retry.cancel(ignored);
+      std::vector<std::shared_ptr<Connection>> conns;
+      for (auto& c : link.connections) conns.push_back(c.second);
+      for (auto& c : conns) c->close();
+    }
+  }
+
+  // Declared first, destroyed last: everything below deregisters from it.
+  asio::io_context io_;
+  Shared shared_;
+  asio::executor_work_guard<asio::io_context::executor_type> work_;
+  std::mutex api_mu_;                    // serialises the public methods; guards run_state_
+  RunState run_state_ = RunState::kRunning;
+  std::map<PartyPair, std::unique_ptr<PairFault>> faults_;  // by unordered pair; proxy thread
+  std::map<PartyPair, std::unique_ptr<Link>> links_;        // by (from, to); proxy thread
+  uint64_t next_connection_id_ = 0;
+  std::future<void> loop_done_;
+  std::thread thread_;
+};
+
+FaultProxy::FaultProxy(uint64_t seed, FaultProxyOptions options)
+    : impl_(std::make_unique<Impl>(seed, options)) {}
+
+FaultProxy::~FaultProxy() = default;
+
+Endpoint FaultProxy::add_link(const std::string& from, const std::string& to, const Endpoint& upstream) {
+  return impl_->add_link(from, to, upstream);
+}
+void FaultProxy::cut(const std::string& a, const std::string& b) { impl_->cut(a, b); }
+void FaultProxy::heal(const std::string& a, const std::string& b) { impl_->heal(a, b); }
+void FaultProxy::heal_all() { impl_->heal_all(); }
+void FaultProxy::set_delay(const std::string& a, const std::string& b, std::chrono::microseconds delay,
+                           std::chrono::microseconds jitter) {
+  impl_->set_delay(a, b, delay, jitter);
+}
+LinkStats FaultProxy::stats(const std::string& from, const std::string& to) const { return impl_->stats(from, to); }
+void FaultProxy::stop() noexcept { impl_->stop(); }
+
+}  // namespace lockcheck

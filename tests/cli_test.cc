@@ -1,0 +1,72 @@
+#include "harness/cli.h"
+
+#include <gtest/gtest.h>
+
+#include <sstream>
+
+#include "harness/exit_codes.h"
+
+namespace lockcheck {
+namespace {
+
+struct CliResult {
+  int code;
+  std::string out, err;
+};
+
+CliResult cli(std::vector<std::string> args) {
+  std::ostringstream out, err;
+  int code = cli_main(args, out, err);
+  return {code, out.str(), err.str()};
+}
+
+void expect_usage_error(std::vector<std::string> args, const std::string& needle) {
+  CliResult r = cli(args);
+  EXPECT_EQ(r.code, kExitUsage) << r.err;
+  EXPECT_NE(r.err.find(needle), std::string::npos) << "stderr: " << r.err;
+}
+
+TEST(CliTest, NoCommandOrUnknownCommandIsAUsageError) {
+  expect_usage_error({}, "usage: lockcheck");
+  expect_usage_error({"frobnicate"}, "unknown command 'frobnicate'");
+}
+
+TEST(CliTest, HelpOnEachCommand) {
+  for (const char* cmd : {"run", "check", "list"}) {
+    CliResult r = cli({cmd, "--help"});
+    EXPECT_EQ(r.code, kExitValid) << cmd;
+    EXPECT_NE(r.out.find(std::string("lockcheck ") + cmd), std::string::npos) << r.out;
+  }
+  EXPECT_EQ(cli({"--help"}).code, kExitValid);
+}
+
+TEST(CliTest, UnknownFlagsAndBadValuesNameTheFlag) {
+  expect_usage_error({"run", "--frobnicate"}, "--frobnicate");
+  expect_usage_error({"run", "--concurrency", "many"}, "--concurrency");
+  expect_usage_error({"run", "--concurrency", "0"}, "--concurrency");
+  expect_usage_error({"run", "--ttl-ms", "-5"}, "--ttl-ms");
+  expect_usage_error({"run", "--time-limit", "0"}, "--time-limit");
+  expect_usage_error({"run", "--lock", "nosuchlock"}, "--lock: unknown lock algorithm 'nosuchlock'");
+  expect_usage_error({"run", "--workload", "nosuch"}, "--workload");
+  expect_usage_error({"run", "--nemesis", "partition,,pause"}, "--nemesis");
+  expect_usage_error({"run", "--nemesis", "earthquake"}, "--nemesis: unknown nemesis 'earthquake'");
+  expect_usage_error({"run", "--persistence", "sometimes"}, "--persistence");
+  expect_usage_error({"run", "--topology", "ring"}, "--topology");
+  expect_usage_error({"run", "--cluster", "cloud"}, "--cluster");
+  expect_usage_error({"run", "--nemesis-targeting", "everyone"}, "--nemesis-targeting");
+  expect_usage_error({"run", "stray"}, "stray");
+  expect_usage_error({"check"}, "RUN_DIR is required");
+  expect_usage_error({"check", "/nonexistent/run"}, "config.json");
+  expect_usage_error({"list", "--verbose"}, "--verbose");
+}
+
+TEST(CliTest, ListNamesTheRegisteredParts) {
+  CliResult r = cli({"list"});
+  EXPECT_EQ(r.code, kExitValid);
+  EXPECT_NE(r.out.find("single"), std::string::npos);
+  EXPECT_NE(r.out.find("known defect"), std::string::npos);
+  EXPECT_NE(r.out.find("lock "), std::string::npos);
+}
+
+}  // namespace
+}  // namespace lockcheck

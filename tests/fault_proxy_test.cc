@@ -1,0 +1,314 @@
+#include "nemesis/fault_proxy.h"
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <string>
+#include <thread>
+
+#include "tests/redis_test_server.h"
+
+namespace lockcheck {
+namespace {
+
+using namespace std::chrono_literals;
+using testing_support::command;
+using testing_support::connect;
+using testing_support::ping;
+using testing_support::RedisConn;
+using testing_support::RedisTestServer;
+using testing_support::Reply;
+
+constexpr auto kShortTimeout = 300ms;  // "no answer" means none within this
+constexpr auto kLongTimeout = 5000ms;
+
+// Polls pred every 10 ms until it holds or limit passes; returns its last value.
+template <typename Pred>
+bool eventually(Pred pred, std::chrono::milliseconds limit) {
+  const auto deadline = std::chrono::steady_clock::now() + limit;
+  while (!pred()) {
+    if (std::chrono::steady_clock::now() >= deadline) return false;
+    std::this_thread::sleep_for(10ms);
+  }
+  return true;
+}
+
+// Reads from fd until `expected` bytes arrived or `limit` passed; returns what arrived.
+std::string read_raw(int fd, size_t expected, std::chrono::milliseconds limit) {
+  std::string got;
+  const auto deadline = std::chrono::steady_clock::now() + limit;
+  while (got.size() < expected) {
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+    if (left.count() <= 0) break;
+    pollfd p{fd, POLLIN, 0};
+    if (::poll(&p, 1, static_cast<int>(left.count())) <= 0) break;
+    char buf[256];
+    const ssize_t n = ::recv(fd, buf, sizeof(buf), MSG_DONTWAIT);
+    if (n <= 0) break;
+    got.append(buf, static_cast<size_t>(n));
+  }
+  return got;
+}
+
+// Number of clients the server reports (CLIENT LIST lines), asked over a direct connection.
+int client_count(const Endpoint& server) {
+  RedisConn c = connect(server, kLongTimeout);
+  Reply r = command(c.get(), {"CLIENT", "LIST"});
+  if (!r || r->type != REDIS_REPLY_STRING) return -1;
+  const std::string list(r->str, r->len);
+  int lines = 0;
+  for (char ch : list) lines += ch == '\n';
+  return lines - 1;  // minus the asking connection
+}
+
+bool connection_refused(const Endpoint& at) {
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(static_cast<uint16_t>(at.port));
+  ::inet_pton(AF_INET, at.host.c_str(), &addr.sin_addr);
+  const int r = ::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr));
+  const int err = errno;
+  ::close(fd);
+  return r != 0 && err == ECONNREFUSED;
+}
+
+class FaultProxyTest : public ::testing::Test {
+ protected:
+  RedisTestServer server_;
+};
+
+TEST_F(FaultProxyTest, PingGoesThroughALinkAndIsCounted) {
+  FaultProxy proxy(1);
+  const Endpoint at = proxy.add_link("c0", "n1", server_.endpoint());
+  EXPECT_EQ(at.host, "127.0.0.1");
+  EXPECT_NE(at.port, server_.endpoint().port);
+  RedisConn c = connect(at, kLongTimeout);
+  ASSERT_TRUE(ping(c.get()));
+  // A write is counted when it completes, which may be just after the client got the reply.
+  ASSERT_TRUE(eventually([&] { return proxy.stats("c0", "n1").bytes_held == 0; }, kLongTimeout));
+  const LinkStats s = proxy.stats("c0", "n1");
+  EXPECT_EQ(s.bytes_to_upstream, 14u);   // *1\r\n$4\r\nPING\r\n
+  EXPECT_EQ(s.bytes_to_downstream, 7u);  // +PONG\r\n
+  EXPECT_EQ(s.connections_accepted, 1u);
+  EXPECT_EQ(s.connections_open, 1u);
+}
+
+TEST_F(FaultProxyTest, CutHoldsBytesOnThatLinkOnlyAndHealDeliversThem) {
+  FaultProxy proxy(1);
+  const Endpoint c0 = proxy.add_link("c0", "n1", server_.endpoint());
+  const Endpoint c1 = proxy.add_link("c1", "n1", server_.endpoint());
+  RedisConn old_conn = connect(c0, kShortTimeout);
+  RedisConn other = connect(c1, kShortTimeout);
+  ASSERT_TRUE(ping(old_conn.get()));
+
+  proxy.cut("n1", "c0");  // the unordered pair: acts on the link added as c0 -> n1
+
+  // No answer within the timeout; the connection is not refused or closed, the bytes are held.
+  Reply r = command(old_conn.get(), {"PING"});
+  EXPECT_EQ(r, nullptr);
+  EXPECT_EQ(old_conn->err, REDIS_ERR_IO) << old_conn->errstr;
+  EXPECT_EQ(proxy.stats("c0", "n1").bytes_held, 14u);
+  // The other link to the same node still works.
+  EXPECT_TRUE(ping(other.get()));
+  // A new connection on the cut link is accepted, but gets no answer either.
+  RedisConn during_cut = connect(c0, kShortTimeout);
+  ASSERT_TRUE(during_cut && during_cut->err == 0) << (during_cut ? during_cut->errstr : "no context");
+  EXPECT_FALSE(ping(during_cut.get()));
+
+  proxy.heal("c0", "n1");
+
+  RedisConn fresh = connect(c0, kShortTimeout);
+  EXPECT_TRUE(ping(fresh.get()));
+  // The held PINGs were delivered; their replies arrive on the old connections (hiredis gave up on them, so
+  // read the sockets directly).
+  EXPECT_EQ(read_raw(old_conn->fd, 7, kLongTimeout), "+PONG\r\n");
+  EXPECT_EQ(read_raw(during_cut->fd, 7, kLongTimeout), "+PONG\r\n");
+  EXPECT_TRUE(eventually([&] { return proxy.stats("c0", "n1").bytes_held == 0; }, kLongTimeout));
+}
+
+TEST_F(FaultProxyTest, CutBeforeTheLinkExistsAppliesToIt) {
+  FaultProxy proxy(1);
+  proxy.cut("c0", "n1");
+  const Endpoint at = proxy.add_link("n1", "c0", server_.endpoint());  // either direction
+  RedisConn c = connect(at, kShortTimeout);
+  EXPECT_FALSE(ping(c.get()));
+  proxy.heal_all();
+  EXPECT_EQ(read_raw(c->fd, 7, kLongTimeout), "+PONG\r\n");
+}
+
+TEST_F(FaultProxyTest, DelayShowsInTheRoundTripAndCanBeRemoved) {
+  FaultProxy proxy(1);
+  const Endpoint at = proxy.add_link("c0", "n1", server_.endpoint());
+  RedisConn c = connect(at, kLongTimeout);
+  ASSERT_TRUE(ping(c.get()));
+
+  proxy.set_delay("n1", "c0", 200ms, 0ms);
+  auto t0 = std::chrono::steady_clock::now();
+  ASSERT_TRUE(ping(c.get()));
+  auto rtt = std::chrono::steady_clock::now() - t0;
+  EXPECT_GE(rtt, 190ms);  // the request and the reply are each held 200 ms
+  EXPECT_LT(rtt, 4000ms);
+
+  proxy.set_delay("c0", "n1", 0ms, 0ms);
+  t0 = std::chrono::steady_clock::now();
+  ASSERT_TRUE(ping(c.get()));
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, 190ms);
+}
+
+TEST_F(FaultProxyTest, JitterKeepsTheOrderOfEachDirection) {
+  FaultProxy proxy(7);
+  const Endpoint at = proxy.add_link("c0", "n1", server_.endpoint());
+  RedisConn c = connect(at, kLongTimeout);
+  proxy.set_delay("c0", "n1", 1ms, 20ms);
+  // One write per command, so that each travels as its own chunk with its own jitter.
+  constexpr int kCommands = 50;
+  for (int i = 0; i < kCommands; ++i) {
+    ASSERT_EQ(redisAppendCommand(c.get(), "INCR counter"), REDIS_OK);
+    int done = 0;
+    while (!done) ASSERT_EQ(redisBufferWrite(c.get(), &done), REDIS_OK);
+  }
+  for (int i = 1; i <= kCommands; ++i) {
+    void* raw = nullptr;
+    ASSERT_EQ(redisGetReply(c.get(), &raw), REDIS_OK) << c->errstr;
+    Reply r(static_cast<redisReply*>(raw));
+    ASSERT_EQ(r->type, REDIS_REPLY_INTEGER);
+    EXPECT_EQ(r->integer, i);
+  }
+}
+
+TEST_F(FaultProxyTest, AClientsCloseIsHeldWhileCutAndPassedOnAfterHeal) {
+  FaultProxy proxy(1);
+  const Endpoint at = proxy.add_link("c0", "n1", server_.endpoint());
+  RedisConn c = connect(at, kLongTimeout);
+  ASSERT_TRUE(ping(c.get()));
+  ASSERT_EQ(client_count(server_.endpoint()), 1);
+
+  proxy.cut("c0", "n1");
+  c.reset();  // the client closes its socket
+  std::this_thread::sleep_for(300ms);
+  EXPECT_EQ(client_count(server_.endpoint()), 1);  // the server has not seen the close
+  EXPECT_EQ(proxy.stats("c0", "n1").connections_open, 1u);
+
+  proxy.heal("c0", "n1");
+  EXPECT_TRUE(eventually([&] { return client_count(server_.endpoint()) == 0; }, kLongTimeout));
+  EXPECT_TRUE(eventually([&] { return proxy.stats("c0", "n1").connections_open == 0; }, kLongTimeout));
+}
+
+TEST_F(FaultProxyTest, TheServersCloseReachesTheClient) {
+  FaultProxy proxy(1);
+  const Endpoint at = proxy.add_link("c0", "n1", server_.endpoint());
+  RedisConn c = connect(at, kLongTimeout);
+  Reply ok = command(c.get(), {"QUIT"});
+  ASSERT_TRUE(ok);
+  EXPECT_EQ(std::string(ok->str, ok->len), "OK");
+  Reply r = command(c.get(), {"PING"});
+  EXPECT_EQ(r, nullptr);
+  EXPECT_EQ(c->err, REDIS_ERR_EOF) << c->errstr;
+  // The proxy passed the server's close on as a half-close; it lets go of the connection once the client
+  // closes too, as every client does after EOF.
+  c.reset();
+  EXPECT_TRUE(eventually([&] { return proxy.stats("c0", "n1").connections_open == 0; }, kLongTimeout));
+}
+
+TEST(FaultProxyNoServerTest, AnUpstreamThatRefusesMakesTheProxyClose) {
+  FaultProxy proxy(1);
+  const Endpoint nobody{"127.0.0.1", testing_support::pick_free_port()};
+  const Endpoint at = proxy.add_link("c0", "n1", nobody);
+  RedisConn c = connect(at, kLongTimeout);
+  ASSERT_TRUE(c && c->err == 0);  // the proxy accepts ...
+  Reply r = command(c.get(), {"PING"});
+  EXPECT_EQ(r, nullptr);  // ... and closes once upstream refuses
+  // EOF, or a reset when the PING was still unread in the proxy's socket as it closed.
+  EXPECT_TRUE(c->err == REDIS_ERR_EOF || (c->err == REDIS_ERR_IO && std::string(c->errstr).find("reset") !=
+                                                                          std::string::npos))
+      << c->err << " " << c->errstr;
+}
+
+TEST_F(FaultProxyTest, ConnectionsBeyondTheLimitAreClosed) {
+  FaultProxyOptions options;
+  options.max_connections = 1;
+  FaultProxy proxy(1, options);
+  const Endpoint at = proxy.add_link("c0", "n1", server_.endpoint());
+  RedisConn first = connect(at, kLongTimeout);
+  ASSERT_TRUE(ping(first.get()));
+  RedisConn second = connect(at, kLongTimeout);
+  EXPECT_FALSE(ping(second.get()));
+  EXPECT_TRUE(ping(first.get()));
+  const LinkStats s = proxy.stats("c0", "n1");
+  EXPECT_EQ(s.connections_accepted, 2u);
+  EXPECT_EQ(s.connections_rejected, 1u);
+}
+
+TEST_F(FaultProxyTest, HeldBytesAreBoundedWhileCut) {
+  FaultProxyOptions options;
+  options.max_held_bytes_per_direction = 64 * 1024;
+  options.read_chunk_bytes = 16 * 1024;
+  FaultProxy proxy(1, options);
+  const Endpoint at = proxy.add_link("c0", "n1", server_.endpoint());
+  proxy.cut("c0", "n1");
+  RedisConn c = connect(at, kLongTimeout);
+  ASSERT_TRUE(c && c->err == 0);
+  // Write inline PINGs without reading until the socket stays full for 200 ms (bounded at 256 MiB).
+  ASSERT_EQ(::fcntl(c->fd, F_SETFL, ::fcntl(c->fd, F_GETFL) | O_NONBLOCK), 0);
+  const std::string pings = [] {
+    std::string s;
+    for (int i = 0; i < 1024; ++i) s += "PING\r\n";
+    return s;
+  }();
+  size_t written = 0;
+  while (written < (size_t{256} << 20)) {
+    const ssize_t n = ::send(c->fd, pings.data(), pings.size(), MSG_NOSIGNAL);
+    if (n > 0) {
+      written += static_cast<size_t>(n);
+      continue;
+    }
+    ASSERT_TRUE(errno == EAGAIN || errno == EWOULDBLOCK) << std::strerror(errno);
+    pollfd p{c->fd, POLLOUT, 0};
+    if (::poll(&p, 1, 200) == 0) break;  // the proxy stopped reading: backpressure
+  }
+  EXPECT_LT(written, size_t{256} << 20);
+  const LinkStats s = proxy.stats("c0", "n1");
+  EXPECT_GE(s.bytes_held, options.max_held_bytes_per_direction);
+  EXPECT_LE(s.bytes_held, options.max_held_bytes_per_direction + options.read_chunk_bytes);
+  EXPECT_EQ(s.bytes_to_upstream, 0u);
+}
+
+TEST_F(FaultProxyTest, StopClosesEveryListenerAndIsIdempotent) {
+  FaultProxy proxy(1);
+  const Endpoint at = proxy.add_link("c0", "n1", server_.endpoint());
+  RedisConn c = connect(at, kLongTimeout);
+  ASSERT_TRUE(ping(c.get()));
+  proxy.stop();
+  EXPECT_TRUE(connection_refused(at));
+  EXPECT_FALSE(ping(c.get()));  // the proxied connection is closed too
+  proxy.stop();
+  EXPECT_THROW(proxy.add_link("c1", "n1", server_.endpoint()), FaultProxyError);
+  EXPECT_NO_THROW(proxy.heal_all());
+  EXPECT_EQ(proxy.stats("c0", "n1").connections_open, 0u);
+}
+
+TEST(FaultProxyInputTest, BadArgumentsAreRejectedWithAMessage) {
+  FaultProxy proxy(1);
+  const Endpoint somewhere{"127.0.0.1", 6379};
+  EXPECT_THROW(proxy.add_link("", "n1", somewhere), std::invalid_argument);
+  EXPECT_THROW(proxy.add_link("n1", "n1", somewhere), std::invalid_argument);
+  EXPECT_THROW(proxy.add_link("c0", "n1", Endpoint{"127.0.0.1", 0}), std::invalid_argument);
+  proxy.add_link("c0", "n1", somewhere);
+  EXPECT_THROW(proxy.add_link("c0", "n1", somewhere), std::invalid_argument);
+  EXPECT_NO_THROW(proxy.add_link("n1", "c0", somewhere));  // the other direction is another link
+  EXPECT_THROW(proxy.cut("c0", ""), std::invalid_argument);
+  EXPECT_THROW(proxy.set_delay("c0", "n1", -1ms, 0ms), std::invalid_argument);
+  EXPECT_THROW(proxy.stats("c9", "n1"), std::invalid_argument);
+}
+
+}  // namespace
+}  // namespace lockcheck

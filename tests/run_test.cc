@@ -1,0 +1,104 @@
+// End to end: lockcheck run against a real local cluster, its verdicts, and its teardown.
+#include "harness/runner.h"
+
+#include <gtest/gtest.h>
+#include <signal.h>
+
+#include <sstream>
+#include <thread>
+
+#include "harness/exit_codes.h"
+#include "harness/history.h"
+#include "harness/process.h"
+#include "tests/test_util.h"
+
+namespace lockcheck {
+namespace {
+
+using testing_util::TempDir;
+
+RunConfig base_config(const TempDir& dir) {
+  RunConfig c;
+  c.results_dir = dir.str() + "/results";
+  c.progress = false;
+  c.seed = 42;
+  return c;
+}
+
+TEST(RunTest, SingleOnAHealthyClusterIsValid) {
+  TempDir dir;
+  RunConfig c = base_config(dir);
+  c.lock = "single";
+  c.time_limit_s = 10;
+  c.concurrency = 5;
+  c.ttl_ms = 500;
+  std::ostringstream out;
+  RunOutcome o = run_test(c, out);
+  EXPECT_EQ(o.exit_code, kExitValid) << out.str();
+  EXPECT_EQ(o.valid, Validity::kValid) << out.str();
+  History h = read_history(o.run_dir + "/history.jsonl");
+  int64_t ok_acquires = 0;
+  for (const auto& op : h) ok_acquires += op.is_ok() && op.f == "acquire";
+  EXPECT_GT(ok_acquires, 10);
+  for (pid_t p : testing_util::node_pids(o.run_dir)) EXPECT_FALSE(testing_util::process_alive(p)) << p;
+}
+
+TEST(RunTest, MissingRedisServerExitsWithThree) {
+  TempDir dir;
+  RunConfig c = base_config(dir);
+  c.redis_server = "/nonexistent/redis-server";
+  c.time_limit_s = 1;
+  std::ostringstream out;
+  RunOutcome o = run_test(c, out);
+  EXPECT_EQ(o.exit_code, kExitHarness);
+  EXPECT_NE(out.str().find("redis-server binary not found"), std::string::npos) << out.str();
+}
+
+// The binary, interrupted: every node it started is gone and the history is whole.
+void interrupt_run(int sig, int expected_exit) {
+  TempDir dir;
+  const std::string results = dir.str() + "/results";
+  ProcessSpec spec;
+  spec.argv = {LOCKCHECK_BINARY, "run", "--time-limit", "60", "--concurrency", "4", "--ttl-ms", "300",
+               "--results", results, "--no-progress"};
+  spec.stdout_path = dir.str() + "/out.txt";
+  spec.stderr_path = "=stdout";
+  ChildProcess child(spec);
+  // Wait until the workload is under way.
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  std::string run_dir;
+  while (std::chrono::steady_clock::now() < until) {
+    boost::system::error_code ec;
+    if (boost::filesystem::exists(results + "/latest/history.jsonl", ec) &&
+        boost::filesystem::file_size(results + "/latest/history.jsonl", ec) > 2000) {
+      run_dir = testing_util::latest_run(results);
+      break;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  ASSERT_FALSE(run_dir.empty()) << "the run never got going";
+  auto pids = testing_util::node_pids(run_dir);
+  ASSERT_EQ(pids.size(), 5u);
+  child.signal(sig);
+  auto status = child.wait_for(std::chrono::seconds(30));
+  ASSERT_TRUE(status.has_value()) << "lockcheck did not exit after the signal";
+  EXPECT_EQ(*status, expected_exit);
+  // PDEATHSIG delivery after a SIGKILL is asynchronous: give it a moment.
+  const auto gone_by = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+  for (pid_t p : pids) {
+    while (testing_util::process_alive(p) && std::chrono::steady_clock::now() < gone_by) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    EXPECT_FALSE(testing_util::process_alive(p)) << "redis-server " << p << " left behind";
+  }
+  // Every line of the history is a valid op (read_history throws otherwise), even after SIGKILL.
+  History h = read_history(run_dir + "/history.jsonl");
+  EXPECT_GT(h.size(), 10u);
+}
+
+TEST(RunTest, SigtermStopsEveryNodeAndKeepsTheHistory) { interrupt_run(SIGTERM, 128 + SIGTERM); }
+TEST(RunTest, SigintStopsEveryNodeAndKeepsTheHistory) { interrupt_run(SIGINT, 128 + SIGINT); }
+TEST(RunTest, SigkillOfTheHarnessTakesItsNodesWithIt) { interrupt_run(SIGKILL, 128 + SIGKILL); }
+
+}  // namespace
+}  // namespace lockcheck
