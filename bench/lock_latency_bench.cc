@@ -3,7 +3,9 @@
 // `redlock-sequential` (N nodes one after another). Prints p50/p90/p99/max per algorithm and the ratio of each
 // p50 to single's. Figures, not assertions: see bench/README-locks.md for measured numbers.
 //
-// usage: lock_latency_bench [--cycles N] [--nodes N] [--warmup N] [--redis-server PATH]
+// The clients talk to the nodes directly unless --proxy puts the harness's fault proxy in between (as in a run).
+//
+// usage: lock_latency_bench [--cycles N] [--nodes N] [--warmup N] [--proxy] [--redis-server PATH]
 #include <stdlib.h>
 #include <sys/resource.h>
 
@@ -25,6 +27,7 @@ struct Args {
   int cycles = 2000;
   int nodes = 5;
   int warmup = 200;
+  bool proxy = false;
   std::string redis_server = "redis-server";
 };
 
@@ -42,11 +45,13 @@ Args parse(int argc, char** argv) {
       a.nodes = std::stoi(value());
     } else if (flag == "--warmup") {
       a.warmup = std::stoi(value());
+    } else if (flag == "--proxy") {
+      a.proxy = true;
     } else if (flag == "--redis-server") {
       a.redis_server = value();
     } else {
       throw std::invalid_argument("unknown flag " + flag +
-                                  " (usage: lock_latency_bench [--cycles N] [--nodes N] [--warmup N] [--redis-server PATH])");
+                                  " (usage: lock_latency_bench [--cycles N] [--nodes N] [--warmup N] [--proxy] [--redis-server PATH])");
     }
   }
   if (a.cycles < 1 || a.nodes < 1 || a.warmup < 0) throw std::invalid_argument("--cycles and --nodes must be >= 1");
@@ -120,6 +125,8 @@ int run(int argc, char** argv) {
     co.nodes = args.nodes;
     co.redis_server = args.redis_server;
     co.nodes_dir = dir + "/nodes";
+    co.use_proxy = args.proxy;
+    co.use_clock_shim = false;
     LocalCluster cluster(co);
     cluster.start();
     LockOptions lo;
@@ -133,8 +140,8 @@ int run(int argc, char** argv) {
   boost::system::error_code ec;
   boost::filesystem::remove_all(dir, ec);
 
-  std::printf("lock latency, %d acquire+release cycles after %d warm-up, one client, %d nodes, loopback (us)\n",
-              args.cycles, args.warmup, args.nodes);
+  std::printf("lock latency, %d acquire+release cycles after %d warm-up, one client, %d nodes, loopback%s (us)\n",
+              args.cycles, args.warmup, args.nodes, args.proxy ? " through the fault proxy" : "");
   std::printf("%-20s %9s %9s %9s %9s %9s %8s | %9s %9s | %9s\n", "algorithm", "acq p50", "acq p90", "acq p99",
               "acq max", "acq mean", "p50/single", "rel p50", "rel p99", "cpu/cycle");
   const double base = results.front().acquire.p50;
