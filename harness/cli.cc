@@ -7,8 +7,10 @@
 #include <optional>
 
 #include "checkers/checker.h"
+#include "checkers/export.h"
 #include "harness/cluster.h"
 #include "harness/config.h"
+#include "harness/docker_cluster.h"
 #include "harness/exit_codes.h"
 #include "harness/history.h"
 #include "harness/matrix.h"
@@ -16,6 +18,7 @@
 #include "harness/runner.h"
 #include "locks/lock_client.h"
 #include "nemesis/nemesis.h"
+#include "report/report.h"
 #include "workloads/workload.h"
 
 namespace po = boost::program_options;
@@ -30,8 +33,11 @@ const char* kUsage =
     "commands:\n"
     "  run             run one test: start the cluster, drive the workload, inject faults, check, report\n"
     "  check RUN_DIR   re-run the checkers on a stored history\n"
+    "  report RUN_DIR  re-render a run's report.html (--index: results/index.html)\n"
     "  rerun RUN_DIR   the stored configuration and seed again\n"
     "  test-all        a matrix of configurations with expected verdicts (JUnit XML, HTML summary)\n"
+    "  export          write a history as Jepsen EDN ops or Porcupine operations\n"
+    "  clean           remove Docker containers, networks and volumes left by killed runs\n"
     "  list            lock algorithms, workloads, nemeses and checkers, one line each\n"
     "\n"
     "`lockcheck COMMAND --help` describes a command's flags.\n"
@@ -183,6 +189,64 @@ int cmd_rerun(const std::vector<std::string>& args, std::ostream& out) {
   return rerun(dir, out);
 }
 
+int cmd_report(const std::vector<std::string>& args, std::ostream& out) {
+  po::options_description desc("lockcheck report RUN_DIR | --index [--results DIR]: re-render report.html / results/index.html");
+  std::string results_dir = "results";
+  desc.add_options()("help,h", "this help")("index", "rewrite the index of every run in the results folder")(
+      "results", po::value(&results_dir)->default_value(results_dir), "results folder (with --index)");
+  std::string dir;
+  auto vm = parse(args, desc, "run-dir", &dir);
+  if (vm.count("help")) {
+    out << desc;
+    return kExitValid;
+  }
+  if (vm.count("index")) {
+    if (!dir.empty()) throw ConfigError("report: give RUN_DIR or --index, not both");
+    write_index(results_dir);
+    out << "index: " << results_dir << "/index.html\n";
+    return kExitValid;
+  }
+  if (dir.empty()) throw ConfigError("report: RUN_DIR or --index is required");
+  write_report(dir);
+  out << "report: " << dir << "/report.html\n";
+  return kExitValid;
+}
+
+int cmd_export(const std::vector<std::string>& args, std::ostream& out) {
+  po::options_description desc("lockcheck export --format edn|porcupine RUN_DIR [--output FILE]");
+  std::string format, output;
+  desc.add_options()("help,h", "this help")("format", po::value(&format), "edn (Jepsen ops for Knossos/Elle) or porcupine")(
+      "output,o", po::value(&output), "write here instead of standard output");
+  std::string dir;
+  auto vm = parse(args, desc, "run-dir", &dir);
+  if (vm.count("help")) {
+    out << desc;
+    return kExitValid;
+  }
+  if (format != "edn" && format != "porcupine") throw ConfigError("--format: '" + format + "' is not one of edn, porcupine");
+  if (dir.empty()) throw ConfigError("export: RUN_DIR is required (a folder under results/)");
+  History h = read_history(dir + "/history.jsonl");
+  std::string text = format == "edn" ? export_edn(h) : export_porcupine(h).dump() + "\n";
+  if (output.empty()) {
+    out << text;
+  } else {
+    std::ofstream f(output);
+    if (!(f << text)) throw std::runtime_error("cannot write " + output);
+  }
+  return kExitValid;
+}
+
+int cmd_clean(const std::vector<std::string>& args, std::ostream& out) {
+  po::options_description desc("lockcheck clean: remove containers, networks and volumes left by runs that were killed");
+  desc.add_options()("help,h", "this help");
+  auto vm = parse(args, desc);
+  if (vm.count("help")) {
+    out << desc;
+    return kExitValid;
+  }
+  return docker_clean(out);
+}
+
 int cmd_test_all(const std::vector<std::string>& args, std::ostream& out) {
   TestAllOptions o;
   po::options_description desc("lockcheck test-all [FLAGS]: run a matrix of configurations with expected verdicts");
@@ -242,6 +306,9 @@ int cli_main(const std::vector<std::string>& args, std::ostream& out, std::ostre
     if (cmd == "check") return cmd_check(rest, out);
     if (cmd == "list") return cmd_list(rest, out);
     if (cmd == "rerun") return cmd_rerun(rest, out);
+    if (cmd == "report") return cmd_report(rest, out);
+    if (cmd == "clean") return cmd_clean(rest, out);
+    if (cmd == "export") return cmd_export(rest, out);
     if (cmd == "test-all") return cmd_test_all(rest, out);
     err << "lockcheck: unknown command '" << cmd << "'\n\n" << kUsage;
     return kExitUsage;
@@ -249,6 +316,9 @@ int cli_main(const std::vector<std::string>& args, std::ostream& out, std::ostre
     err << "lockcheck " << cmd << ": " << e.what() << " (see lockcheck " << cmd << " --help)\n";
     return kExitUsage;
   } catch (const ConfigError& e) {
+    err << "lockcheck " << cmd << ": " << e.what() << "\n";
+    return kExitUsage;
+  } catch (const ReportError& e) {
     err << "lockcheck " << cmd << ": " << e.what() << "\n";
     return kExitUsage;
   } catch (const HistoryError& e) {

@@ -321,8 +321,8 @@ Matrix load_matrix(const std::string& file_or_name, const std::string& results_d
 }
 
 int test_all(const TestAllOptions& opts, std::ostream& out) {
-  Matrix m = load_matrix(opts.matrix, opts.results_dir);
   if (opts.parallel < 1 || opts.parallel > 16) throw ConfigError("--parallel: must be between 1 and 16");
+  Matrix m = load_matrix(opts.matrix, opts.results_dir);
   const std::string dir = opts.results_dir + "/test-all-" + m.name + "-" + utc_stamp();
   fs::create_directories(dir + "/logs");
   const std::string binary = opts.lockcheck_binary.empty() ? self_exe() : opts.lockcheck_binary;

@@ -22,6 +22,7 @@
 #include "harness/signals.h"
 #include "harness/version.h"
 #include "locks/lock_client.h"
+#include "report/report.h"
 #include "workloads/workload.h"
 
 namespace fs = boost::filesystem;
@@ -194,6 +195,16 @@ class Workers {
   std::string error_;
 };
 
+// report.html for the run and results/index.html; a report that cannot be written is said, not fatal.
+void write_reports(const std::string& run_dir, std::ostream& out) {
+  try {
+    write_report(run_dir);
+    write_index(fs::path(run_dir).parent_path().string());
+  } catch (const std::exception& e) {
+    out << "lockcheck: cannot write the report: " << e.what() << "\n";
+  }
+}
+
 void print_verdict(std::ostream& out, const nlohmann::json& results, const std::string& run_dir) {
   out << "verdict: " << results.value("valid", "unknown") << "\n";
   for (const auto& c : results.value("checkers", nlohmann::json::array())) {
@@ -201,6 +212,7 @@ void print_verdict(std::ostream& out, const nlohmann::json& results, const std::
         << c.value("summary", "") << "\n";
   }
   out << "results: " << run_dir << "\n";
+  out << "report:  " << run_dir << "/report.html\n";
 }
 
 }  // namespace
@@ -325,6 +337,7 @@ RunOutcome run_test(RunConfig cfg, std::ostream& out) {
     results["error"] = interrupted ? "interrupted by signal " + std::to_string(interrupt.signal_number()) : failure;
     results["checkers"] = nlohmann::json::array();
     write_json_file(dir + "/results.json", results);
+    write_reports(dir, out);
     log.log(results["error"].get<std::string>());
     out << "lockcheck: " << results["error"].get<std::string>() << "\n";
     if (interrupted) out << "the history so far is kept; check it with: lockcheck check " << dir << "\n";
@@ -340,6 +353,7 @@ RunOutcome run_test(RunConfig cfg, std::ostream& out) {
   results["valid"] = verdict["valid"];
   results["checkers"] = verdict["checkers"];
   write_json_file(dir + "/results.json", results);
+  write_reports(dir, out);
   print_verdict(out, results, dir);
   outcome.valid = *validity_from_string(results["valid"].get<std::string>());
   outcome.exit_code = exit_code_for(outcome.valid);
@@ -363,6 +377,7 @@ RunOutcome check_run(const std::string& run_dir, std::ostream& out, std::optiona
   results["checkers"] = verdict["checkers"];
   results.erase("error");
   write_json_file(run_dir + "/results.json", results);
+  write_reports(run_dir, out);
   print_verdict(out, results, run_dir);
   RunOutcome o;
   o.run_dir = run_dir;

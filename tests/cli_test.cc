@@ -32,7 +32,7 @@ TEST(CliTest, NoCommandOrUnknownCommandIsAUsageError) {
 }
 
 TEST(CliTest, HelpOnEachCommand) {
-  for (const char* cmd : {"run", "check", "list"}) {
+  for (const char* cmd : {"run", "check", "list", "report", "rerun", "test-all", "export", "clean"}) {
     CliResult r = cli({cmd, "--help"});
     EXPECT_EQ(r.code, kExitValid) << cmd;
     EXPECT_NE(r.out.find(std::string("lockcheck ") + cmd), std::string::npos) << r.out;
@@ -58,6 +58,13 @@ TEST(CliTest, UnknownFlagsAndBadValuesNameTheFlag) {
   expect_usage_error({"check"}, "RUN_DIR is required");
   expect_usage_error({"check", "/nonexistent/run"}, "config.json");
   expect_usage_error({"list", "--verbose"}, "--verbose");
+  expect_usage_error({"export", "--format", "xml", "/tmp"}, "--format");
+  expect_usage_error({"export", "--format", "edn"}, "RUN_DIR is required");
+  expect_usage_error({"report"}, "RUN_DIR or --index");
+  expect_usage_error({"rerun"}, "RUN_DIR is required");
+  expect_usage_error({"test-all", "--parallel", "0"}, "--parallel");
+  expect_usage_error({"test-all", "--matrix", "/nonexistent.json"}, "cannot open");
+  expect_usage_error({"run", "--seeds", "0"}, "--seeds");
 }
 
 TEST(CliTest, ListNamesTheRegisteredParts) {

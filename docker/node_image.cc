@@ -1,0 +1,294 @@
+#include "docker/node_image.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <map>
+#include <sstream>
+
+#include <boost/filesystem.hpp>
+#include <boost/process/search_path.hpp>
+#include <boost/uuid/detail/sha1.hpp>
+
+#include "harness/cluster.h"
+
+namespace lockcheck {
+namespace docker {
+
+namespace fs = boost::filesystem;
+
+namespace {
+
+constexpr const char* kFormatVersion = "lockcheck node image v1";
+constexpr auto kLddTimeout = std::chrono::seconds(60);
+
+// A program name (looked up on PATH) or a path, resolved to its real file. Throws ClusterError.
+fs::path resolve_program(const std::string& what, const std::string& name_or_path) {
+  fs::path p;
+  if (name_or_path.find('/') != std::string::npos) {
+    p = name_or_path;
+  } else {
+    p = boost::process::search_path(name_or_path);
+    if (p.empty()) {
+      // sbin is often missing from a user's PATH; iptables lives there.
+      for (const char* dir : {"/usr/sbin", "/sbin"}) {
+        if (fs::exists(fs::path(dir) / name_or_path)) {
+          p = fs::path(dir) / name_or_path;
+          break;
+        }
+      }
+    }
+  }
+  boost::system::error_code ec;
+  if (p.empty() || !fs::exists(p, ec)) {
+    throw ClusterError("cannot build the node image: " + what + " `" + name_or_path + "` not found");
+  }
+  return fs::canonical(p);
+}
+
+// ldd over files: every library path it names (the "=> path" column and the loader line), in order.
+std::vector<std::string> shared_libraries(const std::vector<fs::path>& files) {
+  fs::path ldd = boost::process::search_path("ldd");
+  if (ldd.empty()) throw ClusterError("cannot build the node image: `ldd` not found on PATH");
+  std::vector<std::string> args;
+  for (const auto& f : files) args.push_back(f.string());
+  CommandOptions options;
+  options.timeout = kLddTimeout;
+  CommandResult r = run_program(ldd.string(), args, options);
+  if (r.timed_out) throw ClusterError("cannot build the node image: `ldd` did not finish");
+  std::vector<std::string> libs;
+  std::istringstream lines(r.out);
+  std::string line;
+  std::string current = files.size() == 1 ? files[0].string() : "";
+  while (std::getline(lines, line)) {
+    if (line.empty()) continue;
+    if (line[0] != '\t') {  // "file:" header when ldd is given several files
+      current = line.substr(0, line.size() - (line.back() == ':' ? 1 : 0));
+      continue;
+    }
+    std::string body = line.substr(1);
+    auto arrow = body.find(" => ");
+    std::string path;
+    if (arrow != std::string::npos) {
+      std::string rest = body.substr(arrow + 4);
+      if (rest.rfind("not found", 0) == 0) {
+        throw ClusterError("cannot build the node image: " + current + " needs " + body.substr(0, arrow) +
+                           ", which ldd does not find");
+      }
+      path = rest.substr(0, rest.find(' '));
+    } else if (!body.empty() && body[0] == '/') {
+      path = body.substr(0, body.find(' '));  // the dynamic loader
+    }
+    if (!path.empty() && path[0] == '/') libs.push_back(path);
+  }
+  if (r.exit_code != 0 && libs.empty()) {
+    throw ClusterError("cannot build the node image: `ldd` failed: " + r.err);
+  }
+  return libs;
+}
+
+unsigned file_mode(const fs::path& p) { return static_cast<unsigned>(fs::status(p).permissions()) & 07777; }
+
+std::string hex(const unsigned int (&digest)[5]) {
+  char buf[41];
+  for (int i = 0; i < 5; ++i) std::snprintf(buf + 8 * i, 9, "%08x", digest[i]);
+  return std::string(buf, 40);
+}
+
+}  // namespace
+
+ImagePlan plan_node_image(const NodeImageInputs& inputs) {
+  if (inputs.clock_shim.empty()) throw ClusterError("cannot build the node image: no clock shim library given");
+  const fs::path redis = resolve_program("redis-server", inputs.redis_server);
+  const fs::path iptables = resolve_program("iptables", inputs.iptables);
+  const fs::path shim = resolve_program("the clock shim", inputs.clock_shim);
+  const std::string multi = iptables.filename().string();
+  if (multi.rfind("xtables-", 0) != 0) {
+    throw ClusterError("cannot build the node image: iptables resolves to " + iptables.string() +
+                       ", not an xtables multi-binary (xtables-nft-multi or xtables-legacy-multi)");
+  }
+
+  // iptables loads its extensions (the DROP target's parser, matches) from libxtables' directory.
+  fs::path xtables_dir;
+  for (const auto& lib : shared_libraries({iptables})) {
+    fs::path real = fs::canonical(lib);
+    if (real.filename().string().rfind("libxtables.so", 0) == 0) xtables_dir = real.parent_path() / "xtables";
+  }
+  if (xtables_dir.empty() || !fs::is_directory(xtables_dir)) {
+    throw ClusterError("cannot build the node image: the xtables module directory of " + iptables.string() +
+                       " was not found");
+  }
+  // Only the extensions the backend's rules use (`-s/-d ADDR -j DROP` needs libxt_standard) plus a few for
+  // hand-written rules in a post-mortem (-p tcp/udp --dport, -j REJECT). Taking all ~120 would make every
+  // start pay for ldd over each of them (about 2 s here).
+  std::vector<fs::path> modules;
+  for (const char* name : {"libxt_standard.so", "libxt_tcp.so", "libxt_udp.so", "libipt_REJECT.so"}) {
+    if (fs::exists(xtables_dir / name)) modules.push_back(xtables_dir / name);
+  }
+  if (modules.empty() || modules[0].filename() != "libxt_standard.so") {
+    throw ClusterError("cannot build the node image: " + (xtables_dir / "libxt_standard.so").string() +
+                       " not found (iptables needs it for -j DROP)");
+  }
+
+  std::map<std::string, ImageEntry> entries;  // by dest: sorted and without duplicates
+  auto add_file = [&](const std::string& dest, const fs::path& source) {
+    fs::path real = fs::canonical(source);
+    entries[dest] = ImageEntry{ImageEntry::Kind::kFile, dest, real.string(), file_mode(real)};
+  };
+  auto add_symlink = [&](const std::string& dest, const std::string& target) {
+    entries[dest] = ImageEntry{ImageEntry::Kind::kSymlink, dest, target, 0777};
+  };
+  auto add_dir = [&](const std::string& dest, unsigned mode) {
+    entries[dest] = ImageEntry{ImageEntry::Kind::kDir, dest, "", mode};
+  };
+
+  // Redis picks its mode from argv[0]: "redis-sentinel" runs Sentinel (so does `redis-server --sentinel`).
+  add_file(kImageRedisServer, redis);
+  add_symlink(kImageRedisSentinel, "redis-server");
+  add_file("/usr/sbin/" + multi, iptables);
+  add_symlink(kImageIptables, multi);  // the multi-binary dispatches on argv[0]
+  add_symlink(kImageIptablesRestore, multi);
+  add_file(kImageClockShim, shim);
+  for (const auto& m : modules) add_file((xtables_dir / m.filename()).string(), m);
+
+  std::vector<fs::path> elf = {redis, iptables, shim};
+  elf.insert(elf.end(), modules.begin(), modules.end());
+  // A library goes where ldd found it: with no ld.so.cache in the image, the loader searches its trusted
+  // directories (/lib/<triplet>, /usr/lib/<triplet>, ...), which include every place ldd names here.
+  for (const auto& lib : shared_libraries(elf)) add_file(lib, lib);
+
+  add_dir("/data", 01777);     // redis' working dir (a tmpfs or a bind mount over it at run time)
+  add_dir("/tmp", 01777);
+  add_dir("/run", 0755);       // iptables' lock file
+  add_dir("/var/log", 0755);   // the node's log file is bind-mounted here
+  add_dir("/lockcheck", 0755); // mount points of the clock file and the Sentinel config
+  add_dir("/etc/lockcheck", 0777);  // Sentinel rewrites its config by rename: the dir must be writable
+  entries[kImageSentinelConf] = ImageEntry{ImageEntry::Kind::kText, kImageSentinelConf,
+                                           "port 26379\nbind 0.0.0.0\nprotected-mode no\ndir /tmp\n", 0666};
+
+  ImagePlan plan;
+  plan.dockerfile =
+      "# Generated by lockcheck (docker/node_image.cc): every file comes from the build host.\n"
+      "FROM scratch\n"
+      "COPY rootfs/ /\n"
+      "LABEL " + std::string(kImageLabel) + "=node\n";
+
+  boost::uuids::detail::sha1 sha;
+  auto feed = [&sha](const std::string& s) {
+    sha.process_bytes(s.data(), s.size());
+    sha.process_bytes("\0", 1);
+  };
+  feed(kFormatVersion);
+  feed(plan.dockerfile);
+  std::vector<char> buf(1 << 16);
+  for (auto& kv : entries) {
+    const ImageEntry& e = kv.second;
+    feed(std::to_string(static_cast<int>(e.kind)) + " " + e.dest + " " + std::to_string(e.mode));
+    if (e.kind == ImageEntry::Kind::kSymlink || e.kind == ImageEntry::Kind::kText) feed(e.source);
+    if (e.kind != ImageEntry::Kind::kFile) continue;
+    std::ifstream in(e.source, std::ios::binary);
+    if (!in) throw ClusterError("cannot build the node image: cannot read " + e.source);
+    uint64_t size = 0;
+    while (in) {
+      in.read(buf.data(), static_cast<std::streamsize>(buf.size()));
+      auto n = static_cast<size_t>(in.gcount());
+      sha.process_bytes(buf.data(), n);
+      size += n;
+    }
+    feed(std::to_string(size));
+    plan.total_bytes += size;
+    plan.entries.push_back(e);
+  }
+  for (auto& kv : entries) {
+    if (kv.second.kind != ImageEntry::Kind::kFile) plan.entries.push_back(kv.second);
+  }
+  std::sort(plan.entries.begin(), plan.entries.end(),
+            [](const ImageEntry& a, const ImageEntry& b) { return a.dest < b.dest; });
+  unsigned int digest[5];
+  sha.get_digest(digest);
+  plan.hash = hex(digest);
+  plan.tag = inputs.repository + ":" + plan.hash.substr(0, 12);
+  return plan;
+}
+
+void write_build_context(const ImagePlan& plan, const std::string& dir) {
+  const fs::path root = fs::path(dir) / "rootfs";
+  try {
+    fs::create_directories(root);
+    for (const auto& e : plan.entries) {
+      fs::path dest = root / e.dest.substr(1);  // e.dest is absolute; drop its leading /
+      fs::create_directories(dest.parent_path());
+      switch (e.kind) {
+        case ImageEntry::Kind::kFile:
+          fs::copy_file(e.source, dest, fs::copy_option::overwrite_if_exists);
+          fs::permissions(dest, static_cast<fs::perms>(e.mode));
+          break;
+        case ImageEntry::Kind::kSymlink:
+          fs::create_symlink(e.source, dest);
+          break;
+        case ImageEntry::Kind::kDir:
+          fs::create_directories(dest);
+          fs::permissions(dest, static_cast<fs::perms>(e.mode));
+          break;
+        case ImageEntry::Kind::kText: {
+          std::ofstream out(dest.string(), std::ios::binary | std::ios::trunc);
+          out << e.source;
+          if (!out) throw ClusterError("cannot write " + dest.string());
+          out.close();
+          fs::permissions(dest, static_cast<fs::perms>(e.mode));
+          break;
+        }
+      }
+    }
+    std::ofstream(fs::path(dir) / "Dockerfile") << plan.dockerfile;
+  } catch (const fs::filesystem_error& e) {
+    throw ClusterError(std::string("cannot write the node image's build context: ") + e.what());
+  }
+}
+
+NodeImage ensure_node_image(const DockerCli& cli, const NodeImageInputs& inputs,
+                            std::chrono::seconds build_timeout) {
+  const auto t0 = std::chrono::steady_clock::now();
+  ImagePlan plan = plan_node_image(inputs);
+  NodeImage image;
+  image.tag = plan.tag;
+  CommandResult have = cli.run({"image", "inspect", "--format", "{{.Id}}", plan.tag}, std::chrono::seconds(30));
+  if (!have.ok()) {
+    boost::system::error_code ec;
+    fs::path dir = fs::temp_directory_path() / fs::unique_path("lockcheck-image-%%%%-%%%%-%%%%");
+    struct RemoveDir {
+      fs::path p;
+      ~RemoveDir() {
+        boost::system::error_code ignored;
+        fs::remove_all(p, ignored);
+      }
+    } guard{dir};
+    fs::create_directories(dir, ec);
+    if (ec) throw ClusterError("cannot create " + dir.string() + ": " + ec.message());
+    write_build_context(plan, dir.string());
+    cli.check({"build", "--quiet", "--tag", plan.tag, dir.string()}, build_timeout);
+    image.built = true;
+  }
+  cli.check({"tag", plan.tag, inputs.repository + ":latest"}, std::chrono::seconds(30));
+  if (image.built) {
+    // Inputs changed (a Redis upgrade, a rebuilt shim): drop the images of older inputs so that they do not
+    // pile up. Without --force, an image that a container (another live run) still uses stays.
+    CommandResult ls = cli.run({"image", "ls", "--filter", std::string("label=") + kImageLabel + "=node", "--format",
+                                "{{.Repository}}:{{.Tag}}"},
+                               std::chrono::seconds(30));
+    std::istringstream lines(ls.out);
+    std::string ref;
+    while (std::getline(lines, ref)) {
+      if (ref.rfind(inputs.repository + ":", 0) != 0) continue;
+      if (ref == plan.tag || ref == inputs.repository + ":latest") continue;
+      cli.run({"rmi", ref}, std::chrono::seconds(60));
+    }
+  }
+  image.elapsed =
+      std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0);
+  return image;
+}
+
+}  // namespace docker
+}  // namespace lockcheck

@@ -1,0 +1,35 @@
+// The anomalies of a results.json, read leniently: every field may be missing or of the wrong type, in which
+// case it is left empty. Only the report reads them this way; checkers write them (checkers/checker.h).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "harness/op.h"
+
+namespace lockcheck {
+namespace report {
+
+struct Anomaly {
+  size_t number = 0;      // 0-based, in the order of checkers then anomalies: the id used across the report
+  std::string checker;    // the checker that reported it
+  std::string kind;       // "double-grant", ...
+  std::string description;
+  std::vector<int64_t> ops;  // history indices
+  std::string key;
+  std::vector<Process> processes;
+  std::optional<int64_t> from_ns, to_ns;  // both present, from <= to, or both absent
+};
+
+// All anomalies of results["checkers"][*]["anomalies"]. Processes may be integers or strings "3" / "p3".
+std::vector<Anomaly> anomalies_of(const nlohmann::json& results);
+
+// The sentence a reader sees: the description, or "kind (checker)" when there is none.
+std::string sentence_of(const Anomaly& a);
+
+}  // namespace report
+}  // namespace lockcheck

@@ -1,0 +1,682 @@
+#include "report/report.h"
+
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <fstream>
+#include <map>
+#include <set>
+#include <sstream>
+#include <system_error>
+
+#include <boost/filesystem.hpp>
+
+#include "checkers/checker.h"
+#include "harness/history.h"
+#include "report/anomalies.h"
+#include "report/assets.h"
+#include "report/html.h"
+#include "report/plots_svg.h"
+#include "report/run_model.h"
+#include "report/svg_common.h"
+#include "report/timeline_svg.h"
+
+namespace lockcheck {
+
+namespace {
+
+using nlohmann::json;
+using report::escape;
+
+const char* const kDash = "\xE2\x80\x94";  // "—"
+constexpr size_t kMaxListedAnomalies = 200;
+constexpr size_t kMaxDetailedAnomalies = 20;
+constexpr size_t kMaxContextRows = 80;
+
+const json* find(const json& obj, const char* name) {
+  if (!obj.is_object()) return nullptr;
+  auto it = obj.find(name);
+  if (it == obj.end() || it->is_null()) return nullptr;
+  return &*it;
+}
+
+// A JSON value as plain text (not escaped): strings as they are, numbers and booleans printed, arrays joined.
+std::string plain(const json& v) {
+  if (v.is_string()) return v.get<std::string>();
+  if (v.is_boolean()) return v.get<bool>() ? "yes" : "no";
+  if (v.is_number_float()) {
+    double d = v.get<double>();
+    if (d == std::floor(d) && std::fabs(d) < 1e15) return report::fixed(d, 0);
+    std::string s = report::fixed(d, 3);
+    while (!s.empty() && s.back() == '0') s.pop_back();
+    if (!s.empty() && s.back() == '.') s.pop_back();
+    return s;
+  }
+  if (v.is_number()) return v.dump();
+  if (v.is_array()) {
+    std::string s;
+    for (const auto& e : v) {
+      if (!s.empty()) s += ", ";
+      s += plain(e);
+    }
+    return s;
+  }
+  if (v.is_null()) return "";
+  return v.dump(-1, ' ', false, json::error_handler_t::replace);
+}
+
+// The field as escaped text, or "—" when it is missing or empty.
+std::string text(const json& obj, const char* name) {
+  const json* v = find(obj, name);
+  if (!v) return kDash;
+  std::string s = plain(*v);
+  return s.empty() ? std::string(kDash) : escape(s);
+}
+
+std::string verdict_of(const json& results) {
+  if (const json* v = find(results, "valid"); v && v->is_string()) {
+    if (auto parsed = validity_from_string(v->get<std::string>())) return to_string(*parsed);
+  }
+  // No overall verdict: merge the checkers'; none at all is unknown.
+  const json* checkers = find(results, "checkers");
+  if (!checkers || !checkers->is_array() || checkers->empty()) return "unknown";
+  Validity merged = Validity::kValid;
+  for (const auto& c : *checkers) {
+    const json* v = find(c, "valid");
+    auto parsed = v && v->is_string() ? validity_from_string(v->get<std::string>()) : std::nullopt;
+    merged = merge(merged, parsed.value_or(Validity::kUnknown));
+  }
+  return to_string(merged);
+}
+
+std::string checker_verdict(const json& c) {
+  const json* v = find(c, "valid");
+  if (v && v->is_string()) {
+    if (auto parsed = validity_from_string(v->get<std::string>())) return to_string(*parsed);
+  }
+  return "unknown";
+}
+
+std::string upper(std::string s) {
+  for (char& c : s) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  return s;
+}
+
+std::string op_value_short(const Op& op) {
+  if (op.value.is_null()) return "";
+  std::string s = op.value.dump(-1, ' ', false, json::error_handler_t::replace);
+  if (s.size() > 60) s = s.substr(0, 57) + "...";
+  return s;
+}
+
+std::string process_label(Process p) { return p == kNemesis ? "nemesis" : std::to_string(p); }
+
+struct Page {
+  const json& config;
+  const History& h;
+  const json& results;
+  std::vector<report::Anomaly> anomalies;
+  std::vector<report::Hold> holds;
+  std::vector<report::FaultBand> bands;
+  int64_t end_ns = 0;
+  int64_t span_ns = 0;
+  std::ostringstream out;
+};
+
+void render_verdict(Page& pg) {
+  auto& s = pg.out;
+  const std::string verdict = verdict_of(pg.results);
+  s << "<section id=\"verdict\">\n";
+  s << "<h1>lockcheck run <code>" << text(pg.results, "run_id") << "</code></h1>\n";
+  s << "<div id=\"verdict-text\" class=\"verdict verdict-" << verdict << "\">" << upper(verdict) << "</div>\n";
+  // One line of facts.
+  s << "<p class=\"meta\">started " << text(pg.results, "started_at") << " &middot; duration ";
+  if (const json* d = find(pg.results, "duration_s"); d && d->is_number()) {
+    s << escape(report::fixed(d->get<double>(), 1)) << " s";
+  } else {
+    s << kDash;
+  }
+  s << " &middot; operations: ";
+  const json* ops = find(pg.results, "ops");
+  if (ops && ops->is_object()) {
+    s << text(*ops, "ok") << " ok, " << text(*ops, "fail") << " fail, " << text(*ops, "info") << " info";
+  } else {
+    int64_t ok = 0, fail = 0, info = 0;
+    for (const Op& op : pg.h) {
+      if (!op.is_client()) continue;
+      ok += op.is_ok();
+      fail += op.is_fail();
+      info += op.is_info();
+    }
+    s << ok << " ok, " << fail << " fail, " << info << " info";
+  }
+  s << " &middot; " << pg.h.size() << " history entries</p>\n";
+  if (const json* err = find(pg.results, "error"); err && err->is_string() && !err->get<std::string>().empty()) {
+    s << "<p class=\"run-error\"><strong>The run did not complete:</strong> " << escape(err->get<std::string>())
+      << "</p>\n";
+  }
+  if (pg.results.is_null() || (pg.results.is_object() && pg.results.empty())) {
+    s << "<p class=\"note\">No results.json: the checkers have not judged this run.</p>\n";
+  }
+
+  const json* checkers = find(pg.results, "checkers");
+  if (checkers && checkers->is_array() && !checkers->empty()) {
+    s << "<table class=\"checkers\"><tr><th>checker</th><th>verdict</th><th>anomalies</th><th>summary</th></tr>\n";
+    for (const auto& c : *checkers) {
+      const std::string v = checker_verdict(c);
+      const json* an = find(c, "anomalies");
+      s << "<tr><td>" << text(c, "checker") << "</td><td><span class=\"pill " << v << "\">" << v << "</span></td><td>"
+        << (an && an->is_array() ? std::to_string(an->size()) : std::string("0")) << "</td><td>"
+        << text(c, "summary") << "</td></tr>\n";
+    }
+    s << "</table>\n";
+  }
+
+  if (!pg.anomalies.empty()) {
+    s << "<h3>" << pg.anomalies.size() << (pg.anomalies.size() == 1 ? " anomaly" : " anomalies") << "</h3>\n";
+    s << "<ol class=\"anomalies\">\n";
+    for (size_t i = 0; i < pg.anomalies.size() && i < kMaxListedAnomalies; ++i) {
+      const auto& a = pg.anomalies[i];
+      s << "<li id=\"a-" << i << "\" class=\"anomaly-sentence\">";
+      if (!a.kind.empty()) s << "<span class=\"kind\">" << escape(a.kind) << "</span>";
+      s << escape(report::sentence_of(a));
+      if (i < kMaxDetailedAnomalies) s << " <a href=\"#anomaly-" << i << "\">operations</a>";
+      if (a.from_ns) {
+        const auto w = report::anomaly_view(a, pg.holds, pg.end_ns);
+        s << " <button class=\"zoom-to\" data-scroll=\"1\" data-view-a=\"" << report::ms_coord(w.from_ns)
+          << "\" data-view-b=\"" << report::ms_coord(w.to_ns) << "\">show on timeline</button>";
+      }
+      s << "</li>\n";
+    }
+    s << "</ol>\n";
+    if (pg.anomalies.size() > kMaxListedAnomalies) {
+      s << "<p class=\"note\">... and " << (pg.anomalies.size() - kMaxListedAnomalies)
+        << " more anomalies (all of them are in results.json).</p>\n";
+    }
+  } else if (verdict == "valid") {
+    s << "<p>No anomalies found.</p>\n";
+  }
+  s << "</section>\n";
+}
+
+void config_row(std::ostringstream& s, const char* label, const std::string& value_html) {
+  s << "<tr><th>" << label << "</th><td>" << value_html << "</td></tr>\n";
+}
+
+void render_config(Page& pg) {
+  auto& s = pg.out;
+  const json& c = pg.config;
+  s << "<section id=\"config\">\n<h2>Configuration</h2>\n<table class=\"config\">\n";
+  if (const json* label = find(c, "label"); label && label->is_string() && !label->get<std::string>().empty()) {
+    config_row(s, "label", escape(label->get<std::string>()));
+  }
+  config_row(s, "lock algorithm", text(c, "lock"));
+  std::string topo = text(c, "topology");
+  config_row(s, "topology", topo + " &middot; cluster " + text(c, "cluster") + " &middot; persistence " +
+                                text(c, "persistence"));
+  config_row(s, "nodes", text(c, "nodes"));
+  config_row(s, "workload", text(c, "workload") + " &middot; keys " + text(c, "keys"));
+  std::string nem = text(c, "nemesis");
+  if (const json* n = find(c, "nemesis"); n && n->is_array() && n->empty()) nem = "none";
+  config_row(s, "nemesis", nem + " &middot; targeting " + text(c, "nemesis_targeting") + " &middot; interval " +
+                               text(c, "nemesis_interval_s") + " s &middot; restart delay " +
+                               text(c, "restart_delay_ms") + " ms");
+  config_row(s, "TTL", text(c, "ttl_ms") + " ms &middot; hold max " + text(c, "hold_ms_max") +
+                           " ms &middot; work " + text(c, "work_ms") + " ms &middot; op timeout " +
+                           text(c, "op_timeout_ms") + " ms");
+  config_row(s, "fencing", text(c, "fencing") + " &middot; wait replicas " + text(c, "wait_replicas"));
+  config_row(s, "concurrency", text(c, "concurrency") + " processes &middot; time limit " + text(c, "time_limit_s") +
+                                   " s");
+  config_row(s, "seed", "<span class=\"mono\">" + text(c, "seed") + "</span>");
+  std::string versions;
+  if (const json* v = find(pg.results, "versions"); v && v->is_object() && !v->empty()) {
+    for (auto it = v->begin(); it != v->end(); ++it) {
+      if (!versions.empty()) versions += " &middot; ";
+      versions += escape(it.key()) + " " + escape(plain(it.value()));
+    }
+  } else {
+    versions = kDash;
+  }
+  config_row(s, "versions", versions);
+  if (const json* cc = find(c, "client_cmd"); cc && cc->is_string() && !cc->get<std::string>().empty()) {
+    config_row(s, "client command", "<span class=\"mono\">" + escape(cc->get<std::string>()) + "</span>");
+  }
+  s << "</table>\n";
+
+  // The command that reruns it.
+  std::string results_dir = "results";
+  if (const json* r = find(c, "results_dir"); r && r->is_string() && !r->get<std::string>().empty()) {
+    results_dir = r->get<std::string>();
+  }
+  const json* run_id = find(pg.results, "run_id");
+  std::string run_dir = run_id && run_id->is_string() ? results_dir + "/" + run_id->get<std::string>() : "RUN_DIR";
+  s << "<h3>Rerun (same configuration and seed)</h3>\n<pre class=\"cmd\" id=\"rerun\">lockcheck rerun "
+    << escape(report::shell_quote(run_dir)) << "</pre>\n";
+  if (const json* argv = find(c, "argv"); argv && argv->is_array() && !argv->empty()) {
+    std::string cmd;
+    for (const auto& a : *argv) {
+      if (!cmd.empty()) cmd += " ";
+      cmd += report::shell_quote(plain(a));
+    }
+    s << "<p class=\"note\">Original command line:</p><pre class=\"cmd\" id=\"argv\">" << escape(cmd) << "</pre>\n";
+  }
+  s << "</section>\n";
+}
+
+void render_timeline_section(Page& pg) {
+  auto& s = pg.out;
+  s << "<section id=\"timeline-section\">\n<h2>Lock timeline</h2>\n";
+  s << "<div class=\"toolbar\"><button data-zoom=\"all\">whole run</button>";
+  const report::Anomaly* first = nullptr;
+  for (const auto& a : pg.anomalies) {
+    if (a.from_ns) {
+      first = &a;
+      break;
+    }
+  }
+  if (first) {
+    const auto w = report::anomaly_view(*first, pg.holds, pg.end_ns);
+    s << "<button id=\"zoom-first\" data-view-a=\"" << report::ms_coord(w.from_ns) << "\" data-view-b=\""
+      << report::ms_coord(w.to_ns) << "\">first anomaly</button>";
+  }
+  s << "<button data-zoom=\"in\">zoom in</button><button data-zoom=\"out\">zoom out</button>"
+       "<button data-zoom=\"left\">&#9664;</button><button data-zoom=\"right\">&#9654;</button>"
+       "<span class=\"range\" id=\"tl-range\"></span></div>\n";
+  // Legend.
+  std::set<std::string> keys;
+  for (const auto& h : pg.holds) keys.insert(h.key);
+  std::vector<std::string> sorted_keys(keys.begin(), keys.end());
+  std::sort(sorted_keys.begin(), sorted_keys.end(), [](const std::string& a, const std::string& b) {
+    return a.size() != b.size() ? a.size() < b.size() : a < b;
+  });
+  s << "<div class=\"legend-row\">";
+  for (size_t i = 0; i < sorted_keys.size() && i < 12; ++i) {
+    s << "<span class=\"sw\" style=\"background:" << report::key_color(i) << "\"></span>" << escape(sorted_keys[i]);
+  }
+  if (sorted_keys.size() > 12) s << " ...";
+  s << "<span class=\"sw\" style=\"background:#3b6fb6;opacity:.3\"></span>lease window"
+       "<span class=\"sw\" style=\"background:#6b1414\"></span>held past its lease"
+       "<span class=\"sw\" style=\"background:#fff;border:1px dashed #333\"></span>acquire indeterminate"
+       "<span class=\"sw\" style=\"background:#fff;border:2px solid #d11f1f\"></span>anomaly</div>\n";
+  s << report::render_timeline(pg.holds, pg.bands, pg.anomalies, pg.end_ns);
+  s << "<p class=\"note\">A bar runs from an acquire's ok to the process's next release invoke on that key (or the "
+       "end of the history); the lighter box behind it is the lease the client was told (acquire invoke + "
+       "validity). Shaded bands are fault periods. Drag across the lanes to zoom; click the top strip to move; "
+       "hover for details.</p>\n";
+  s << "</section>\n";
+}
+
+void render_op_rows(std::ostringstream& s, const History& h, const std::vector<int64_t>& rows,
+                    const std::set<int64_t>& highlight, const std::string& key) {
+  int64_t prev = -2;
+  for (int64_t i : rows) {
+    if (prev >= 0 && i != prev + 1) s << "<tr class=\"gap\"><td colspan=\"10\">&#8943;</td></tr>\n";
+    prev = i;
+    const Op& op = h[static_cast<size_t>(i)];
+    std::string cls;
+    if (highlight.count(i)) {
+      cls = "hl";
+    } else if (!key.empty() && op.is_client() && op.key != key) {
+      cls = "other";
+    }
+    s << "<tr" << (cls.empty() ? "" : " class=\"" + cls + "\"") << " data-index=\"" << i << "\"><td>" << i
+      << "</td><td>" << escape(report::fixed(static_cast<double>(op.time_ns) / 1e9, 6)) << "</td><td>"
+      << escape(process_label(op.process)) << "</td><td class=\"t-" << to_string(op.type) << "\">"
+      << to_string(op.type) << "</td><td>" << escape(op.f) << "</td><td>" << escape(op.key) << "</td><td>"
+      << (op.token ? std::to_string(*op.token) : "") << "</td><td>"
+      << (op.validity_ms ? std::to_string(*op.validity_ms) : "") << "</td><td>" << escape(op_value_short(op))
+      << "</td><td>" << escape(op.error) << "</td></tr>\n";
+  }
+}
+
+void render_anomaly_details(Page& pg) {
+  if (pg.anomalies.empty()) return;
+  auto& s = pg.out;
+  const std::vector<int64_t> pairs = pair_index(pg.h);
+  const int64_t n = static_cast<int64_t>(pg.h.size());
+  s << "<section id=\"anomalies\">\n<h2>Anomalies in detail</h2>\n";
+  s << "<p class=\"note\">The operations of each anomaly (highlighted), their invokes or completions, and the "
+       "operations around them; operations on other keys are greyed.</p>\n";
+  for (size_t ai = 0; ai < pg.anomalies.size() && ai < kMaxDetailedAnomalies; ++ai) {
+    const auto& a = pg.anomalies[ai];
+    s << "<div class=\"anomaly-detail\" id=\"anomaly-" << ai << "\" data-anomaly=\"" << ai << "\">\n<h3>" << (ai + 1)
+      << ". " << escape(a.kind.empty() ? "anomaly" : a.kind);
+    if (!a.checker.empty()) s << " <span class=\"meta\">(" << escape(a.checker) << ")</span>";
+    s << "</h3>\n<p>" << escape(report::sentence_of(a));
+    if (a.from_ns) {
+      const auto w = report::anomaly_view(a, pg.holds, pg.end_ns);
+      s << " <button class=\"zoom-to\" data-scroll=\"1\" data-view-a=\"" << report::ms_coord(w.from_ns)
+        << "\" data-view-b=\"" << report::ms_coord(w.to_ns) << "\">show on timeline</button>";
+    }
+    s << "</p>\n";
+    std::set<int64_t> highlight, core;
+    size_t out_of_range = 0;
+    for (int64_t i : a.ops) {
+      if (i < 0 || i >= n) {
+        ++out_of_range;
+        continue;
+      }
+      highlight.insert(i);
+      core.insert(i);
+      if (pairs[static_cast<size_t>(i)] >= 0) core.insert(pairs[static_cast<size_t>(i)]);
+    }
+    if (core.empty()) {
+      s << "<p class=\"note\">This anomaly names no operations of the history.</p>\n</div>\n";
+      continue;
+    }
+    // Context: three entries either side of each, or just the ops and their pairs when that is too much.
+    std::set<int64_t> rows;
+    for (int64_t i : core) {
+      for (int64_t j = std::max<int64_t>(0, i - 3); j <= std::min(n - 1, i + 3); ++j) rows.insert(j);
+    }
+    if (rows.size() > kMaxContextRows) rows = core;
+    std::vector<int64_t> row_list(rows.begin(), rows.end());
+    if (row_list.size() > kMaxContextRows) row_list.resize(kMaxContextRows);
+    s << "<table class=\"ops\"><tr><th>index</th><th>time (s)</th><th>process</th><th>type</th><th>f</th>"
+         "<th>key</th><th>token</th><th>validity ms</th><th>value</th><th>error</th></tr>\n";
+    render_op_rows(s, pg.h, row_list, highlight, a.key);
+    s << "</table>\n";
+    if (rows.size() > row_list.size()) {
+      s << "<p class=\"note\">" << (rows.size() - row_list.size()) << " more operations not shown.</p>\n";
+    }
+    if (out_of_range) {
+      s << "<p class=\"note\">" << out_of_range << " operation indices are outside the history.</p>\n";
+    }
+    s << "</div>\n";
+  }
+  if (pg.anomalies.size() > kMaxDetailedAnomalies) {
+    s << "<p class=\"note\">Only the first " << kMaxDetailedAnomalies << " anomalies are shown in detail.</p>\n";
+  }
+  s << "</section>\n";
+}
+
+void render_plots(Page& pg) {
+  auto& s = pg.out;
+  s << "<section id=\"plots\">\n<h2>Plots</h2>\n";
+  s << "<h3>Acquire latency</h3>\n";
+  s << report::render_latency_plot(report::acquire_latencies(pg.h), pg.bands, pg.span_ns);
+  s << "<h3>Throughput</h3>\n";
+  s << report::render_throughput_plot(pg.h, pg.bands, pg.span_ns);
+  if (report::has_set_ops(pg.h)) {
+    const report::LostUpdates lost = report::lost_updates(pg.h);
+    s << "<h3>Lost updates</h3>\n";
+    if (!lost.has_final_read) {
+      s << "<p class=\"note\">No final read (an ok read of a set of integers): lost updates cannot be counted.</p>\n";
+    } else {
+      const double pct = lost.acknowledged
+                             ? 100.0 * static_cast<double>(lost.lost_completion_ns.size()) /
+                                   static_cast<double>(lost.acknowledged)
+                             : 0.0;
+      std::string reads;
+      for (size_t i = 0; i < lost.final_read_indices.size() && i < 10; ++i) {
+        reads += (i ? ", " : "") + std::to_string(lost.final_read_indices[i]);
+      }
+      if (lost.final_read_indices.size() > 10) reads += ", ...";
+      s << "<p id=\"lost-summary\">" << lost.lost_completion_ns.size() << " of " << lost.acknowledged
+        << " acknowledged adds are missing from the final read" << (lost.final_read_indices.size() == 1 ? "" : "s")
+        << " (op " << reads << "): " << report::fixed(pct, 1) << "%.</p>\n";
+      s << report::render_lost_updates_plot(lost, pg.bands, pg.span_ns);
+      s << "<p class=\"note\">Each add is judged against the final read of its key; " << lost.unjudged
+        << " acknowledged adds completed after that read was invoked, or have no final read, and are not "
+           "counted.</p>\n";
+    }
+  }
+  s << "</section>\n";
+}
+
+void render_nodes(Page& pg) {
+  auto& s = pg.out;
+  s << "<section id=\"nodes\">\n<h2>Nodes</h2>\n";
+  // The nodes: from results.json, else n1..nN from the config.
+  json nodes = json::array();
+  if (const json* n = find(pg.results, "nodes"); n && n->is_array()) {
+    nodes = *n;
+  } else if (const json* count = find(pg.config, "nodes"); count && count->is_number_integer()) {
+    const int64_t k = std::min<int64_t>(count->get<int64_t>(), 100);
+    for (int64_t i = 1; i <= k; ++i) {
+      nodes.push_back({{"name", "n" + std::to_string(i)}, {"log", "nodes/n" + std::to_string(i) + ".log"}});
+    }
+  }
+  if (nodes.empty()) {
+    s << "<p class=\"note\">No nodes recorded.</p>\n";
+  } else {
+    s << "<table class=\"nodes\"><tr><th>node</th><th>role</th><th>endpoint</th><th>faults</th><th>log</th></tr>\n";
+    for (const auto& node : nodes) {
+      const json* name = find(node, "name");
+      const std::string nm = name ? plain(*name) : "";
+      std::string faults;
+      size_t nf = 0;
+      for (const auto& b : pg.bands) {
+        if (std::find(b.targets.begin(), b.targets.end(), nm) == b.targets.end()) continue;
+        if (++nf > 30) continue;
+        if (!faults.empty()) faults += "<br/>";
+        faults += escape(b.fault) + " " + escape(report::seconds_label(b.from_ns)) + " &ndash; " +
+                  (b.healed ? escape(report::seconds_label(b.to_ns)) : std::string("end"));
+      }
+      if (nf > 30) faults += "<br/>... " + std::to_string(nf - 30) + " more";
+      std::string log_cell = kDash;
+      if (const json* log = find(node, "log"); log && log->is_string()) {
+        const std::string path = log->get<std::string>();
+        if (report::is_safe_relative_link(path)) {
+          log_cell = "<a class=\"node-log\" href=\"" + escape(report::url_path_encode(path)) + "\">" + escape(path) +
+                     "</a>";
+        } else {
+          log_cell = "<span class=\"mono\">" + escape(path) + "</span>";
+        }
+      }
+      s << "<tr data-node=\"" << escape(nm) << "\"><td>" << (nm.empty() ? std::string(kDash) : escape(nm))
+        << "</td><td>" << text(node, "role") << "</td><td class=\"mono\">" << text(node, "endpoint") << "</td><td>"
+        << (faults.empty() ? std::string("none") : faults) << "</td><td>" << log_cell << "</td></tr>\n";
+    }
+    s << "</table>\n";
+  }
+  if (!pg.bands.empty()) {
+    s << "<h3>Fault periods</h3>\n<table class=\"faults\"><tr><th>fault</th><th>targets</th><th>from</th><th>to</th>"
+         "<th>duration</th><th>detail</th></tr>\n";
+    size_t shown = 0;
+    for (const auto& b : pg.bands) {
+      if (++shown > 200) break;
+      std::string targets;
+      for (const auto& t : b.targets) targets += (targets.empty() ? "" : ", ") + t;
+      s << "<tr><td>" << escape(b.fault) << "</td><td>" << escape(targets) << "</td><td>"
+        << escape(report::seconds_label(b.from_ns)) << "</td><td>"
+        << (b.healed ? escape(report::seconds_label(b.to_ns)) : std::string("end (not healed)")) << "</td><td>"
+        << escape(report::duration_label(b.to_ns - b.from_ns)) << "</td><td class=\"mono\">" << escape(b.detail)
+        << "</td></tr>\n";
+    }
+    s << "</table>\n";
+    if (pg.bands.size() > 200) s << "<p class=\"note\">" << (pg.bands.size() - 200) << " more fault periods.</p>\n";
+  }
+  s << "</section>\n";
+}
+
+std::string read_file(const std::string& path, bool* exists) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    *exists = false;
+    return "";
+  }
+  *exists = true;
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  if (in.bad()) throw ReportError(path + ": cannot read");
+  return ss.str();
+}
+
+json parse_json_file(const std::string& path, bool* exists) {
+  const std::string text = read_file(path, exists);
+  if (!*exists) return json::object();
+  try {
+    return json::parse(text);
+  } catch (const json::parse_error& e) {
+    throw ReportError(path + ": not valid JSON (" + e.what() + ")");
+  }
+}
+
+void write_atomically(const std::string& path, const std::string& content) {
+  const std::string tmp = path + ".tmp";
+  {
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    if (!out) throw ReportError(tmp + ": cannot open for writing");
+    out << content;
+    out.flush();
+    if (!out) throw ReportError(tmp + ": cannot write");
+  }
+  boost::system::error_code ec;
+  boost::filesystem::rename(tmp, path, ec);
+  if (ec) {
+    boost::filesystem::remove(tmp, ec);
+    throw ReportError(path + ": cannot write (" + ec.message() + ")");
+  }
+}
+
+}  // namespace
+
+std::string render_report(const nlohmann::json& config, const History& h, const nlohmann::json& results) {
+  Page pg{config, h, results, {}, {}, {}, 0, 0, {}};
+  pg.anomalies = report::anomalies_of(results);
+  report::HoldOptions hold_opts;
+  if (const json* ttl = find(config, "ttl_ms"); ttl && ttl->is_number_integer() && ttl->get<int64_t>() > 0) {
+    hold_opts.ttl_ms = ttl->get<int64_t>();
+  }
+  pg.holds = report::lock_holds(h, hold_opts);
+  pg.bands = report::fault_bands(h);
+  pg.end_ns = report::history_end_ns(h);
+  pg.span_ns = std::max<int64_t>(pg.end_ns, 1000000);
+  for (const auto& a : pg.anomalies) {
+    if (a.to_ns) pg.span_ns = std::max(pg.span_ns, *a.to_ns);
+  }
+
+  const json* run_id = find(results, "run_id");
+  const std::string verdict = verdict_of(results);
+  auto& s = pg.out;
+  s << "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\"/>\n"
+       "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\"/>\n<title>"
+    << upper(verdict) << " &middot; lockcheck " << (run_id ? escape(plain(*run_id)) : std::string("run"))
+    << "</title>\n<style>" << report::kReportCss << "</style>\n</head>\n";
+  s << "<body data-verdict=\"" << verdict << "\" data-anomalies=\"" << pg.anomalies.size() << "\">\n<main>\n";
+  render_verdict(pg);
+  render_config(pg);
+  render_timeline_section(pg);
+  render_anomaly_details(pg);
+  render_plots(pg);
+  render_nodes(pg);
+  s << "<footer>lockcheck report &middot; self-contained: no script, style or font is loaded from the network."
+       "</footer>\n</main>\n<div id=\"tip\"></div>\n<script>"
+    << report::kReportJs << "</script>\n</body>\n</html>\n";
+  return s.str();
+}
+
+void write_report(const std::string& run_dir) {
+  const std::string config_path = run_dir + "/config.json";
+  const std::string history_path = run_dir + "/history.jsonl";
+  const std::string results_path = run_dir + "/results.json";
+  bool has_config = false, has_history = false, has_results = false;
+  json config = parse_json_file(config_path, &has_config);
+  json results = parse_json_file(results_path, &has_results);
+  History h;
+  {
+    std::ifstream probe(history_path);
+    has_history = static_cast<bool>(probe);
+  }
+  if (has_history) {
+    try {
+      h = read_history(history_path);
+    } catch (const HistoryError& e) {
+      throw ReportError(e.what());
+    }
+  }
+  if (!has_config && !has_history && !has_results) {
+    throw ReportError(run_dir + ": not a run folder (no config.json, history.jsonl or results.json)");
+  }
+  write_atomically(run_dir + "/report.html", render_report(config, h, results));
+}
+
+namespace {
+
+struct IndexRow {
+  std::string dir;         // folder name
+  std::string started_at;  // ISO-8601, may be empty
+  std::string lock, workload, nemesis;
+  std::string verdict;     // valid / invalid / unknown / unreadable
+  std::string problem;     // why unreadable
+  size_t anomalies = 0;
+  bool has_report = false;
+};
+
+}  // namespace
+
+void write_index(const std::string& results_dir) {
+  namespace fs = boost::filesystem;
+  boost::system::error_code ec;
+  if (!fs::is_directory(results_dir, ec)) throw ReportError(results_dir + ": not a folder");
+  std::vector<IndexRow> rows;
+  fs::directory_iterator it(results_dir, ec), end;
+  if (ec) throw ReportError(results_dir + ": cannot list (" + ec.message() + ")");
+  for (; it != end; it.increment(ec)) {
+    if (ec) throw ReportError(results_dir + ": cannot list (" + ec.message() + ")");
+    const fs::path p = it->path();
+    const fs::file_status st = fs::symlink_status(p, ec);
+    if (ec || fs::is_symlink(st) || !fs::is_directory(st)) continue;  // `latest` is a symlink: not a run
+    const std::string results_path = (p / "results.json").string();
+    if (!fs::is_regular_file(results_path, ec)) continue;
+    IndexRow row;
+    row.dir = p.filename().string();
+    row.has_report = fs::is_regular_file(p / "report.html", ec);
+    try {
+      bool exists = false;
+      json results = parse_json_file(results_path, &exists);
+      row.verdict = verdict_of(results);
+      row.anomalies = report::anomalies_of(results).size();
+      if (const json* s = find(results, "started_at"); s && s->is_string()) row.started_at = s->get<std::string>();
+      json config = parse_json_file((p / "config.json").string(), &exists);
+      auto field = [&](const char* name) {
+        const json* v = find(config, name);
+        if (!v) return std::string();
+        if (v->is_array() && v->empty()) return std::string("none");
+        return plain(*v);
+      };
+      row.lock = field("lock");
+      row.workload = field("workload");
+      row.nemesis = field("nemesis");
+    } catch (const std::exception& e) {
+      row.verdict = "unreadable";
+      row.problem = e.what();
+    }
+    rows.push_back(std::move(row));
+  }
+  std::sort(rows.begin(), rows.end(), [](const IndexRow& a, const IndexRow& b) {
+    if (a.started_at != b.started_at) return a.started_at > b.started_at;
+    return a.dir > b.dir;
+  });
+
+  std::ostringstream s;
+  auto or_dash = [](const std::string& v) { return v.empty() ? std::string(kDash) : escape(v); };
+  s << "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\"/>\n<title>lockcheck runs</title>\n<style>"
+    << report::kIndexCss << "</style>\n</head>\n<body>\n<main>\n<h1>lockcheck runs</h1>\n";
+  size_t invalid = 0;
+  for (const auto& r : rows) invalid += r.verdict == "invalid";
+  s << "<p>" << rows.size() << (rows.size() == 1 ? " run" : " runs") << ", " << invalid
+    << " invalid, newest first.</p>\n";
+  s << "<table id=\"runs\"><tr><th>started</th><th>run</th><th>lock</th><th>workload</th><th>nemesis</th>"
+       "<th>verdict</th><th>anomalies</th><th>report</th></tr>\n";
+  for (const auto& r : rows) {
+    const std::string href = report::url_path_encode(r.dir) + "/report.html";
+    s << "<tr class=\"run\" data-run=\"" << escape(r.dir) << "\" data-verdict=\"" << escape(r.verdict) << "\"><td>"
+      << or_dash(r.started_at) << "</td><td class=\"mono\">" << escape(r.dir) << "</td><td>" << or_dash(r.lock)
+      << "</td><td>" << or_dash(r.workload) << "</td><td>" << or_dash(r.nemesis) << "</td><td class=\""
+      << escape(r.verdict) << "\">" << escape(r.verdict);
+    if (!r.problem.empty()) s << "<br/><span class=\"mono\">" << escape(r.problem) << "</span>";
+    s << "</td><td>" << r.anomalies << "</td><td>";
+    if (r.has_report) {
+      s << "<a href=\"" << escape(href) << "\">report</a>";
+    } else {
+      s << "<span title=\"lockcheck report " << escape(r.dir) << "\">not rendered</span>";
+    }
+    s << "</td></tr>\n";
+  }
+  s << "</table>\n</main>\n</body>\n</html>\n";
+  write_atomically((fs::path(results_dir) / "index.html").string(), s.str());
+}
+
+}  // namespace lockcheck

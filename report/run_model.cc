@@ -1,0 +1,247 @@
+#include "report/run_model.h"
+
+#include <algorithm>
+#include <map>
+#include <unordered_set>
+#include <utility>
+
+namespace lockcheck {
+namespace report {
+
+int64_t history_end_ns(const History& h) {
+  int64_t end = 0;
+  for (const Op& op : h) end = std::max(end, op.time_ns);
+  return end;
+}
+
+namespace {
+
+// The invoke of a completion, or nullptr.
+const Op* invoke_of(const History& h, const std::vector<int64_t>& pairs, size_t i) {
+  int64_t p = pairs[i];
+  if (p < 0 || static_cast<size_t>(p) >= h.size()) return nullptr;
+  return &h[static_cast<size_t>(p)];
+}
+
+}  // namespace
+
+std::vector<Hold> lock_holds(const History& h, const HoldOptions& opts) {
+  const std::vector<int64_t> pairs = pair_index(h);
+  const int64_t end = history_end_ns(h);
+  std::vector<Hold> holds;
+  std::map<std::pair<Process, std::string>, size_t> open;  // (process, key) -> index in holds
+
+  for (size_t i = 0; i < h.size(); ++i) {
+    const Op& op = h[i];
+    if (!op.is_client()) continue;
+    const auto pk = std::make_pair(op.process, op.key);
+    if (op.f == "release" && op.is_invoke()) {
+      auto it = open.find(pk);
+      if (it != open.end()) {
+        Hold& hold = holds[it->second];
+        hold.to_ns = std::max(hold.from_ns, op.time_ns);
+        hold.open = false;
+        open.erase(it);
+      }
+    } else if (op.f == "acquire" && (op.is_ok() || op.is_info())) {
+      const Op* inv = invoke_of(h, pairs, i);
+      const int64_t invoke_ns = inv ? inv->time_ns : op.time_ns;
+      auto it = open.find(pk);
+      if (it != open.end()) {
+        // A second acquire without a release in between: the earlier hold ends where the new one starts.
+        Hold& prev = holds[it->second];
+        prev.to_ns = std::max(prev.from_ns, invoke_ns);
+        prev.open = false;
+        open.erase(it);
+      }
+      Hold hold;
+      hold.process = op.process;
+      hold.key = op.key;
+      hold.invoke_ns = invoke_ns;
+      hold.acquire_index = op.index;
+      hold.token = op.token;
+      if (op.validity_ms) hold.lease_end_ns = invoke_ns + *op.validity_ms * 1000000;
+      if (op.is_ok()) {
+        hold.kind = HoldKind::kHeld;
+        hold.from_ns = op.time_ns;
+        hold.to_ns = end;
+        hold.open = true;
+        holds.push_back(hold);
+        open[pk] = holds.size() - 1;
+      } else {
+        hold.kind = HoldKind::kIndeterminate;
+        hold.from_ns = invoke_ns;
+        hold.to_ns = end;
+        if (opts.ttl_ms) hold.to_ns = std::min(end, invoke_ns + *opts.ttl_ms * 1000000);
+        hold.to_ns = std::max(hold.to_ns, hold.from_ns);
+        hold.open = true;
+        holds.push_back(hold);
+      }
+    } else if (op.f == "extend" && op.is_ok() && op.validity_ms) {
+      auto it = open.find(pk);
+      if (it != open.end()) {
+        const Op* inv = invoke_of(h, pairs, i);
+        const int64_t invoke_ns = inv ? inv->time_ns : op.time_ns;
+        holds[it->second].lease_end_ns = invoke_ns + *op.validity_ms * 1000000;
+      }
+    }
+  }
+  std::stable_sort(holds.begin(), holds.end(), [](const Hold& a, const Hold& b) { return a.from_ns < b.from_ns; });
+  return holds;
+}
+
+namespace {
+
+// The nemesis value of a completion: its own when it describes the fault, else its invoke's.
+const nlohmann::json* nemesis_value(const History& h, const std::vector<int64_t>& pairs, size_t i) {
+  const Op& op = h[i];
+  auto describes = [](const nlohmann::json& v) {
+    return v.is_object() && v.contains("fault") && v["fault"].is_string() && v.contains("phase") &&
+           v["phase"].is_string();
+  };
+  if (describes(op.value)) return &op.value;
+  const Op* inv = invoke_of(h, pairs, i);
+  if (inv && describes(inv->value)) return &inv->value;
+  return nullptr;
+}
+
+std::vector<std::string> targets_of(const nlohmann::json& v) {
+  std::vector<std::string> out;
+  auto it = v.find("targets");
+  if (it == v.end() || !it->is_array()) return out;
+  for (const auto& t : *it) out.push_back(t.is_string() ? t.get<std::string>() : t.dump());
+  return out;
+}
+
+}  // namespace
+
+std::vector<FaultBand> fault_bands(const History& h) {
+  const std::vector<int64_t> pairs = pair_index(h);
+  const int64_t end = history_end_ns(h);
+  std::vector<FaultBand> bands;
+  std::map<std::string, std::vector<size_t>> open;  // fault -> indices of its open bands
+  for (size_t i = 0; i < h.size(); ++i) {
+    const Op& op = h[i];
+    if (op.process != kNemesis || op.is_invoke() || op.is_fail()) continue;
+    const nlohmann::json* v = nemesis_value(h, pairs, i);
+    if (!v) continue;
+    const std::string fault = (*v)["fault"].get<std::string>();
+    const std::string phase = (*v)["phase"].get<std::string>();
+    if (phase == "start") {
+      FaultBand b;
+      b.fault = fault;
+      b.targets = targets_of(*v);
+      b.from_ns = op.time_ns;
+      b.to_ns = end;
+      b.healed = false;
+      b.start_index = op.index;
+      auto d = v->find("detail");
+      if (d != v->end() && !d->is_null()) {
+        b.detail = d->dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+        if (b.detail.size() > 200) b.detail = b.detail.substr(0, 197) + "...";
+      }
+      bands.push_back(b);
+      open[fault].push_back(bands.size() - 1);
+    } else if (phase == "stop") {
+      for (size_t bi : open[fault]) {
+        bands[bi].to_ns = std::max(bands[bi].from_ns, op.time_ns);
+        bands[bi].healed = true;
+      }
+      open[fault].clear();
+    }
+  }
+  std::stable_sort(bands.begin(), bands.end(),
+                   [](const FaultBand& a, const FaultBand& b) { return a.from_ns < b.from_ns; });
+  return bands;
+}
+
+std::vector<LatencyPoint> acquire_latencies(const History& h) {
+  const std::vector<int64_t> pairs = pair_index(h);
+  std::vector<LatencyPoint> points;
+  for (size_t i = 0; i < h.size(); ++i) {
+    const Op& op = h[i];
+    if (!op.is_client() || op.is_invoke() || op.f != "acquire") continue;
+    const Op* inv = invoke_of(h, pairs, i);
+    if (!inv) continue;
+    LatencyPoint p;
+    p.invoke_ns = inv->time_ns;
+    p.latency_ns = std::max<int64_t>(0, op.time_ns - inv->time_ns);
+    p.outcome = op.type;
+    points.push_back(p);
+  }
+  return points;
+}
+
+bool has_set_ops(const History& h) {
+  for (const Op& op : h) {
+    if (op.is_client() && op.f == "add") return true;
+  }
+  return false;
+}
+
+namespace {
+
+bool is_int_array(const nlohmann::json& v) {
+  if (!v.is_array()) return false;
+  for (const auto& e : v) {
+    if (!e.is_number_integer()) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+LostUpdates lost_updates(const History& h) {
+  LostUpdates out;
+  const std::vector<int64_t> pairs = pair_index(h);
+  // The final read of each key: the last ok read of integers.
+  std::map<std::string, size_t> final_read;
+  for (size_t i = 0; i < h.size(); ++i) {
+    const Op& op = h[i];
+    if (op.is_client() && op.is_ok() && op.f == "read" && is_int_array(op.value)) final_read[op.key] = i;
+  }
+  if (final_read.empty()) return out;
+  out.has_final_read = true;
+  struct Final {
+    int64_t invoke_ns;
+    std::unordered_set<int64_t> elements;
+  };
+  std::map<std::string, Final> finals;
+  for (const auto& kv : final_read) {
+    const Op& read = h[kv.second];
+    out.final_read_indices.push_back(read.index);
+    const Op* inv = invoke_of(h, pairs, kv.second);
+    Final f{inv ? inv->time_ns : read.time_ns, {}};
+    for (const auto& e : read.value) f.elements.insert(e.get<int64_t>());
+    finals.emplace(kv.first, std::move(f));
+  }
+  std::sort(out.final_read_indices.begin(), out.final_read_indices.end());
+
+  // History order is completion order, so the lost adds come out in ascending completion time.
+  for (size_t i = 0; i < h.size(); ++i) {
+    const Op& op = h[i];
+    if (!op.is_client() || !op.is_ok() || op.f != "add") continue;
+    const nlohmann::json* element = nullptr;
+    if (op.value.is_number_integer()) {
+      element = &op.value;
+    } else if (const Op* inv = invoke_of(h, pairs, i); inv && inv->value.is_number_integer()) {
+      element = &inv->value;
+    }
+    if (!element) continue;
+    auto f = finals.find(op.key);
+    if (f == finals.end() || op.time_ns > f->second.invoke_ns) {
+      ++out.unjudged;
+      continue;
+    }
+    ++out.acknowledged;
+    const int64_t e = element->get<int64_t>();
+    if (f->second.elements.count(e) == 0) {
+      out.lost_completion_ns.push_back(op.time_ns);
+      out.lost_elements.push_back(e);
+    }
+  }
+  return out;
+}
+
+}  // namespace report
+}  // namespace lockcheck

@@ -1,0 +1,179 @@
+// The lease checker on hand-written histories.
+#include <gtest/gtest.h>
+
+#include "checkers/checker.h"
+#include "tests/history_builder.h"
+
+namespace lockcheck {
+namespace {
+
+using testing::HistoryBuilder;
+
+CheckResult check(const History& h) {
+  auto c = make_checker("lease");
+  return run_checker(*c, h, CheckOptions{});
+}
+
+// An acquire by p on key: invoke at inv_ms, ok at ok_ms with validity v_ms (none when v_ms < 0).
+void acquire(HistoryBuilder& b, Process p, int64_t inv_ms, int64_t ok_ms, int64_t v_ms, const std::string& key = "lock-0") {
+  b.at_ms(inv_ms).invoke(p, "acquire", key);
+  b.at_ms(ok_ms).ok(p, "acquire", key);
+  if (v_ms >= 0) b.validity_ms(v_ms);
+}
+void release(HistoryBuilder& b, Process p, int64_t inv_ms, int64_t ok_ms, const std::string& key = "lock-0") {
+  b.at_ms(inv_ms).invoke(p, "release", key);
+  b.at_ms(ok_ms).ok(p, "release", key);
+}
+
+TEST(LeaseChecker, EmptyHistoryIsValid) {
+  CheckResult r = check({});
+  EXPECT_EQ(r.valid, Validity::kValid);
+  EXPECT_NE(r.summary.find("no successful acquires"), std::string::npos);
+}
+
+TEST(LeaseChecker, ReleasedBeforeTheNextAcquireIsValid) {
+  HistoryBuilder b;
+  acquire(b, 0, 0, 1, 100);
+  release(b, 0, 3, 4);  // cuts 0's window at 3 ms
+  acquire(b, 1, 5, 6, 100);
+  CheckResult r = check(b.history());
+  EXPECT_EQ(r.valid, Validity::kValid) << r.summary;
+  EXPECT_EQ(r.stats["windows"], 2);
+}
+
+TEST(LeaseChecker, OverlappingLeasesAreAViolation) {
+  HistoryBuilder b;
+  acquire(b, 0, 0, 1, 100);  // [1, 100] ms
+  acquire(b, 1, 2, 5, 50);   // [5, 52] ms
+  CheckResult r = check(b.history());
+  ASSERT_EQ(r.valid, Validity::kInvalid);
+  ASSERT_EQ(r.anomalies.size(), 1u);
+  const auto& a = r.anomalies[0];
+  EXPECT_EQ(a["kind"], "lease-overlap");
+  EXPECT_EQ(a["key"], "lock-0");
+  EXPECT_EQ(a["processes"], nlohmann::json::array({0, 1}));
+  EXPECT_EQ(a["from_ns"], 5000000);
+  EXPECT_EQ(a["to_ns"], 52000000);
+  EXPECT_DOUBLE_EQ(a["overlap_ms"].get<double>(), 47.0);
+  EXPECT_EQ(a["description"].get<std::string>().rfind("processes 0 and 1 both held lock-0 for 47 ms from t=0.005 s", 0), 0u)
+      << a["description"];
+  EXPECT_EQ(a["ops"], nlohmann::json::array({0, 1, 2, 3}));
+}
+
+TEST(LeaseChecker, AnExpiredLeaseDoesNotOverlap) {
+  // The strict mutex view calls this a double grant; the lease view does not: 0's lease ran out at 3 ms.
+  HistoryBuilder b;
+  acquire(b, 0, 0, 1, 3);
+  acquire(b, 1, 5, 6, 100);
+  EXPECT_EQ(check(b.history()).valid, Validity::kValid);
+}
+
+TEST(LeaseChecker, AWindowIsMeasuredFromTheAcquireInvoke) {
+  HistoryBuilder b;
+  acquire(b, 0, 0, 8, 10);   // [8, 10]: validity counts from the invoke
+  acquire(b, 1, 11, 12, 10);
+  EXPECT_EQ(check(b.history()).valid, Validity::kValid);
+  HistoryBuilder c;
+  c.at_ms(0).invoke(0, "acquire");
+  c.at_ms(1).invoke(1, "acquire");
+  c.at_ms(8).ok(0, "acquire");
+  c.validity_ms(10);          // [8, 10]
+  c.at_ms(9).ok(1, "acquire");
+  c.validity_ms(10);          // [9, 11]
+  CheckResult r = check(c.history());
+  ASSERT_EQ(r.valid, Validity::kInvalid);
+  EXPECT_EQ(r.anomalies[0]["from_ns"], 9000000);
+  EXPECT_EQ(r.anomalies[0]["to_ns"], 10000000);
+}
+
+TEST(LeaseChecker, AnExtendStretchesTheWindow) {
+  HistoryBuilder b;
+  acquire(b, 0, 0, 1, 3);  // [1, 3]
+  b.at_ms(2).invoke(0, "extend");
+  b.at_ms(3).ok(0, "extend");
+  b.validity_ms(10);       // -> [1, 12]
+  acquire(b, 1, 5, 6, 100);
+  CheckResult r = check(b.history());
+  ASSERT_EQ(r.valid, Validity::kInvalid);
+  EXPECT_EQ(r.anomalies[0]["from_ns"], 6000000);
+  EXPECT_EQ(r.anomalies[0]["to_ns"], 12000000);
+  EXPECT_EQ(r.stats["extends_applied"], 1);
+}
+
+TEST(LeaseChecker, AnExtendAfterExpiryOpensANewWindow) {
+  HistoryBuilder b;
+  acquire(b, 0, 0, 1, 2);     // [1, 2]
+  acquire(b, 1, 3, 4, 5);     // [4, 8]
+  release(b, 1, 9, 10);
+  b.at_ms(10).invoke(0, "extend");
+  b.at_ms(11).ok(0, "extend");
+  b.validity_ms(5);           // new window [11, 15]: after 1's
+  EXPECT_EQ(check(b.history()).valid, Validity::kValid);
+
+  HistoryBuilder c;
+  acquire(c, 0, 0, 1, 2);     // [1, 2]
+  acquire(c, 1, 3, 4, 5);     // [4, 8]
+  c.at_ms(5).invoke(0, "extend");
+  c.at_ms(6).ok(0, "extend");
+  c.validity_ms(10);          // new window [6, 15] overlaps 1's
+  CheckResult r = check(c.history());
+  ASSERT_EQ(r.valid, Validity::kInvalid);
+  EXPECT_EQ(r.anomalies[0]["from_ns"], 6000000);
+  EXPECT_EQ(r.anomalies[0]["to_ns"], 8000000);
+}
+
+TEST(LeaseChecker, AFailedOrIndeterminateReleaseStillEndsTheWindow) {
+  HistoryBuilder b;
+  acquire(b, 0, 0, 1, 100);
+  b.at_ms(2).invoke(0, "release");
+  b.at_ms(3).info(0, "release");
+  acquire(b, 1, 4, 5, 100);
+  EXPECT_EQ(check(b.history()).valid, Validity::kValid);
+}
+
+TEST(LeaseChecker, AcquiresWithoutValidityAreSkippedAndCounted) {
+  HistoryBuilder b;
+  acquire(b, 0, 0, 1, -1);
+  acquire(b, 1, 2, 3, -1);  // would overlap, but neither window is known
+  CheckResult r = check(b.history());
+  EXPECT_EQ(r.valid, Validity::kValid);
+  EXPECT_EQ(r.stats["acquires_without_validity"], 2);
+  EXPECT_NE(r.summary.find("no acquire reported validity_ms"), std::string::npos) << r.summary;
+
+  HistoryBuilder c;
+  acquire(c, 0, 0, 1, -1);
+  acquire(c, 1, 2, 3, 100);
+  CheckResult r2 = check(c.history());
+  EXPECT_EQ(r2.valid, Validity::kValid);
+  EXPECT_NE(r2.summary.find("1 acquires without validity skipped"), std::string::npos) << r2.summary;
+}
+
+TEST(LeaseChecker, FailedAndInfoAcquiresGiveNoWindow) {
+  HistoryBuilder b;
+  b.at_ms(0).invoke(0, "acquire");
+  b.at_ms(1).fail(0, "acquire");
+  b.at_ms(2).invoke(2, "acquire");
+  b.at_ms(3).info(2, "acquire");
+  b.at_ms(4).invoke(3, "acquire");  // crashed
+  acquire(b, 1, 5, 6, 100);
+  EXPECT_EQ(check(b.history()).valid, Validity::kValid);
+}
+
+TEST(LeaseChecker, KeysAreIndependentAndNemesisIgnored) {
+  HistoryBuilder b;
+  b.at_ms(0).invoke(kNemesis, "clock-bump", "");
+  acquire(b, 0, 1, 2, 100, "lock-0");
+  acquire(b, 1, 3, 4, 100, "lock-1");
+  b.at_ms(5).info(kNemesis, "clock-bump", "");
+  EXPECT_EQ(check(b.history()).valid, Validity::kValid);
+}
+
+TEST(LeaseChecker, TheSameProcessReacquiringIsNotAnOverlap) {
+  HistoryBuilder b;
+  acquire(b, 0, 0, 1, 100);
+  acquire(b, 0, 2, 3, 100);
+  EXPECT_EQ(check(b.history()).valid, Validity::kValid);
+}
+
+}  // namespace
+}  // namespace lockcheck

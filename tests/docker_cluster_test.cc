@@ -1,0 +1,475 @@
+// The docker backend against the real engine: each test starts its own small cluster of containers, applies a
+// fault, checks that it took effect and that it was undone, and stops the cluster; after each test nothing
+// labelled with its run id is left. Skipped (not failed) when no Docker engine answers.
+#include "harness/docker_cluster.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <boost/filesystem.hpp>
+#include <gtest/gtest.h>
+#include <hiredis/hiredis.h>
+
+#include "docker/docker_cli.h"
+#include "docker/node_image.h"
+#include "nemesis/clock_shim.h"
+
+namespace lockcheck {
+namespace {
+
+namespace fs = boost::filesystem;
+using std::chrono::milliseconds;
+using std::chrono::seconds;
+using Clock = std::chrono::steady_clock;
+
+// One command on a fresh connection, with connect and reply timeouts.
+struct Reply {
+  std::string error;  // non-empty: no reply (connect failure, timeout, closed)
+  int type = 0;
+  std::string str;
+  long long integer = 0;
+  std::vector<std::string> elements;
+  bool ok() const { return error.empty(); }
+  bool is_nil() const { return ok() && type == REDIS_REPLY_NIL; }
+};
+
+Reply command(const Endpoint& ep, const std::vector<std::string>& argv, milliseconds timeout = milliseconds(1000)) {
+  Reply out;
+  timeval tv{static_cast<time_t>(timeout.count() / 1000), static_cast<suseconds_t>((timeout.count() % 1000) * 1000)};
+  redisContext* c = redisConnectWithTimeout(ep.host.c_str(), ep.port, tv);
+  if (c == nullptr || c->err) {
+    out.error = c ? c->errstr : "oom";
+    if (c) redisFree(c);
+    return out;
+  }
+  redisSetTimeout(c, tv);
+  std::vector<const char*> args;
+  std::vector<size_t> lens;
+  for (const auto& a : argv) {
+    args.push_back(a.data());
+    lens.push_back(a.size());
+  }
+  auto* r = static_cast<redisReply*>(redisCommandArgv(c, static_cast<int>(args.size()), args.data(), lens.data()));
+  if (r == nullptr) {
+    out.error = c->err ? c->errstr : "no reply";
+  } else {
+    out.type = r->type;
+    if (r->str) out.str.assign(r->str, r->len);
+    out.integer = r->integer;
+    for (size_t i = 0; i < r->elements; ++i) {
+      if (r->element[i]->str) out.elements.emplace_back(r->element[i]->str, r->element[i]->len);
+    }
+    freeReplyObject(r);
+  }
+  redisFree(c);
+  return out;
+}
+
+bool pings(const Endpoint& ep, milliseconds timeout = milliseconds(1000)) {
+  Reply r = command(ep, {"PING"}, timeout);
+  return r.ok() && r.str == "PONG";
+}
+
+// Polls pred every 50 ms until it holds or limit passes.
+template <typename Pred>
+bool eventually(Pred pred, milliseconds limit) {
+  const auto deadline = Clock::now() + limit;
+  while (Clock::now() < deadline) {
+    if (pred()) return true;
+    std::this_thread::sleep_for(milliseconds(50));
+  }
+  return pred();
+}
+
+// Seconds of the node's TIME reply.
+long long node_time_s(const Endpoint& ep) {
+  Reply r = command(ep, {"TIME"});
+  if (!r.ok() || r.elements.size() != 2) return -1;
+  return std::atoll(r.elements[0].c_str());
+}
+
+bool engine_available() {
+  static const bool available = docker_engine_available();
+  return available;
+}
+
+// Everything labelled with run_id that the engine still has, one line per object.
+std::string leftovers(const std::string& run_id) {
+  docker::DockerCli cli;
+  const std::string filter = std::string("label=") + kDockerRunLabel + "=" + run_id;
+  std::string all;
+  for (auto args : std::vector<std::vector<std::string>>{{"ps", "--all", "--quiet", "--filter", filter},
+                                                         {"network", "ls", "--quiet", "--filter", filter},
+                                                         {"volume", "ls", "--quiet", "--filter", filter}}) {
+    all += cli.check(args, seconds(30));
+  }
+  return all;
+}
+
+class DockerClusterTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (!engine_available()) GTEST_SKIP() << "skipped: no Docker engine";
+    // A comma, a quote and a space: the folder's path goes into `--mount` values, which docker parses as CSV.
+    run_dir_ = (fs::temp_directory_path() / fs::unique_path("lockcheck-docker-test, \"odd\" %%%%%%")).string();
+  }
+  void TearDown() override {
+    if (cluster_) {
+      cluster_->stop();
+      EXPECT_EQ(leftovers(cluster_->run_id()), "") << "objects of run " << cluster_->run_id() << " remain";
+      cluster_.reset();
+    }
+    if (!run_dir_.empty()) {
+      boost::system::error_code ec;
+      fs::remove_all(run_dir_, ec);
+    }
+  }
+
+  DockerCluster& start(int nodes, Topology topology = Topology::kIndependent,
+                       Persistence persistence = Persistence::kNone, int concurrency = 2) {
+    RunConfig config;
+    config.cluster = "docker";
+    config.nodes = nodes;
+    config.topology = topology;
+    config.persistence = persistence;
+    config.concurrency = concurrency;
+    config.seed = 7;
+    cluster_ = std::make_unique<DockerCluster>(config, run_dir_);
+    cluster_->start();
+    return *cluster_;
+  }
+
+  std::string run_dir_;
+  std::unique_ptr<DockerCluster> cluster_;
+};
+
+// --- runs with or without an engine ------------------------------------------------------------------------
+
+TEST(DockerEngineTest, NoEngineIsAClearClusterError) {
+  const char* old = std::getenv("DOCKER_HOST");
+  std::string saved = old ? old : "";
+  ::setenv("DOCKER_HOST", "unix:///nonexistent/lockcheck-test/docker.sock", 1);
+  EXPECT_FALSE(docker_engine_available());
+  RunConfig config;
+  config.nodes = 1;
+  const std::string dir = (fs::temp_directory_path() / fs::unique_path("lockcheck-docker-test-%%%%%%")).string();
+  {
+    DockerCluster cluster(config, dir);
+    try {
+      cluster.start();
+      ADD_FAILURE() << "start() succeeded without an engine";
+    } catch (const ClusterError& e) {
+      std::string m = e.what();
+      EXPECT_NE(m.find("no Docker engine answered"), std::string::npos) << m;
+      EXPECT_NE(m.find("docker"), std::string::npos) << m;
+      EXPECT_NE(m.find("version"), std::string::npos) << m;  // names what was tried
+    }
+  }
+  if (old) {
+    ::setenv("DOCKER_HOST", saved.c_str(), 1);
+  } else {
+    ::unsetenv("DOCKER_HOST");
+  }
+  boost::system::error_code ec;
+  fs::remove_all(dir, ec);
+}
+
+TEST(DockerEngineTest, CommandRunnerBoundsItsWait) {
+  docker::CommandOptions options;
+  options.timeout = milliseconds(200);
+  docker::CommandResult r = docker::run_program("/bin/sleep", {"5"}, options);
+  EXPECT_TRUE(r.timed_out);
+  EXPECT_FALSE(r.ok());
+  options.timeout = seconds(10);
+  options.stdin_data = "hello\n";
+  r = docker::run_program("/bin/cat", {}, options);
+  EXPECT_TRUE(r.ok());
+  EXPECT_EQ(r.out, "hello\n");
+  r = docker::run_program("/bin/ls", {"/nonexistent-lockcheck"}, options);
+  EXPECT_FALSE(r.ok());
+  EXPECT_NE(r.err, "");
+  EXPECT_THROW(docker::run_program("/nonexistent-lockcheck/x", {}, options), std::runtime_error);
+
+  // The program inherits none of our descriptors: ls sees its stdin, stdout, stderr and its own listing.
+  int fd = ::open("/dev/null", O_RDONLY);
+  ASSERT_GE(fd, 3);
+  r = docker::run_program("/bin/ls", {"/proc/self/fd"}, options);
+  ::close(fd);
+  EXPECT_EQ(r.out, "0\n1\n2\n3\n");
+}
+
+// --- the image --------------------------------------------------------------------------------------------
+
+TEST_F(DockerClusterTest, ImageIsTaggedByItsInputsAndReused) {
+  docker::NodeImageInputs inputs;
+  inputs.clock_shim = clock_shim_library();
+  docker::ImagePlan a = docker::plan_node_image(inputs);
+  docker::ImagePlan b = docker::plan_node_image(inputs);
+  EXPECT_EQ(a.hash, b.hash);
+  EXPECT_EQ(a.tag, "lockcheck-redis:" + a.hash.substr(0, 12));
+  bool has_loader = false, has_server = false;
+  for (const auto& e : a.entries) {
+    has_loader |= e.dest.find("ld-linux") != std::string::npos;
+    has_server |= e.dest == docker::kImageRedisServer;
+  }
+  EXPECT_TRUE(has_loader);
+  EXPECT_TRUE(has_server);
+
+  docker::DockerCli cli;
+  docker::ensure_node_image(cli, inputs);            // built or already there
+  docker::NodeImage again = docker::ensure_node_image(cli, inputs);
+  EXPECT_FALSE(again.built);                         // cached: same inputs, same tag
+  EXPECT_EQ(again.tag, a.tag);
+}
+
+TEST_F(DockerClusterTest, AGivenImageMustExistLocally) {
+  RunConfig config;
+  config.nodes = 1;
+  DockerClusterOptions options;
+  options.image = "lockcheck-test-no-such-image:0";
+  DockerCluster c(config, run_dir_, options);
+  try {
+    c.start();
+    ADD_FAILURE() << "start() succeeded with a missing image";
+  } catch (const ClusterError& e) {
+    EXPECT_NE(std::string(e.what()).find("no image lockcheck-test-no-such-image:0"), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(leftovers(c.run_id()), "");
+}
+
+// --- the cluster ------------------------------------------------------------------------------------------
+
+TEST_F(DockerClusterTest, IndependentClusterComesUpAndIsRemovedAtStop) {
+  DockerCluster& c = start(5);
+  ASSERT_EQ(c.nodes().size(), 5u);
+  EXPECT_TRUE(c.sentinels().empty());
+  for (size_t n = 0; n < 5; ++n) {
+    const NodeInfo& node = c.nodes()[n];
+    EXPECT_EQ(node.name, "n" + std::to_string(n + 1));
+    EXPECT_EQ(node.role, NodeRole::kMaster);
+    EXPECT_TRUE(pings(node.endpoint)) << node.name << " at " << node.endpoint.str();
+    EXPECT_EQ(c.endpoint_for("n2", n), node.endpoint);       // a node reaches a node directly
+    Endpoint via_proxy = c.endpoint_for("c1", n);            // a client slot through its proxy
+    EXPECT_EQ(via_proxy.host, "127.0.0.1");
+    EXPECT_TRUE(pings(via_proxy)) << node.name << " via " << via_proxy.str();
+    EXPECT_TRUE(c.is_running(n));
+  }
+  // Independent masters: a write on one is not on another.
+  ASSERT_TRUE(command(c.nodes()[0].endpoint, {"SET", "k", "v"}).ok());
+  EXPECT_TRUE(command(c.nodes()[1].endpoint, {"GET", "k"}).is_nil());
+  EXPECT_THROW(c.endpoint_for("c2", 0), ClusterError);  // concurrency 2: slots c0, c1
+  EXPECT_THROW(c.endpoint_for("x", 0), ClusterError);
+
+  const std::string run_id = c.run_id();
+  EXPECT_NE(leftovers(run_id), "");
+  c.stop();
+  EXPECT_EQ(leftovers(run_id), "");
+  c.stop();  // idempotent
+  // The node logs stay in the run folder.
+  std::ifstream log(run_dir_ + "/nodes/n1.log");
+  std::stringstream text;
+  text << log.rdbuf();
+  EXPECT_NE(text.str().find("Ready to accept connections"), std::string::npos) << text.str();
+}
+
+TEST_F(DockerClusterTest, KillAndRestartWithoutPersistenceLosesData) {
+  DockerCluster& c = start(1);
+  const Endpoint ep = c.nodes()[0].endpoint;
+  ASSERT_EQ(command(ep, {"SET", "k", "v"}).str, "OK");
+  c.kill(0);
+  EXPECT_FALSE(c.is_running(0));
+  EXPECT_FALSE(pings(ep, milliseconds(500)));
+  c.restart(0);
+  EXPECT_TRUE(c.is_running(0));
+  EXPECT_TRUE(pings(ep));
+  EXPECT_TRUE(command(ep, {"GET", "k"}).is_nil()) << "persistence none must come back empty";
+  EXPECT_TRUE(pings(c.endpoint_for("c0", 0)));  // the proxy reaches the same address again
+}
+
+TEST_F(DockerClusterTest, KillAndRestartWithAofKeepsData) {
+  DockerCluster& c = start(1, Topology::kIndependent, Persistence::kAofAlways);
+  const Endpoint ep = c.nodes()[0].endpoint;
+  ASSERT_EQ(command(ep, {"SET", "k", "v"}).str, "OK");
+  c.kill(0);
+  EXPECT_FALSE(pings(ep, milliseconds(500)));
+  c.restart(0);
+  EXPECT_EQ(command(ep, {"GET", "k"}).str, "v") << "AOF (always) must keep an acknowledged write";
+}
+
+TEST_F(DockerClusterTest, PauseFreezesAndResumeThaws) {
+  DockerCluster& c = start(1);
+  const Endpoint ep = c.nodes()[0].endpoint;
+  ASSERT_EQ(command(ep, {"SET", "k", "v"}).str, "OK");
+  c.pause(0);
+  EXPECT_FALSE(pings(ep, milliseconds(300))) << "a frozen node must not answer";
+  c.pause(0);  // idempotent
+  c.resume(0);
+  EXPECT_TRUE(pings(ep));
+  EXPECT_EQ(command(ep, {"GET", "k"}).str, "v");
+}
+
+TEST_F(DockerClusterTest, ClockOffsetMovesTimeAndExpiresKeys) {
+  DockerCluster& c = start(2);
+  const Endpoint n1 = c.nodes()[0].endpoint, n2 = c.nodes()[1].endpoint;
+  ASSERT_EQ(command(n1, {"SET", "lock", "me", "PX", "30000"}).str, "OK");
+  long long before = node_time_s(n1) - node_time_s(n2);
+  EXPECT_LE(std::llabs(before), 1);
+  c.set_clock_offset(0, seconds(40));
+  long long ahead = node_time_s(n1) - node_time_s(n2);
+  EXPECT_GE(ahead, 39);
+  EXPECT_LE(ahead, 41);
+  EXPECT_TRUE(command(n1, {"GET", "lock"}).is_nil()) << "a 30 s key must expire when the clock jumps 40 s";
+  c.set_clock_offset(0, seconds(0));
+  EXPECT_LE(std::llabs(node_time_s(n1) - node_time_s(n2)), 1);
+}
+
+TEST_F(DockerClusterTest, NodeCutBlocksReplicationBetweenContainersUntilHealed) {
+  DockerCluster& c = start(2);
+  const NodeInfo& n1 = c.nodes()[0];
+  const NodeInfo& n2 = c.nodes()[1];
+  // Make n2 a replica of n1 so that the two containers talk to each other.
+  ASSERT_EQ(command(n2.endpoint, {"REPLICAOF", n1.endpoint.host, "6379"}).str, "OK");
+  ASSERT_TRUE(eventually([&] { return command(n2.endpoint, {"INFO", "replication"}).str.find(
+                                          "master_link_status:up") != std::string::npos; },
+                         seconds(15)));
+  ASSERT_EQ(command(n1.endpoint, {"SET", "a", "1"}).str, "OK");
+  ASSERT_TRUE(eventually([&] { return command(n2.endpoint, {"GET", "a"}).str == "1"; }, seconds(5)));
+
+  c.cut("n1", "n2");
+  c.cut("n2", "n1");  // idempotent, symmetric
+  EXPECT_NE(c.iptables_rules(0).find("-s " + n2.endpoint.host + "/32 -j DROP"), std::string::npos);
+  EXPECT_NE(c.iptables_rules(1).find("-s " + n1.endpoint.host + "/32 -j DROP"), std::string::npos);
+  ASSERT_EQ(command(n1.endpoint, {"SET", "b", "2"}).str, "OK");
+  std::this_thread::sleep_for(milliseconds(1500));
+  EXPECT_TRUE(command(n2.endpoint, {"GET", "b"}).is_nil()) << "the write crossed a cut link";
+  // The host still reaches both: only n1 <-> n2 is cut.
+  EXPECT_TRUE(pings(n1.endpoint));
+  EXPECT_TRUE(pings(n2.endpoint));
+
+  c.heal("n2", "n1");
+  EXPECT_EQ(c.iptables_rules(0).find("DROP"), std::string::npos);
+  EXPECT_TRUE(eventually([&] { return command(n2.endpoint, {"GET", "b"}).str == "2"; }, seconds(30)))
+      << "held bytes must flow again after heal";
+
+  // A cut outlives a restart of one side: the fresh namespace gets the rules again.
+  c.cut("n1", "n2");
+  c.kill(1);
+  c.restart(1);
+  EXPECT_NE(c.iptables_rules(1).find("-s " + n1.endpoint.host + "/32 -j DROP"), std::string::npos);
+  // ... and a pause: rules changed while frozen are applied on resume.
+  c.pause(1);
+  c.heal_all();
+  c.resume(1);
+  EXPECT_EQ(c.iptables_rules(1).find("DROP"), std::string::npos);
+  EXPECT_EQ(c.iptables_rules(0).find("DROP"), std::string::npos);
+}
+
+TEST_F(DockerClusterTest, ClientCutAndDelayGoThroughTheProxy) {
+  DockerCluster& c = start(2);
+  const Endpoint c0 = c.endpoint_for("c0", 0), c1 = c.endpoint_for("c1", 0);
+  ASSERT_TRUE(pings(c0));
+  c.cut("c0", "n1");
+  EXPECT_FALSE(pings(c0, milliseconds(500))) << "cut: no answer";
+  EXPECT_TRUE(pings(c1)) << "another slot is not cut";
+  EXPECT_TRUE(pings(c.endpoint_for("c0", 1))) << "another node is not cut";
+  c.heal("n1", "c0");
+  EXPECT_TRUE(pings(c0));
+
+  c.set_delay("c0", "n1", milliseconds(300), milliseconds(0));
+  const auto t0 = Clock::now();
+  EXPECT_TRUE(pings(c0, milliseconds(3000)));
+  EXPECT_GE(Clock::now() - t0, milliseconds(300));
+  c.set_delay("c0", "n1", milliseconds(0), milliseconds(0));
+  c.heal_all();
+
+  EXPECT_THROW(c.set_delay("n1", "n2", milliseconds(100), milliseconds(0)), ClusterError);
+  EXPECT_THROW(c.cut("n1", "zz"), ClusterError);
+}
+
+TEST_F(DockerClusterTest, ReplicatedTopologyHasAMasterReplicasAndSentinels) {
+  DockerCluster& c = start(3, Topology::kReplicated);
+  ASSERT_EQ(c.nodes().size(), 3u);
+  EXPECT_EQ(c.nodes()[0].role, NodeRole::kMaster);
+  EXPECT_EQ(c.nodes()[1].role, NodeRole::kReplica);
+  ASSERT_EQ(c.sentinels().size(), 3u);
+  for (const auto& s : c.sentinels()) {
+    EXPECT_EQ(s.role, NodeRole::kSentinel);
+    EXPECT_TRUE(pings(s.endpoint)) << s.name;
+    Reply master = command(s.endpoint, {"SENTINEL", "get-master-addr-by-name", kSentinelMasterName});
+    ASSERT_EQ(master.elements.size(), 2u) << s.name << ": " << master.error << master.str;
+    EXPECT_EQ(master.elements[0], c.nodes()[0].endpoint.host);
+    EXPECT_EQ(master.elements[1], "6379");
+  }
+  ASSERT_EQ(command(c.nodes()[0].endpoint, {"SET", "k", "v"}).str, "OK");
+  for (size_t n = 1; n < 3; ++n) {
+    EXPECT_TRUE(eventually([&] { return command(c.nodes()[n].endpoint, {"GET", "k"}).str == "v"; }, seconds(5)))
+        << c.nodes()[n].name;
+  }
+}
+
+// A run killed with SIGKILL leaves its containers; `lockcheck clean` (docker_clean) finds them by label.
+TEST_F(DockerClusterTest, CleanRemovesWhatAKilledRunLeftBehind) {
+  int fds[2];
+  ASSERT_EQ(::pipe(fds), 0);
+  pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    ::close(fds[0]);
+    int status = 1;
+    try {
+      RunConfig config;
+      config.nodes = 2;
+      config.concurrency = 1;
+      DockerCluster* leaked = new DockerCluster(config, run_dir_ + "/killed");  // never destroyed
+      leaked->start();
+      std::string id = leaked->run_id() + "\n";
+      if (::write(fds[1], id.data(), id.size()) == static_cast<ssize_t>(id.size())) status = 0;
+      std::this_thread::sleep_for(seconds(120));  // the parent kills it long before
+    } catch (...) {
+    }
+    ::_exit(status);
+  }
+  ::close(fds[1]);
+  std::string run_id;
+  pollfd pfd{fds[0], POLLIN, 0};
+  if (::poll(&pfd, 1, 120000) == 1) {
+    char buf[256];
+    ssize_t n = ::read(fds[0], buf, sizeof buf);
+    if (n > 0) run_id.assign(buf, static_cast<size_t>(n));
+  }
+  ::close(fds[0]);
+  ::kill(child, SIGKILL);
+  int wstatus = 0;
+  ::waitpid(child, &wstatus, 0);
+  while (!run_id.empty() && run_id.back() == '\n') run_id.pop_back();
+  ASSERT_FALSE(run_id.empty()) << "the child did not start its cluster";
+  EXPECT_NE(leftovers(run_id), "") << "SIGKILL should have left the containers";
+
+  // A network brought up by hand (compose) has the run label but no owner label: clean leaves it.
+  docker::DockerCli cli;
+  const std::string manual_run = "manual-" + run_id;
+  const std::string manual_net = "lockcheck-test-" + manual_run;
+  cli.check({"network", "create", "--label", std::string(kDockerRunLabel) + "=" + manual_run, manual_net}, seconds(60));
+
+  std::ostringstream out;
+  EXPECT_EQ(docker_clean(out), 0) << out.str();
+  EXPECT_NE(leftovers(manual_run), "") << out.str();
+  cli.check({"network", "rm", manual_net}, seconds(60));
+  EXPECT_NE(out.str().find("removed container"), std::string::npos) << out.str();
+  EXPECT_NE(out.str().find("removed network"), std::string::npos) << out.str();
+  EXPECT_EQ(leftovers(run_id), "");
+}
+
+}  // namespace
+}  // namespace lockcheck
