@@ -55,9 +55,7 @@ constexpr const char* kDockerRunLabel = "lockcheck.run";
 constexpr const char* kDockerOwnerPidLabel = "lockcheck.owner-pid";
 constexpr const char* kDockerOwnerHostLabel = "lockcheck.owner-host";
 
-// The name under which the replicated topology's Sentinels monitor the master (SENTINEL
-// get-master-addr-by-name lockcheck).
-constexpr const char* kSentinelMasterName = "lockcheck";
+// kSentinelMasterName (harness/cluster.h) is the name the replicated topology's Sentinels monitor the master under.
 
 struct DockerClusterOptions {
   std::string docker_path;         // the docker client; empty: `docker` on PATH
