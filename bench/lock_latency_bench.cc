@@ -3,7 +3,9 @@
 // `redlock-sequential` (N nodes one after another). Prints p50/p90/p99/max per algorithm and the ratio of each
 // p50 to single's. Figures, not assertions: see bench/README-locks.md for measured numbers.
 //
-// usage: lock_latency_bench [--cycles N] [--nodes N] [--warmup N] [--redis-server PATH]
+// The clients talk to the nodes directly unless --proxy puts the harness's fault proxy in between (as in a run).
+//
+// usage: lock_latency_bench [--cycles N] [--nodes N] [--warmup N] [--proxy] [--redis-server PATH]
 #include <stdlib.h>
 #include <sys/resource.h>
 
@@ -25,6 +27,7 @@ struct Args {
   int cycles = 2000;
   int nodes = 5;
   int warmup = 200;
+  bool proxy = false;
   std::string redis_server = "redis-server";
 };
 
@@ -42,11 +45,13 @@ Args parse(int argc, char** argv) {
       a.nodes = std::stoi(value());
     } else if (flag == "--warmup") {
       a.warmup = std::stoi(value());
+    } else if (flag == "--proxy") {
+      a.proxy = true;
     } else if (flag == "--redis-server") {
       a.redis_server = value();
     } else {
       throw std::invalid_argument("unknown flag " + flag +
-                                  " (usage: lock_latency_bench [--cycles N] [--nodes N] [--warmup N] [--redis-server PATH])");
+                                  " (usage: lock_latency_bench [--cycles N] [--nodes N] [--warmup N] [--proxy] [--redis-server PATH])");
     }
   }
   if (a.cycles < 1 || a.nodes < 1 || a.warmup < 0) throw std::invalid_argument("--cycles and --nodes must be >= 1");
@@ -79,35 +84,56 @@ double thread_cpu_us() {
          static_cast<double>(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec);
 }
 
-Result measure(const std::string& name, const LockOptions& lo, const Args& args) {
-  auto client = find_lock_algorithm(name)->make(lo);
-  Result res;
-  res.name = name;
-  std::vector<double> acq, rel;
-  acq.reserve(static_cast<size_t>(args.cycles));
-  rel.reserve(static_cast<size_t>(args.cycles));
-  const std::chrono::milliseconds ttl(10000);
-  double cpu_start = 0;
-  for (int i = 0; i < args.warmup + args.cycles; ++i) {
-    if (i == args.warmup) cpu_start = thread_cpu_us();
-    const auto t0 = std::chrono::steady_clock::now();
-    LockResult a = client->acquire("bench-lock", ttl);
-    const auto t1 = std::chrono::steady_clock::now();
-    LockResult r = client->release("bench-lock");
-    const auto t2 = std::chrono::steady_clock::now();
-    if (a.outcome != OpType::kOk || r.outcome != OpType::kOk) {
-      ++res.failures;
-      continue;
-    }
-    if (i < args.warmup) continue;
-    acq.push_back(std::chrono::duration<double, std::micro>(t1 - t0).count());
-    rel.push_back(std::chrono::duration<double, std::micro>(t2 - t1).count());
+// Runs the algorithms' cycles interleaved (one cycle of each in turn), so that the load of a shared machine
+// falls on all of them alike and the ratios stay meaningful.
+std::vector<Result> measure(const std::vector<std::string>& names, const LockOptions& lo, const Args& args) {
+  struct Probe {
+    std::unique_ptr<LockClient> client;
+    std::vector<double> acq, rel;
+    double cpu_us = 0;
+    int failures = 0;
+  };
+  std::vector<Probe> probes;
+  for (const auto& name : names) {
+    Probe p;
+    p.client = find_lock_algorithm(name)->make(lo);
+    p.acq.reserve(static_cast<size_t>(args.cycles));
+    p.rel.reserve(static_cast<size_t>(args.cycles));
+    probes.push_back(std::move(p));
   }
-  res.cpu_us_per_cycle = (thread_cpu_us() - cpu_start) / args.cycles;
-  if (acq.empty()) throw std::runtime_error(name + ": no successful cycle");
-  res.acquire = stats_of(acq);
-  res.release = stats_of(rel);
-  return res;
+  const std::chrono::milliseconds ttl(10000);
+  for (int i = 0; i < args.warmup + args.cycles; ++i) {
+    for (auto& p : probes) {
+      const double cpu0 = thread_cpu_us();
+      const auto t0 = std::chrono::steady_clock::now();
+      LockResult a = p.client->acquire("bench-lock", ttl);
+      const auto t1 = std::chrono::steady_clock::now();
+      LockResult r = p.client->release("bench-lock");
+      const auto t2 = std::chrono::steady_clock::now();
+      const double cpu1 = thread_cpu_us();
+      if (a.outcome != OpType::kOk || r.outcome != OpType::kOk) {
+        ++p.failures;
+        continue;
+      }
+      if (i < args.warmup) continue;
+      p.acq.push_back(std::chrono::duration<double, std::micro>(t1 - t0).count());
+      p.rel.push_back(std::chrono::duration<double, std::micro>(t2 - t1).count());
+      p.cpu_us += cpu1 - cpu0;
+    }
+  }
+  std::vector<Result> out;
+  for (size_t k = 0; k < probes.size(); ++k) {
+    Probe& p = probes[k];
+    if (p.acq.empty()) throw std::runtime_error(names[k] + ": no successful cycle");
+    Result res;
+    res.name = names[k];
+    res.acquire = stats_of(p.acq);
+    res.release = stats_of(p.rel);
+    res.cpu_us_per_cycle = p.cpu_us / static_cast<double>(p.acq.size());
+    res.failures = p.failures;
+    out.push_back(res);
+  }
+  return out;
 }
 
 int run(int argc, char** argv) {
@@ -120,6 +146,8 @@ int run(int argc, char** argv) {
     co.nodes = args.nodes;
     co.redis_server = args.redis_server;
     co.nodes_dir = dir + "/nodes";
+    co.use_proxy = args.proxy;
+    co.use_clock_shim = false;
     LocalCluster cluster(co);
     cluster.start();
     LockOptions lo;
@@ -127,14 +155,15 @@ int run(int argc, char** argv) {
     lo.op_timeout = std::chrono::milliseconds(500);
     lo.connect_timeout = std::chrono::milliseconds(500);
     lo.extra["retry_count"] = 0;
-    for (const char* name : {"single", "redlock", "redlock-sequential"}) results.push_back(measure(name, lo, args));
+    results = measure({"single", "redlock", "redlock-sequential"}, lo, args);
     cluster.stop();
   }
   boost::system::error_code ec;
   boost::filesystem::remove_all(dir, ec);
 
-  std::printf("lock latency, %d acquire+release cycles after %d warm-up, one client, %d nodes, loopback (us)\n",
-              args.cycles, args.warmup, args.nodes);
+  std::printf("lock latency, %d acquire+release cycles each (interleaved) after %d warm-up, one client per "
+              "algorithm, %d nodes, loopback%s (us)\n",
+              args.cycles, args.warmup, args.nodes, args.proxy ? " through the fault proxy" : "");
   std::printf("%-20s %9s %9s %9s %9s %9s %8s | %9s %9s | %9s\n", "algorithm", "acq p50", "acq p90", "acq p99",
               "acq max", "acq mean", "p50/single", "rel p50", "rel p99", "cpu/cycle");
   const double base = results.front().acquire.p50;

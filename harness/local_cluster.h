@@ -16,7 +16,11 @@
 //    comes back with the role Sentinel last gave it, as in a real deployment. start() returns once every
 //    replica's link is up and every Sentinel sees all replicas and the other Sentinels.
 // The address a node or Sentinel uses to reach another node (replicaof, sentinel monitor) is decided in one
-// place, peer_endpoint(), so that the fault proxy can route node-to-node links later.
+// place, peer_endpoint(). Today it is the node's own address: node-to-node and Sentinel links bypass the
+// fault proxy (clients' links do not). Routing them needs one proxy link per node shared by every peer
+// (Sentinel insists that all Sentinels and replicas name a master by the same address), and what Sentinel
+// learns by itself and hands out after a failover -- replica addresses from INFO, the other Sentinels from
+// their hello messages, the promoted master's address -- stays the nodes' own addresses.
 #pragma once
 
 #include <map>

@@ -161,6 +161,7 @@ class Workers {
       try {
         LockOptions lo;
         for (size_t n = 0; n < cluster_.nodes().size(); ++n) lo.nodes.push_back(cluster_.endpoint_for(party, n));
+        for (const auto& n : cluster_.nodes()) lo.node_addresses.push_back(n.endpoint);
         for (const auto& s : cluster_.sentinels()) lo.sentinels.push_back(s.endpoint);
         lo.op_timeout = std::chrono::milliseconds(cfg_.op_timeout_ms);
         lo.connect_timeout = std::chrono::milliseconds(std::min<int64_t>(cfg_.op_timeout_ms, 1000));

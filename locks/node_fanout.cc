@@ -1,7 +1,6 @@
 #include "locks/node_fanout.h"
 
 #include <event2/event.h>
-#include <hiredis/adapters/libevent.h>
 #include <hiredis/async.h>
 #include <hiredis/hiredis.h>
 #include <sys/time.h>
@@ -86,6 +85,54 @@ timeval to_timeval(Clock::duration d) {
 }
 
 void on_timer(evutil_socket_t, short, void*) {}  // only wakes the loop
+
+// hiredis' event hooks on libevent. Like hiredis' own adapter (hiredis/adapters/libevent.h), but the read
+// event is persistent: the stock adapter's one-shot read event is deleted by libevent after every reply and
+// re-added by hiredis, one epoll_ctl per reply (measured with strace: a third of the client's system calls).
+struct LoopHooks {
+  redisAsyncContext* ac;
+  event* rev;
+  event* wev;
+};
+
+void hook_read_ready(evutil_socket_t, short, void* arg) { redisAsyncHandleRead(static_cast<LoopHooks*>(arg)->ac); }
+void hook_write_ready(evutil_socket_t, short, void* arg) { redisAsyncHandleWrite(static_cast<LoopHooks*>(arg)->ac); }
+void hook_add_read(void* p) {
+  auto* h = static_cast<LoopHooks*>(p);
+  if (!event_pending(h->rev, EV_READ, nullptr)) event_add(h->rev, nullptr);
+}
+void hook_del_read(void* p) { event_del(static_cast<LoopHooks*>(p)->rev); }
+void hook_add_write(void* p) { event_add(static_cast<LoopHooks*>(p)->wev, nullptr); }
+void hook_del_write(void* p) { event_del(static_cast<LoopHooks*>(p)->wev); }
+void hook_cleanup(void* p) {
+  auto* h = static_cast<LoopHooks*>(p);
+  event_free(h->rev);
+  event_free(h->wev);
+  delete h;
+}
+
+// Attaches ac to base. False when libevent cannot make the events.
+bool attach(redisAsyncContext* ac, event_base* base) {
+  if (ac->ev.data != nullptr) return false;
+  auto* h = new LoopHooks{ac, nullptr, nullptr};
+  h->rev = event_new(base, ac->c.fd, EV_READ | EV_PERSIST, hook_read_ready, h);
+  h->wev = event_new(base, ac->c.fd, EV_WRITE, hook_write_ready, h);
+  if (h->rev == nullptr || h->wev == nullptr) {
+    if (h->rev) event_free(h->rev);
+    if (h->wev) event_free(h->wev);
+    delete h;
+    return false;
+  }
+  ac->ev.addRead = hook_add_read;
+  ac->ev.delRead = hook_del_read;
+  ac->ev.addWrite = hook_add_write;
+  ac->ev.delWrite = hook_del_write;
+  ac->ev.cleanup = hook_cleanup;
+  ac->ev.data = h;
+  event_add(h->rev, nullptr);
+  event_add(h->wev, nullptr);  // the first write event tells hiredis the connection is established
+  return true;
+}
 
 }  // namespace
 
@@ -192,7 +239,7 @@ void NodeFanout::start(Node& n, const std::vector<std::string>& argv) {
       return;
     }
     ac->data = &n;
-    if (redisLibeventAttach(ac, base_) != REDIS_OK) {
+    if (!attach(ac, base_)) {
       ac->data = nullptr;
       redisAsyncFree(ac);
       n.finish(RedisStatus::kNotSent, "connect " + n.ep.str() + ": cannot attach to the event loop");

@@ -6,9 +6,9 @@
 //                redis-plus-plus, redlock-py, redlock-cpp, Redisson's RedLock).
 //
 // Connections are persistent, one per node, made on first use and re-made after a timeout or transport error,
-// driven by one libevent loop owned by this object through hiredis' async API: no thread per request, and a
-// round costs one write per node and the replies. hiredis 0.14 has no async timeouts, so the deadlines are
-// this object's own timer.
+// driven by one libevent loop owned by this object through hiredis' async API: no thread per request. A
+// parallel round on healthy connections costs one write and one read per node and (usually) one epoll_wait.
+// hiredis 0.14 has no async timeouts, so the deadlines are this object's own timer.
 //
 // What each node's outcome means, in RedisConn's taxonomy (harness/redis_conn.h):
 //   kReply    a reply arrived (it may be an error reply);

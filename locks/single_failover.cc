@@ -12,8 +12,9 @@
 // that did not acknowledge.
 //
 // Options (LockOptions.extra): master_name (kSentinelMasterName), wait_replicas (0).
-// TODO(nemesis): when client links go through the fault proxy, the address a Sentinel reports is the node's
-// own; it must be mapped to this client's view of that node (LockOptions.nodes) before connecting.
+// The address a Sentinel reports is the node's own; the client maps it to its own view of that node
+// (LockOptions.node_addresses[i] -> nodes[i], the fault proxy's link for this client) before connecting, and
+// connects directly only to an address it does not know.
 #include <hiredis/hiredis.h>
 
 #include <map>
@@ -31,7 +32,9 @@ namespace {
 class SingleFailoverLock : public LockClient {
  public:
   explicit SingleFailoverLock(const LockOptions& o)
-      : connect_timeout_(o.connect_timeout),
+      : nodes_(o.nodes),
+        node_addresses_(o.node_addresses),
+        connect_timeout_(o.connect_timeout),
         op_timeout_(o.op_timeout),
         fencing_(o.fencing),
         master_name_(extra_value<std::string>(o, "master_name", kSentinelMasterName)),
@@ -109,7 +112,7 @@ class SingleFailoverLock : public LockClient {
         Endpoint ep{std::string(raw->element[0]->str, raw->element[0]->len),
                     std::atoi(std::string(raw->element[1]->str, raw->element[1]->len).c_str())};
         next_sentinel_ = (next_sentinel_ + k) % sentinels_.size();
-        master_ = std::make_unique<RedisConn>(ep, connect_timeout_, op_timeout_);
+        master_ = std::make_unique<RedisConn>(client_view(ep), connect_timeout_, op_timeout_);
         return master_.get();
       }
       errors += (errors.empty() ? "" : "; ") + s.endpoint().str() + ": " +
@@ -117,6 +120,14 @@ class SingleFailoverLock : public LockClient {
     }
     *why = errors;
     return nullptr;
+  }
+
+  // Where this client reaches the node whose own address is ep.
+  Endpoint client_view(const Endpoint& ep) const {
+    for (size_t i = 0; i < node_addresses_.size() && i < nodes_.size(); ++i) {
+      if (node_addresses_[i] == ep) return nodes_[i];
+    }
+    return ep;
   }
 
   // After a transport error or READONLY (a demoted master), ask the Sentinels again next time.
@@ -147,6 +158,8 @@ class SingleFailoverLock : public LockClient {
     return LockResult::info(what + "; release unknown");
   }
 
+  std::vector<Endpoint> nodes_;
+  std::vector<Endpoint> node_addresses_;
   std::chrono::milliseconds connect_timeout_;
   std::chrono::milliseconds op_timeout_;
   bool fencing_;

@@ -34,12 +34,17 @@ class TempDir {
   std::string path_;
 };
 
-// A started cluster in its own temporary folder.
+enum class Proxy { kOff, kOn };
+
+// A started cluster in its own temporary folder. The lock tests talk to the nodes directly by default (no
+// fault proxy, no clock shim): they test the algorithms against Redis, not the fault machinery.
 struct TestCluster {
-  explicit TestCluster(int nodes, Topology topology = Topology::kIndependent) {
+  explicit TestCluster(int nodes, Topology topology = Topology::kIndependent, Proxy proxy = Proxy::kOff) {
     LocalClusterOptions o;
     o.nodes = nodes;
     o.topology = topology;
+    o.use_proxy = proxy == Proxy::kOn;
+    o.use_clock_shim = false;
     o.nodes_dir = dir.path() + "/nodes";
     cluster = std::make_unique<LocalCluster>(o);
     cluster->start();
@@ -50,6 +55,7 @@ struct TestCluster {
   LockOptions options(std::chrono::milliseconds op_timeout = std::chrono::milliseconds(300)) const {
     LockOptions lo;
     for (size_t n = 0; n < cluster->nodes().size(); ++n) lo.nodes.push_back(cluster->endpoint_for("c0", n));
+    for (const auto& n : cluster->nodes()) lo.node_addresses.push_back(n.endpoint);
     for (const auto& s : cluster->sentinels()) lo.sentinels.push_back(s.endpoint);
     lo.op_timeout = op_timeout;
     lo.connect_timeout = op_timeout;

@@ -88,6 +88,19 @@ TEST(ReplicatedClusterTest, StartsAMasterReplicasAndThreeSentinels) {
   EXPECT_TRUE(w.is_error());
 }
 
+TEST(SingleFailoverTest, ReachesTheMasterThroughItsProxyLink) {
+  // single-failover maps the address Sentinel reports (n1's own) to this client's fault-proxy link for n1:
+  // cutting that link makes the client's SET time out instead of bypassing the proxy.
+  TestCluster c(3, Topology::kReplicated, testing_util::Proxy::kOn);
+  auto a = make_lock("single-failover", c.options());
+  ASSERT_EQ(a->acquire("lock-0", milliseconds(10000)).outcome, OpType::kOk);
+  ASSERT_EQ(a->release("lock-0").outcome, OpType::kOk);
+  c.cluster->cut("c0", "n1");
+  LockResult cut = a->acquire("lock-0", milliseconds(10000));
+  EXPECT_EQ(cut.outcome, OpType::kInfo) << cut.error;
+  c.cluster->heal_all();
+}
+
 TEST(SingleFailoverTest, NeedsSentinels) {
   TestCluster c(1);
   EXPECT_THROW(make_lock("single-failover", c.options()), std::invalid_argument);
