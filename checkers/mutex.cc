@@ -1,0 +1,342 @@
+#include "checkers/mutex.h"
+
+#include <algorithm>
+#include <chrono>
+#include <numeric>
+#include <unordered_map>
+
+#include "checkers/format.h"
+
+namespace lockcheck {
+
+bool MutexModel::step(const State& s, const wgl::LinOp& op, State* next) const {
+  switch (op.kind) {
+    case kAcquire:
+      if (s != kFree) return false;
+      *next = op.process;
+      return true;
+    case kRelease:
+      if (s != op.process) return false;
+      *next = kFree;
+      return true;
+    case kExtend:
+      if (s != op.process) return false;
+      *next = s;
+      return true;
+    default:
+      return false;
+  }
+}
+
+// Held by p: every acquire is illegal, and so is every release or extend by another process.
+Process MutexModel::exclusive_owner(const State& s) const {
+  return s == kFree ? wgl::kNoOwner : static_cast<Process>(s);
+}
+
+// Why the roles are sound, in a sequential partition (each process's ops are ordered in real time, so an
+// optional op is the last op of its process on the key, and every other op of that process returned before it
+// was called):
+//  - acquire by p: if it takes effect the lock is held by p, where only p's ops are legal; p has no op left
+//    that could come after it, so nothing can be linearized after it. It can only be last, where it helps no
+//    required op: drop it.
+//  - extend: never changes the state, so leaving it out never makes another op illegal: drop it.
+//  - release by p: legal exactly when the lock is held by p. Once p's other ops are linearized, no reachable
+//    state is held by p again unless this release is still pending and the state already is held by p (only an
+//    acquire by p leads there, and p has none left). So (a) rejected now => rejected forever, and (b) after it is
+//    applied the state is never held by p again: its pending-ness is a function of the state.
+wgl::OptionalRole MutexModel::optional_role(const wgl::LinOp& op) const {
+  switch (op.kind) {
+    case kAcquire:
+    case kExtend:
+      return wgl::OptionalRole::kDrop;
+    case kRelease:
+      return wgl::OptionalRole::kResolvedByState;
+    default:
+      return wgl::OptionalRole::kGeneric;
+  }
+}
+
+int mutex_op_kind(const std::string& f) {
+  if (f.size() == 7) {
+    if (f == "acquire") return MutexModel::kAcquire;
+    if (f == "release") return MutexModel::kRelease;
+  } else if (f.size() == 6 && f == "extend") {
+    return MutexModel::kExtend;
+  }
+  return -1;
+}
+
+namespace {
+
+const char* kind_name(int kind) {
+  switch (kind) {
+    case MutexModel::kAcquire: return "acquire";
+    case MutexModel::kRelease: return "release";
+    case MutexModel::kExtend: return "extend";
+    default: return "op";
+  }
+}
+
+struct KeyOps {
+  std::string key;
+  std::vector<wgl::LinOp> ops;
+  int64_t failed = 0;  // fail completions, removed
+};
+
+// True when each process's ops on the key are ordered in real time (each returns before the next is called;
+// an optional op therefore is its process's last). REQUIRES: ops in call order.
+bool is_sequential(const std::vector<wgl::LinOp>& ops) {
+  std::unordered_map<Process, int64_t> last_ret;  // process -> return of its latest op
+  for (const wgl::LinOp& o : ops) {
+    auto it = last_ret.find(o.process);
+    if (it == last_ret.end()) {
+      last_ret.emplace(o.process, o.ret);
+      continue;
+    }
+    if (it->second >= o.call) return false;
+    it->second = o.ret;
+  }
+  return true;
+}
+
+// Time of the first release invoked by process p on key after history index `after`; end_ns when none.
+int64_t hold_end_ns(const History& h, Process p, const std::string& key, int64_t after, int64_t end_ns,
+                    int64_t* release_index) {
+  *release_index = -1;
+  for (size_t i = static_cast<size_t>(after) + 1; i < h.size(); ++i) {
+    const Op& op = h[i];
+    if (op.process == p && op.is_invoke() && op.key == key && op.f == "release") {
+      *release_index = static_cast<int64_t>(i);
+      return op.time_ns;
+    }
+  }
+  return end_ns;
+}
+
+nlohmann::json describe_violation(const History& h, const std::vector<int64_t>& pairs, const KeyOps& ko,
+                                  const wgl::SearchResult<MutexModel::State>& r) {
+  const wgl::LinOp& s = ko.ops[static_cast<size_t>(r.stuck_op)];
+  const Process q = s.process;
+  const int64_t holder = r.stuck_state;
+  const int64_t end_ns = h.empty() ? 0 : h.back().time_ns;
+  const std::string& key = ko.key;
+
+  std::vector<int64_t> ops_involved = {s.call, s.ret};
+  std::vector<int64_t> processes = {q};
+
+  // The holder's acquire on that path: its latest acquire called before the stuck op returned.
+  const wgl::LinOp* held_by = nullptr;
+  if (holder != MutexModel::kFree) {
+    for (const wgl::LinOp& o : ko.ops) {
+      if (o.process == holder && o.kind == MutexModel::kAcquire && o.call < s.ret &&
+          (held_by == nullptr || o.call > held_by->call)) {
+        held_by = &o;
+      }
+    }
+    if (holder != q) processes.insert(processes.begin(), static_cast<int64_t>(holder));
+  }
+
+  nlohmann::json a = nlohmann::json::object();
+  a["key"] = key;
+  std::string desc;
+  int64_t from_ns = h[static_cast<size_t>(s.call)].time_ns;
+  int64_t to_ns = h[static_cast<size_t>(s.ret)].time_ns;
+  std::string kind = "no-linearization";
+
+  if (held_by != nullptr) {
+    ops_involved.push_back(held_by->call);
+    if (!held_by->optional()) ops_involved.push_back(held_by->ret);
+  }
+
+  if (s.kind == MutexModel::kAcquire && holder != MutexModel::kFree && holder != q && held_by != nullptr) {
+    const int64_t p_start = held_by->optional() ? h[static_cast<size_t>(held_by->call)].time_ns
+                                                : h[static_cast<size_t>(held_by->ret)].time_ns;
+    int64_t p_release = -1, q_release = -1;
+    const int64_t p_end = hold_end_ns(h, static_cast<Process>(holder), key,
+                                      held_by->optional() ? held_by->call : held_by->ret, end_ns, &p_release);
+    const int64_t q_start = h[static_cast<size_t>(s.ret)].time_ns;
+    const int64_t q_end = hold_end_ns(h, q, key, s.ret, end_ns, &q_release);
+    if (p_release >= 0) ops_involved.push_back(p_release);
+    if (q_release >= 0) ops_involved.push_back(q_release);
+    const int64_t lo = std::max(p_start, q_start), hi = std::min(p_end, q_end);
+    if (hi > lo) {
+      kind = "double-grant";
+      from_ns = lo;
+      to_ns = hi;
+      desc = "processes " + std::to_string(holder) + " and " + std::to_string(q) + " both held " + key + " for " +
+             format_duration_ms(hi - lo) + " from t=" + format_time_s(lo) + " (process " + std::to_string(q) +
+             "'s acquire, op " + std::to_string(s.ret) + ", succeeded while process " + std::to_string(holder) +
+             " held the lock from op " + std::to_string(held_by->optional() ? held_by->call : held_by->ret) +
+             " and had not yet released it)";
+    } else {
+      desc = "process " + std::to_string(q) + "'s acquire of " + key + " (op " + std::to_string(s.ret) +
+             ", ok at t=" + format_time_s(q_start) + ") cannot be ordered after process " +
+             std::to_string(holder) + "'s hold of it (acquired at op " +
+             std::to_string(held_by->optional() ? held_by->call : held_by->ret) +
+             "): no order of the ops consistent with real time explains both";
+    }
+  } else if (s.kind == MutexModel::kAcquire) {
+    desc = "process " + std::to_string(q) + "'s acquire of " + key + " (op " + std::to_string(s.ret) +
+           ", ok at t=" + format_time_s(to_ns) + ") " +
+           (holder == q ? std::string("succeeded while process ") + std::to_string(q) + " already held it"
+                        : std::string("has no place in any order of the ops consistent with real time"));
+  } else {
+    desc = "process " + std::to_string(q) + "'s " + kind_name(s.kind) + " of " + key + " succeeded (op " +
+           std::to_string(s.ret) + ", ok at t=" + format_time_s(to_ns) + ") but process " + std::to_string(q) +
+           " did not hold it in any order consistent with real time (" +
+           (holder == MutexModel::kFree ? std::string("it was free")
+                                        : "it was held by process " + std::to_string(holder)) +
+           ")";
+  }
+
+  // The ops concurrent with the stuck one (the report shows them around it).
+  size_t concurrent = 0;
+  for (const wgl::LinOp& o : ko.ops) {
+    if (&o == &s || o.call >= s.ret || o.ret <= s.call) continue;
+    if (++concurrent > 16) break;
+    ops_involved.push_back(o.call);
+    const int64_t c = pairs[static_cast<size_t>(o.call)];
+    if (c >= 0) ops_involved.push_back(c);
+  }
+  std::sort(ops_involved.begin(), ops_involved.end());
+  ops_involved.erase(std::unique(ops_involved.begin(), ops_involved.end()), ops_involved.end());
+
+  a["kind"] = kind;
+  a["description"] = desc;
+  a["ops"] = ops_involved;
+  a["processes"] = processes;
+  a["from_ns"] = from_ns;
+  a["to_ns"] = to_ns;
+  return a;
+}
+
+}  // namespace
+
+CheckResult MutexChecker::check(const History& h, const CheckOptions& opts) const {
+  const auto started = std::chrono::steady_clock::now();
+  CheckResult result;
+  result.checker = name();
+
+  // Partition the lock ops by key, pairing invokes with completions.
+  const std::vector<int64_t> pairs = pair_index(h);
+  std::vector<KeyOps> keys;
+  std::unordered_map<std::string, size_t> key_ids;
+  int64_t lock_ops = 0;
+  size_t last_key = 0;  // most histories have one or a few keys: try the previous op's first
+  for (size_t i = 0; i < h.size(); ++i) {
+    const Op& op = h[i];
+    if (!op.is_invoke() || !op.is_client()) continue;
+    const int kind = mutex_op_kind(op.f);
+    if (kind < 0) continue;
+    if (keys.empty() || keys[last_key].key != op.key) {
+      auto it = key_ids.find(op.key);
+      if (it == key_ids.end()) {
+        it = key_ids.emplace(op.key, keys.size()).first;
+        keys.push_back(KeyOps{op.key, {}, 0});
+      }
+      last_key = it->second;
+    }
+    KeyOps& ko = keys[last_key];
+    ++lock_ops;
+    const int64_t c = pairs[i];
+    wgl::LinOp lo;
+    lo.call = static_cast<int64_t>(i);
+    lo.process = op.process;
+    lo.kind = kind;
+    if (c >= 0) {
+      const Op& done = h[static_cast<size_t>(c)];
+      if (done.is_fail()) {
+        ++ko.failed;
+        continue;
+      }
+      if (done.is_ok()) lo.ret = c;
+    }
+    ko.ops.push_back(lo);
+  }
+  std::sort(keys.begin(), keys.end(), [](const KeyOps& a, const KeyOps& b) { return a.key < b.key; });
+
+  wgl::SearchLimits limits;
+  limits.deadline = started + opts.timeout;
+  limits.max_cache_bytes = options_.max_cache_bytes;
+  const MutexModel model;
+
+  nlohmann::json key_stats = nlohmann::json::object();
+  Validity verdict = Validity::kValid;
+  std::vector<std::string> invalid_keys, unknown_reasons;
+  size_t total_cache = 0;
+  for (const KeyOps& ko : keys) {
+    const auto key_started = std::chrono::steady_clock::now();
+    const bool sequential = is_sequential(ko.ops);
+    const wgl::SearchResult<MutexModel::State> r = wgl::search(ko.ops, model, sequential, limits);
+    const double key_ms =
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - key_started).count();
+    int64_t required = 0;
+    for (const wgl::LinOp& o : ko.ops) required += o.optional() ? 0 : 1;
+
+    Validity v = Validity::kValid;
+    switch (r.outcome) {
+      case wgl::Outcome::kLinearizable:
+        break;
+      case wgl::Outcome::kNotLinearizable:
+        v = Validity::kInvalid;
+        result.anomalies.push_back(describe_violation(h, pairs, ko, r));
+        invalid_keys.push_back(ko.key);
+        break;
+      case wgl::Outcome::kTimeout:
+        v = Validity::kUnknown;
+        unknown_reasons.push_back("search budget (" + std::to_string(opts.timeout.count()) +
+                                  " ms) exhausted on " + ko.key + " after " + std::to_string(r.steps) + " steps");
+        break;
+      case wgl::Outcome::kMemoryCap:
+        v = Validity::kUnknown;
+        unknown_reasons.push_back("search cache reached its cap (" +
+                                  std::to_string(options_.max_cache_bytes >> 20) + " MiB) on " + ko.key);
+        break;
+    }
+    verdict = merge(verdict, v);
+    total_cache += r.cache_entries;
+    key_stats[ko.key] = {{"verdict", to_string(v)},
+                         {"ops", static_cast<int64_t>(ko.ops.size()) + ko.failed},
+                         {"failed_removed", ko.failed},
+                         {"required", required},
+                         {"optional", static_cast<int64_t>(ko.ops.size()) - required},
+                         {"optional_pruned", r.dropped_optional},
+                         {"sequential_processes", sequential},
+                         {"slots", r.slots},
+                         {"steps", r.steps},
+                         {"max_depth", r.max_depth},
+                         {"cache_entries", r.cache_entries},
+                         {"cache_bytes", r.cache_bytes},
+                         {"elapsed_ms", key_ms}};
+  }
+
+  const double elapsed_ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started).count();
+  result.valid = verdict;
+  result.stats = {{"lock_ops", lock_ops},
+                  {"keys", keys.size()},
+                  {"cache_entries", total_cache},
+                  {"elapsed_ms", elapsed_ms},
+                  {"per_key", key_stats}};
+
+  if (keys.empty()) {
+    result.summary = "no lock operations in the history";
+  } else if (verdict == Validity::kInvalid) {
+    result.summary = result.anomalies[0]["description"].get<std::string>();
+    if (invalid_keys.size() > 1) {
+      result.summary += " (and " + std::to_string(invalid_keys.size() - 1) + " more key" +
+                        (invalid_keys.size() > 2 ? "s" : "") + " with no linearization)";
+    }
+  } else if (verdict == Validity::kUnknown) {
+    result.summary = "could not decide: " + unknown_reasons[0];
+    if (unknown_reasons.size() > 1) result.summary += " (and " + std::to_string(unknown_reasons.size() - 1) + " more)";
+  } else {
+    result.summary = "all " + std::to_string(lock_ops) + " lock ops on " + std::to_string(keys.size()) + " key" +
+                     (keys.size() > 1 ? "s" : "") + " are linearizable as an owner-aware mutex";
+  }
+  return result;
+}
+
+std::unique_ptr<Checker> make_mutex_checker() { return std::make_unique<MutexChecker>(); }
+
+}  // namespace lockcheck

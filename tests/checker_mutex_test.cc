@@ -1,0 +1,350 @@
+// The mutex checker on hand-written histories, and on generated ones (bench/history_gen.h).
+#include "checkers/mutex.h"
+
+#include <gtest/gtest.h>
+
+#include "bench/history_gen.h"
+#include "tests/history_builder.h"
+
+namespace lockcheck {
+namespace {
+
+using testing::HistoryBuilder;
+
+CheckResult check(const History& h, MutexOptions mo = {}, std::chrono::milliseconds timeout = std::chrono::seconds(60)) {
+  MutexChecker c(mo);
+  CheckOptions opts;
+  opts.timeout = timeout;
+  return run_checker(c, h, opts);
+}
+
+TEST(MutexChecker, EmptyHistoryIsValid) {
+  CheckResult r = check(History{});
+  EXPECT_EQ(r.valid, Validity::kValid);
+  EXPECT_EQ(r.checker, "mutex");
+  EXPECT_TRUE(r.anomalies.empty());
+  EXPECT_EQ(r.stats["lock_ops"], 0);
+}
+
+TEST(MutexChecker, SequentialHoldsAreValid) {
+  HistoryBuilder b;
+  b.invoke(0, "acquire");
+  b.ok(0, "acquire");
+  b.invoke(0, "release");
+  b.ok(0, "release");
+  b.invoke(1, "acquire");
+  b.ok(1, "acquire");
+  b.invoke(1, "extend");
+  b.ok(1, "extend");
+  b.invoke(1, "release");
+  b.ok(1, "release");
+  CheckResult r = check(b.history());
+  EXPECT_EQ(r.valid, Validity::kValid) << r.summary;
+  EXPECT_EQ(r.stats["per_key"]["lock-0"]["ops"], 5);
+}
+
+TEST(MutexChecker, ConcurrentAcquireCompletingAfterReleaseInvokeIsValid) {
+  HistoryBuilder b;
+  b.invoke(0, "acquire");
+  b.invoke(1, "acquire");  // waits
+  b.ok(0, "acquire");
+  b.invoke(0, "release");
+  b.ok(1, "acquire");      // granted once 0's release took effect
+  b.ok(0, "release");
+  b.invoke(2, "acquire");
+  b.invoke(1, "release");
+  b.ok(1, "release");
+  b.ok(2, "acquire");
+  EXPECT_EQ(check(b.history()).valid, Validity::kValid);
+}
+
+TEST(MutexChecker, TwoOverlappingAcquiresAreADoubleGrant) {
+  HistoryBuilder b;
+  b.invoke(0, "acquire");  // t=0
+  b.ok(0, "acquire");      // t=1 ms
+  b.invoke(1, "acquire");  // t=2
+  b.ok(1, "acquire");      // t=3: 0 still holds
+  b.invoke(0, "release");  // t=4
+  b.ok(0, "release");
+  b.invoke(1, "release");  // t=6
+  b.ok(1, "release");
+  CheckResult r = check(b.history());
+  ASSERT_EQ(r.valid, Validity::kInvalid);
+  ASSERT_EQ(r.anomalies.size(), 1u);
+  const auto& a = r.anomalies[0];
+  EXPECT_EQ(a["kind"], "double-grant");
+  EXPECT_EQ(a["key"], "lock-0");
+  EXPECT_EQ(a["processes"], nlohmann::json::array({0, 1}));
+  EXPECT_EQ(a["from_ns"], 3000000);
+  EXPECT_EQ(a["to_ns"], 4000000);
+  EXPECT_EQ(a["description"].get<std::string>().rfind("processes 0 and 1 both held lock-0 for 1 ms from t=0.003 s", 0),
+            0u)
+      << a["description"];
+  // The ops: both acquires (invoke and ok) and the releases that ended the holds.
+  for (int i : {0, 1, 2, 3}) {
+    EXPECT_NE(std::find(a["ops"].begin(), a["ops"].end(), i), a["ops"].end()) << i;
+  }
+  EXPECT_EQ(r.summary, a["description"]);
+}
+
+TEST(MutexChecker, ReleaseByNonHolderIsInvalid) {
+  HistoryBuilder b;
+  b.invoke(0, "acquire");
+  b.ok(0, "acquire");
+  b.invoke(1, "release");
+  b.ok(1, "release");
+  CheckResult r = check(b.history());
+  ASSERT_EQ(r.valid, Validity::kInvalid);
+  const auto& a = r.anomalies[0];
+  EXPECT_EQ(a["kind"], "no-linearization");
+  EXPECT_NE(a["description"].get<std::string>().find("did not hold"), std::string::npos) << a["description"];
+  EXPECT_NE(a["description"].get<std::string>().find("held by process 0"), std::string::npos) << a["description"];
+}
+
+TEST(MutexChecker, ReleaseOfAFreeLockIsInvalid) {
+  HistoryBuilder b;
+  b.invoke(0, "release");
+  b.ok(0, "release");
+  CheckResult r = check(b.history());
+  ASSERT_EQ(r.valid, Validity::kInvalid);
+  EXPECT_NE(r.anomalies[0]["description"].get<std::string>().find("it was free"), std::string::npos);
+}
+
+TEST(MutexChecker, ExtendByNonHolderIsInvalid) {
+  HistoryBuilder b;
+  b.invoke(0, "acquire");
+  b.ok(0, "acquire");
+  b.invoke(0, "release");
+  b.ok(0, "release");
+  b.invoke(0, "extend");
+  b.ok(0, "extend");
+  EXPECT_EQ(check(b.history()).valid, Validity::kInvalid);
+}
+
+TEST(MutexChecker, FailedOpsAreRemoved) {
+  HistoryBuilder b;
+  b.invoke(0, "acquire");
+  b.ok(0, "acquire");
+  b.invoke(1, "acquire");
+  b.fail(1, "acquire");
+  b.invoke(1, "release");
+  b.fail(1, "release");
+  b.invoke(0, "release");
+  b.ok(0, "release");
+  CheckResult r = check(b.history());
+  EXPECT_EQ(r.valid, Validity::kValid) << r.summary;
+  EXPECT_EQ(r.stats["per_key"]["lock-0"]["failed_removed"], 2);
+}
+
+TEST(MutexChecker, InfoAcquireNeedNotTakeEffect) {
+  // Process 1's acquire timed out; if it had taken effect, 2 could not have acquired. It may never take effect.
+  HistoryBuilder b;
+  b.invoke(1, "acquire");
+  b.info(1, "acquire");
+  b.invoke(2, "acquire");
+  b.ok(2, "acquire");
+  b.invoke(2, "release");
+  b.ok(2, "release");
+  b.invoke(3, "acquire");
+  b.ok(3, "acquire");
+  EXPECT_EQ(check(b.history()).valid, Validity::kValid);
+}
+
+TEST(MutexChecker, InfoAcquireMustBeAllowedToTakeEffect) {
+  // A process that keeps going after an info acquire (not the workload's convention, but a legal history):
+  // its release can only succeed if the timed-out acquire took effect.
+  HistoryBuilder b;
+  b.invoke(1, "acquire");
+  b.info(1, "acquire");
+  b.invoke(1, "release");
+  b.ok(1, "release");
+  EXPECT_EQ(check(b.history()).valid, Validity::kValid);
+}
+
+TEST(MutexChecker, InfoAcquireTakesEffectNoEarlierThanItsInvoke) {
+  HistoryBuilder b;
+  b.invoke(1, "release");  // completes before the acquire is even invoked
+  b.ok(1, "release");
+  b.invoke(1, "acquire");
+  b.info(1, "acquire");
+  EXPECT_EQ(check(b.history()).valid, Validity::kInvalid);
+}
+
+TEST(MutexChecker, InfoReleaseMustBeAllowedToTakeEffect) {
+  HistoryBuilder b;
+  b.invoke(0, "acquire");
+  b.ok(0, "acquire");
+  b.invoke(0, "release");
+  b.info(0, "release");  // process 0 retires; the release did happen
+  b.invoke(1, "acquire");
+  b.ok(1, "acquire");
+  b.invoke(1, "release");
+  b.ok(1, "release");
+  EXPECT_EQ(check(b.history()).valid, Validity::kValid);
+}
+
+TEST(MutexChecker, InfoReleaseCannotTakeEffectBeforeItsInvoke) {
+  HistoryBuilder b;
+  b.invoke(0, "acquire");
+  b.ok(0, "acquire");
+  b.invoke(1, "acquire");
+  b.ok(1, "acquire");    // before 0 even tried to release
+  b.invoke(0, "release");
+  b.info(0, "release");
+  CheckResult r = check(b.history());
+  ASSERT_EQ(r.valid, Validity::kInvalid);
+  EXPECT_EQ(r.anomalies[0]["kind"], "double-grant");
+}
+
+TEST(MutexChecker, CrashedClientsAreOptional) {
+  HistoryBuilder b;
+  b.invoke(0, "acquire");
+  b.ok(0, "acquire");
+  b.invoke(0, "release");  // never completes: the client crashed, the release did happen
+  b.invoke(2, "acquire");  // never completes either
+  b.invoke(1, "acquire");
+  b.ok(1, "acquire");
+  b.invoke(3, "acquire");  // never completes: must not be required
+  EXPECT_EQ(check(b.history()).valid, Validity::kValid);
+}
+
+TEST(MutexChecker, CrashedAcquireDoesNotExplainADoubleGrant) {
+  HistoryBuilder b;
+  b.invoke(0, "acquire");
+  b.ok(0, "acquire");
+  b.invoke(2, "release");  // crashed, by a process that never held the lock
+  b.invoke(1, "acquire");
+  b.ok(1, "acquire");
+  EXPECT_EQ(check(b.history()).valid, Validity::kInvalid);
+}
+
+TEST(MutexChecker, KeysAreIndependent) {
+  HistoryBuilder b;
+  b.invoke(0, "acquire", "lock-0");
+  b.ok(0, "acquire", "lock-0");
+  b.invoke(1, "acquire", "lock-1");
+  b.ok(1, "acquire", "lock-1");  // two keys held at once by two processes: fine
+  b.invoke(0, "release", "lock-0");
+  b.ok(0, "release", "lock-0");
+  b.invoke(1, "release", "lock-1");
+  b.ok(1, "release", "lock-1");
+  CheckResult r = check(b.history());
+  EXPECT_EQ(r.valid, Validity::kValid) << r.summary;
+  EXPECT_EQ(r.stats["keys"], 2);
+}
+
+TEST(MutexChecker, AViolationOnOneKeyDoesNotHideBehindAnother) {
+  HistoryBuilder b;
+  for (int i = 0; i < 20; ++i) {  // plenty of valid traffic on lock-0
+    b.invoke(i % 3, "acquire", "lock-0");
+    b.ok(i % 3, "acquire", "lock-0");
+    b.invoke(i % 3, "release", "lock-0");
+    b.ok(i % 3, "release", "lock-0");
+  }
+  b.invoke(5, "acquire", "lock-1");
+  b.ok(5, "acquire", "lock-1");
+  b.invoke(6, "acquire", "lock-1");
+  b.ok(6, "acquire", "lock-1");
+  b.invoke(7, "acquire", "lock-2");
+  b.ok(7, "acquire", "lock-2");
+  CheckResult r = check(b.history());
+  ASSERT_EQ(r.valid, Validity::kInvalid);
+  ASSERT_EQ(r.anomalies.size(), 1u);
+  EXPECT_EQ(r.anomalies[0]["key"], "lock-1");
+  EXPECT_EQ(r.anomalies[0]["processes"], nlohmann::json::array({5, 6}));
+  EXPECT_EQ(r.stats["per_key"]["lock-0"]["verdict"], "valid");
+  EXPECT_EQ(r.stats["per_key"]["lock-1"]["verdict"], "invalid");
+  EXPECT_EQ(r.stats["per_key"]["lock-2"]["verdict"], "valid");
+}
+
+TEST(MutexChecker, NemesisAndOtherOpsAreIgnored) {
+  HistoryBuilder b;
+  b.invoke(kNemesis, "partition", "");
+  b.invoke(0, "acquire");
+  b.info(kNemesis, "partition", "", {{"fault", "partition"}});
+  b.ok(0, "acquire");
+  b.invoke(1, "add", "lock-0", 5);  // a write on a key with the lock's name: not a lock op
+  b.ok(1, "add", "lock-0", 5);
+  b.invoke(2, "read", "lock-0");
+  b.ok(2, "read", "lock-0", nlohmann::json::array({5}));
+  b.invoke(kNemesis, "heal", "");
+  b.info(kNemesis, "heal", "");
+  b.invoke(0, "release");
+  b.ok(0, "release");
+  CheckResult r = check(b.history());
+  EXPECT_EQ(r.valid, Validity::kValid) << r.summary;
+  EXPECT_EQ(r.stats["lock_ops"], 2);
+}
+
+TEST(MutexChecker, MemoryCapGivesUnknown) {
+  HistoryBuilder b;
+  b.invoke(0, "acquire");
+  b.ok(0, "acquire");
+  b.invoke(0, "release");
+  b.ok(0, "release");
+  b.invoke(1, "acquire");
+  b.ok(1, "acquire");
+  b.invoke(2, "acquire");
+  b.ok(2, "acquire");
+  MutexOptions mo;
+  mo.max_cache_bytes = 1024;  // too small for the first cache entry
+  CheckResult r = check(b.history(), mo);
+  EXPECT_EQ(r.valid, Validity::kUnknown);
+  EXPECT_NE(r.summary.find("cap"), std::string::npos) << r.summary;
+  EXPECT_EQ(check(b.history()).valid, Validity::kInvalid);
+}
+
+TEST(MutexChecker, SearchBudgetGivesUnknown) {
+  LockHistoryOptions go;
+  go.ops = 20000;
+  go.processes = 5;
+  History h = generate_lock_history(go);
+  CheckResult r = check(h, {}, std::chrono::milliseconds(0));
+  EXPECT_EQ(r.valid, Validity::kUnknown);
+  EXPECT_NE(r.summary.find("budget"), std::string::npos) << r.summary;
+}
+
+// --- Generated histories ---
+
+TEST(MutexCheckerGenerated, CorrectMutexHistoriesAreValid) {
+  for (int processes : {1, 2, 5, 20}) {
+    for (double info : {0.0, 0.05, 0.3}) {
+      LockHistoryOptions go;
+      go.ops = 5000;
+      go.processes = processes;
+      go.keys = processes > 2 ? 3 : 1;
+      go.info_fraction = info;
+      go.nemesis_interval_us = 20000;
+      go.seed = static_cast<uint64_t>(processes * 100 + info * 10);
+      LockHistoryInfo gi;
+      History h = generate_lock_history(go, &gi);
+      CheckResult r = check(h);
+      EXPECT_EQ(r.valid, Validity::kValid) << "processes " << processes << " info " << info << ": " << r.summary;
+      EXPECT_EQ(gi.injected_violations, 0);
+      if (info > 0) EXPECT_GT(gi.info, 0);
+    }
+  }
+}
+
+TEST(MutexCheckerGenerated, InjectedDoubleGrantsAreFound) {
+  for (uint64_t seed = 1; seed <= 10; ++seed) {
+    LockHistoryOptions go;
+    go.ops = 3000;
+    go.processes = 6;
+    go.info_fraction = 0.05;
+    go.violation_fraction = 0.01;
+    go.seed = seed;
+    LockHistoryInfo gi;
+    History h = generate_lock_history(go, &gi);
+    CheckResult r = check(h);
+    if (gi.injected_violations == 0) {
+      EXPECT_EQ(r.valid, Validity::kValid) << seed;
+      continue;
+    }
+    ASSERT_EQ(r.valid, Validity::kInvalid) << "seed " << seed << ": " << r.summary;
+    EXPECT_EQ(r.anomalies[0]["kind"], "double-grant") << r.anomalies[0].dump();
+  }
+}
+
+}  // namespace
+}  // namespace lockcheck
