@@ -11,6 +11,7 @@
 #include "harness/config.h"
 #include "harness/exit_codes.h"
 #include "harness/history.h"
+#include "harness/matrix.h"
 #include "harness/process.h"
 #include "harness/runner.h"
 #include "locks/lock_client.h"
@@ -29,6 +30,8 @@ const char* kUsage =
     "commands:\n"
     "  run             run one test: start the cluster, drive the workload, inject faults, check, report\n"
     "  check RUN_DIR   re-run the checkers on a stored history\n"
+    "  rerun RUN_DIR   the stored configuration and seed again\n"
+    "  test-all        a matrix of configurations with expected verdicts (JUnit XML, HTML summary)\n"
     "  list            lock algorithms, workloads, nemeses and checkers, one line each\n"
     "\n"
     "`lockcheck COMMAND --help` describes a command's flags.\n"
@@ -70,6 +73,7 @@ po::options_description run_options(RunConfig& c, RunFlags& f) {
     ("label", po::value(&c.label), "a name for the run, used in its id")
     ("config", po::value<std::string>(), "run the configuration in FILE (a config.json); only --results, --seed, --no-progress may go with it")
     ("redis-server", po::value(&c.redis_server)->default_value(c.redis_server), "redis-server binary (local cluster)")
+    ("seeds", po::value<int>(), "seed search: run N times with seeds SEED, SEED+1, ... and report how many found an anomaly and the median time to the first")
     ("no-progress", "no progress line");
   // clang-format on
   return o;
@@ -141,9 +145,9 @@ int cmd_run(const std::vector<std::string>& args, std::ostream& out, std::ostrea
   c.argv = {"lockcheck", "run"};
   c.argv.insert(c.argv.end(), args.begin(), args.end());
   validate(c);
-  RunOutcome o = run_test(c, out);
   (void)err;
-  return o.exit_code;
+  if (vm.count("seeds")) return run_seeds(c, vm["seeds"].as<int>(), out);
+  return run_test(c, out).exit_code;
 }
 
 int cmd_check(const std::vector<std::string>& args, std::ostream& out) {
@@ -164,6 +168,38 @@ int cmd_check(const std::vector<std::string>& args, std::ostream& out) {
     t = timeout;
   }
   return check_run(dir, out, t).exit_code;
+}
+
+int cmd_rerun(const std::vector<std::string>& args, std::ostream& out) {
+  po::options_description desc("lockcheck rerun RUN_DIR: the stored configuration and seed again (same fault schedule)");
+  desc.add_options()("help,h", "this help");
+  std::string dir;
+  auto vm = parse(args, desc, "run-dir", &dir);
+  if (vm.count("help")) {
+    out << desc;
+    return kExitValid;
+  }
+  if (dir.empty()) throw ConfigError("rerun: RUN_DIR is required (a folder under results/)");
+  return rerun(dir, out);
+}
+
+int cmd_test_all(const std::vector<std::string>& args, std::ostream& out) {
+  TestAllOptions o;
+  po::options_description desc("lockcheck test-all [FLAGS]: run a matrix of configurations with expected verdicts");
+  // clang-format off
+  desc.add_options()
+    ("help,h", "this help")
+    ("matrix", po::value(&o.matrix)->default_value(o.matrix), "matrix file, or a shipped one: default, quick")
+    ("junit", po::value(&o.junit_path), "write JUnit XML here (default: in the summary folder)")
+    ("parallel", po::value(&o.parallel)->default_value(o.parallel), "runs at a time")
+    ("results", po::value(&o.results_dir)->default_value(o.results_dir), "results folder");
+  // clang-format on
+  auto vm = parse(args, desc);
+  if (vm.count("help")) {
+    out << desc;
+    return kExitValid;
+  }
+  return test_all(o, out);
 }
 
 int cmd_list(const std::vector<std::string>& args, std::ostream& out) {
@@ -205,6 +241,8 @@ int cli_main(const std::vector<std::string>& args, std::ostream& out, std::ostre
     if (cmd == "run") return cmd_run(rest, out, err);
     if (cmd == "check") return cmd_check(rest, out);
     if (cmd == "list") return cmd_list(rest, out);
+    if (cmd == "rerun") return cmd_rerun(rest, out);
+    if (cmd == "test-all") return cmd_test_all(rest, out);
     err << "lockcheck: unknown command '" << cmd << "'\n\n" << kUsage;
     return kExitUsage;
   } catch (const po::error& e) {

@@ -27,6 +27,10 @@ const char* to_string(Topology t);  // "independent", "replicated"
 
 enum class NodeRole { kMaster, kReplica, kSentinel };
 
+// The name under which the Sentinels of the replicated topology monitor the master (every backend uses it;
+// Sentinel-aware lock clients ask for it).
+inline constexpr char kSentinelMasterName[] = "lockcheck";
+
 // A cluster could not be started or a primitive could not be applied (exit status 3).
 class ClusterError : public std::runtime_error {
  public:

@@ -6,8 +6,12 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <hiredis/hiredis.h>
+
 #include <boost/filesystem.hpp>
 #include <fstream>
+#include <map>
+#include <thread>
 
 #include "harness/redis_conn.h"
 #include "nemesis/clock_shim.h"
@@ -37,6 +41,7 @@ int free_loopback_port() {
 LocalClusterOptions LocalClusterOptions::from(const RunConfig& c, const std::string& run_dir) {
   LocalClusterOptions o;
   o.nodes = c.nodes;
+  o.topology = c.topology;
   o.persistence = c.persistence;
   o.redis_server = c.redis_server;
   o.nodes_dir = run_dir + "/nodes";
@@ -46,10 +51,15 @@ LocalClusterOptions LocalClusterOptions::from(const RunConfig& c, const std::str
 
 LocalCluster::LocalCluster(LocalClusterOptions opts) : opts_(std::move(opts)) {
   if (opts_.nodes < 1) throw ClusterError("a cluster needs at least one node");
+  const bool replicated = opts_.topology == Topology::kReplicated;
+  if (replicated && opts_.nodes < 2) throw ClusterError("the replicated topology needs a master and a replica");
+  if (replicated && (opts_.sentinels < 1 || opts_.sentinel_quorum < 1 || opts_.sentinel_quorum > opts_.sentinels)) {
+    throw ClusterError("the replicated topology needs at least one Sentinel and a quorum between 1 and their number");
+  }
   for (int i = 0; i < opts_.nodes; ++i) {
     NodeInfo info;
     info.name = opts_.name_prefix + std::to_string(i + 1);
-    info.role = NodeRole::kMaster;
+    info.role = replicated && i > 0 ? NodeRole::kReplica : NodeRole::kMaster;
     info.endpoint = Endpoint{"127.0.0.1", 0};
     info.log_path = opts_.nodes_dir + "/" + info.name + ".log";
     nodes_.push_back(info);
@@ -57,11 +67,105 @@ LocalCluster::LocalCluster(LocalClusterOptions opts) : opts_(std::move(opts)) {
   }
   procs_.resize(nodes_.size());
   paused_.assign(nodes_.size(), false);
+  if (replicated) {
+    for (int k = 0; k < opts_.sentinels; ++k) {
+      NodeInfo info;
+      info.name = "s" + std::to_string(k + 1);
+      info.role = NodeRole::kSentinel;
+      info.endpoint = Endpoint{"127.0.0.1", 0};
+      info.log_path = opts_.nodes_dir + "/" + info.name + ".log";
+      sentinels_.push_back(info);
+      sentinel_dirs_.push_back(opts_.nodes_dir + "/" + info.name);
+    }
+    sentinel_procs_.resize(sentinels_.size());
+  }
+}
+
+Endpoint LocalCluster::peer_endpoint(const std::string& from, size_t to) const {
+  // Direct for now. Per-party proxy links (endpoint_for(from, to)) do not work here: Sentinel identifies a
+  // master by its address and "corrects" any replica whose master address differs from its own, so every
+  // Sentinel and replica must use one and the same address per node (with one link per party the three
+  // Sentinels fight over the replicas' REPLICAOF). Routing these links needs one shared proxy link per node
+  // for all peers; and the addresses Sentinel learns by itself stay direct either way (see the header).
+  (void)from;
+  return nodes_.at(to).endpoint;
+}
+
+namespace {
+
+std::string abs_path(const std::string& p) { return fs::absolute(p).string(); }
+
+std::string config_path(const std::string& nodes_dir, const std::string& name) {
+  return abs_path(nodes_dir + "/" + name + ".conf");
+}
+
+void write_file(const std::string& path, const std::string& text) {
+  std::ofstream out(path, std::ios::trunc);
+  out << text;
+  if (!out) throw ClusterError("cannot write " + path);
+}
+
+// Sentinel replies to SENTINEL MASTER as a flat array of field, value, field, value ...
+std::map<std::string, std::string> field_map(const redisReply* r) {
+  std::map<std::string, std::string> m;
+  if (r == nullptr || r->type != REDIS_REPLY_ARRAY) return m;
+  for (size_t i = 0; i + 1 < r->elements; i += 2) {
+    const redisReply* k = r->element[i];
+    const redisReply* v = r->element[i + 1];
+    if (k->type == REDIS_REPLY_STRING && v->type == REDIS_REPLY_STRING) {
+      m[std::string(k->str, k->len)] = std::string(v->str, v->len);
+    }
+  }
+  return m;
+}
+
+}  // namespace
+
+void LocalCluster::write_node_config(size_t n) const {
+  std::string c;
+  c += "# written by lockcheck; Sentinel may rewrite it (CONFIG REWRITE) when it changes this node's role\n";
+  c += "port " + std::to_string(nodes_[n].endpoint.port) + "\n";
+  c += "bind 127.0.0.1\n";
+  c += "dir " + abs_path(data_dirs_[n]) + "\n";
+  c += "logfile " + abs_path(nodes_[n].log_path) + "\n";
+  c += "daemonize no\n";
+  c += "protected-mode no\n";
+  c += "save \"\"\n";
+  switch (opts_.persistence) {
+    case Persistence::kNone: c += "appendonly no\n"; break;
+    case Persistence::kAofEverysec: c += "appendonly yes\nappendfsync everysec\n"; break;
+    case Persistence::kAofAlways: c += "appendonly yes\nappendfsync always\n"; break;
+  }
+  if (n > 0) {
+    const Endpoint master = peer_endpoint(nodes_[n].name, 0);
+    c += "replicaof " + master.host + " " + std::to_string(master.port) + "\n";
+  }
+  write_file(config_path(opts_.nodes_dir, nodes_[n].name), c);
+}
+
+void LocalCluster::write_sentinel_config(size_t k) const {
+  const Endpoint master = peer_endpoint(sentinels_[k].name, 0);
+  const std::string m = kSentinelMasterName;
+  std::string c;
+  c += "# written by lockcheck; Sentinel rewrites it with what it learns\n";
+  c += "port " + std::to_string(sentinels_[k].endpoint.port) + "\n";
+  c += "bind 127.0.0.1\n";
+  c += "dir " + abs_path(sentinel_dirs_[k]) + "\n";
+  c += "logfile " + abs_path(sentinels_[k].log_path) + "\n";
+  c += "daemonize no\n";
+  c += "protected-mode no\n";
+  c += "sentinel monitor " + m + " " + master.host + " " + std::to_string(master.port) + " " +
+       std::to_string(opts_.sentinel_quorum) + "\n";
+  c += "sentinel down-after-milliseconds " + m + " " + std::to_string(opts_.sentinel_down_after.count()) + "\n";
+  c += "sentinel failover-timeout " + m + " " + std::to_string(opts_.sentinel_failover_timeout.count()) + "\n";
+  c += "sentinel parallel-syncs " + m + " 1\n";
+  write_file(config_path(opts_.nodes_dir, sentinels_[k].name), c);
 }
 
 LocalCluster::~LocalCluster() { stop(); }
 
 std::vector<std::string> LocalCluster::argv_for(size_t n) const {
+  if (opts_.topology == Topology::kReplicated) return {opts_.redis_server, config_path(opts_.nodes_dir, nodes_[n].name)};
   std::vector<std::string> argv = {
       opts_.redis_server,
       "--port", std::to_string(nodes_[n].endpoint.port),
@@ -122,6 +226,55 @@ void LocalCluster::spawn(size_t n) {
   }
 }
 
+void LocalCluster::spawn_sentinel(size_t k) {
+  ProcessSpec spec;
+  spec.argv = {opts_.redis_server, config_path(opts_.nodes_dir, sentinels_[k].name), "--sentinel"};
+  spec.stdout_path = sentinels_[k].log_path;
+  spec.stderr_path = "=stdout";
+  try {
+    sentinel_procs_[k] = std::make_unique<ChildProcess>(spec);
+  } catch (const SpawnError& e) {
+    throw ClusterError(std::string("cannot start Sentinel ") + sentinels_[k].name + ": " + e.what());
+  }
+  const auto deadline = std::chrono::steady_clock::now() + opts_.start_timeout;
+  while (!wait_for_ping(sentinels_[k].endpoint, std::chrono::milliseconds(100))) {
+    if (!sentinel_procs_[k]->running() || std::chrono::steady_clock::now() > deadline) {
+      sentinel_procs_[k].reset();
+      throw ClusterError("Sentinel " + sentinels_[k].name + " did not start; see " + sentinels_[k].log_path);
+    }
+  }
+}
+
+void LocalCluster::wait_until_replicated_ready() {
+  const auto deadline = std::chrono::steady_clock::now() + opts_.ready_timeout;
+  const std::string replicas = std::to_string(nodes_.size() - 1);
+  const std::string others = std::to_string(sentinels_.size() - 1);
+  std::string waiting;
+  while (std::chrono::steady_clock::now() < deadline) {
+    waiting.clear();
+    for (size_t n = 1; n < nodes_.size() && waiting.empty(); ++n) {
+      RedisConn c(nodes_[n].endpoint, std::chrono::milliseconds(200), std::chrono::milliseconds(500));
+      Reply r = c.command({"INFO", "replication"});
+      auto text = r.str();
+      if (!text || text->find("master_link_status:up") == std::string::npos) {
+        waiting = nodes_[n].name + "'s replication link to n1";
+      }
+    }
+    for (size_t k = 0; k < sentinels_.size() && waiting.empty(); ++k) {
+      RedisConn c(sentinels_[k].endpoint, std::chrono::milliseconds(200), std::chrono::milliseconds(500));
+      Reply r = c.command({"SENTINEL", "MASTER", kSentinelMasterName});
+      auto f = field_map(r.raw());
+      if (f["num-slaves"] != replicas || f["num-other-sentinels"] != others) {
+        waiting = sentinels_[k].name + " to see " + replicas + " replicas and " + others + " other Sentinels";
+      }
+    }
+    if (waiting.empty()) return;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  throw ClusterError("replicated cluster not ready within " + std::to_string(opts_.ready_timeout.count()) +
+                     " ms: waiting for " + waiting + "; see the logs under " + opts_.nodes_dir);
+}
+
 void LocalCluster::start() {
   if (!find_program(opts_.redis_server)) {
     throw ClusterError("redis-server binary not found: '" + opts_.redis_server +
@@ -149,6 +302,7 @@ void LocalCluster::start() {
       for (int attempt = 0;; ++attempt) {
         nodes_[n].endpoint.port = free_loopback_port();
         try {
+          if (opts_.topology == Topology::kReplicated) write_node_config(n);
           spawn(n);
           break;
         } catch (const ClusterError&) {
@@ -156,7 +310,23 @@ void LocalCluster::start() {
         }
       }
     }
+    for (size_t k = 0; k < sentinels_.size(); ++k) {
+      fs::create_directories(sentinel_dirs_[k], ec);
+      if (ec) throw ClusterError("cannot create " + sentinel_dirs_[k] + ": " + ec.message());
+      for (int attempt = 0;; ++attempt) {
+        sentinels_[k].endpoint.port = free_loopback_port();
+        try {
+          write_sentinel_config(k);
+          spawn_sentinel(k);
+          break;
+        } catch (const ClusterError&) {
+          if (attempt >= 2) throw;
+        }
+      }
+    }
+    if (opts_.topology == Topology::kReplicated) wait_until_replicated_ready();
   } catch (...) {
+    for (auto& p : sentinel_procs_) p.reset();
     for (auto& p : procs_) p.reset();
     throw;
   }
@@ -164,6 +334,11 @@ void LocalCluster::start() {
 
 void LocalCluster::stop() noexcept {
   std::lock_guard<std::mutex> lock(mu_);
+  // Sentinels first, so that they do not start a failover while the nodes go down.
+  for (auto& p : sentinel_procs_) {
+    if (p) p->kill_and_reap();
+    p.reset();
+  }
   for (size_t n = 0; n < procs_.size(); ++n) {
     if (procs_[n]) procs_[n]->kill_and_reap();
     procs_[n].reset();
@@ -231,6 +406,11 @@ bool LocalCluster::is_running(size_t n) const {
 pid_t LocalCluster::pid(size_t n) const {
   std::lock_guard<std::mutex> lock(mu_);
   return procs_.at(n) ? procs_[n]->pid() : -1;
+}
+
+pid_t LocalCluster::sentinel_pid(size_t k) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return sentinel_procs_.at(k) ? sentinel_procs_[k]->pid() : -1;
 }
 
 Endpoint LocalCluster::endpoint_for(const std::string& party, size_t n) const {

@@ -1,10 +1,26 @@
-// The default backend: independent redis-server processes on loopback, no root and no Docker needed.
+// The default backend: redis-server processes on loopback, no root and no Docker needed.
 // Each node has its own port (free, chosen at start and kept across restarts), data dir nodes/nX/ and log
 // nodes/nX.log under the run's folder. Persistence is off unless asked for (--persistence).
 // Every client reaches the nodes through the harness's TCP fault proxy (nemesis/fault_proxy.h): one link per
 // (party, node), made on first use by endpoint_for, so that the nemesis can cut or delay any one link without
 // root. Every node runs with the clock shim preloaded (nemesis/clock_shim.h) and its own offset file nX/clock,
 // so that set_clock_offset moves that node's wall clock at once.
+//
+// Topologies:
+//  - independent (default): N masters that know nothing of each other (Redlock's setting); started with argv.
+//  - replicated: n1 is the master, n2..nN replicate it (replicaof), and three Sentinels s1..s3 (real
+//    `redis-server CONF --sentinel` processes, data dirs nodes/sK/, logs nodes/sK.log) monitor it under the
+//    name kSentinelMasterName with quorum 2, down-after-milliseconds 1000 and failover-timeout 3000, so a dead
+//    or paused master is replaced within a few seconds. Every data node runs from its own config file
+//    nodes/nX.conf, which Sentinel rewrites (CONFIG REWRITE) when it changes the node's role: a restarted node
+//    comes back with the role Sentinel last gave it, as in a real deployment. start() returns once every
+//    replica's link is up and every Sentinel sees all replicas and the other Sentinels.
+// The address a node or Sentinel uses to reach another node (replicaof, sentinel monitor) is decided in one
+// place, peer_endpoint(). Today it is the node's own address: node-to-node and Sentinel links bypass the
+// fault proxy (clients' links do not). Routing them needs one proxy link per node shared by every peer
+// (Sentinel insists that all Sentinels and replicas name a master by the same address), and what Sentinel
+// learns by itself and hands out after a failover -- replica addresses from INFO, the other Sentinels from
+// their hello messages, the promoted master's address -- stays the nodes' own addresses.
 #pragma once
 
 #include <map>
@@ -22,6 +38,7 @@ namespace lockcheck {
 
 struct LocalClusterOptions {
   int nodes = 5;
+  Topology topology = Topology::kIndependent;
   Persistence persistence = Persistence::kNone;
   std::string redis_server = "redis-server";   // binary; a missing one is a ClusterError naming it
   std::string nodes_dir;                       // where nX/ and nX.log go; created if missing
@@ -30,6 +47,12 @@ struct LocalClusterOptions {
   bool use_proxy = true;                       // false: endpoint_for gives the node's own address, no faults
   bool use_clock_shim = true;                  // false: no LD_PRELOAD, set_clock_offset throws
   uint64_t seed = 0;                           // for the proxy's delay jitter
+  // Replicated topology only.
+  int sentinels = 3;
+  int sentinel_quorum = 2;
+  std::chrono::milliseconds sentinel_down_after{1000};       // down-after-milliseconds
+  std::chrono::milliseconds sentinel_failover_timeout{3000};  // failover-timeout
+  std::chrono::milliseconds ready_timeout{30000};  // replication links up and Sentinels aware of each other
   static LocalClusterOptions from(const RunConfig& c, const std::string& run_dir);
 };
 
@@ -41,6 +64,7 @@ class LocalCluster : public Cluster {
   void start() override;
   void stop() noexcept override;
   const std::vector<NodeInfo>& nodes() const override { return nodes_; }
+  std::vector<NodeInfo> sentinels() const override { return sentinels_; }
 
   void kill(size_t n) override;
   void restart(size_t n) override;
@@ -58,16 +82,28 @@ class LocalCluster : public Cluster {
 
   // pid of node n's redis-server, or -1 when it is down.
   pid_t pid(size_t n) const;
+  // pid of Sentinel k (0-based), or -1. REQUIRES: k < sentinels().size().
+  pid_t sentinel_pid(size_t k) const;
 
  private:
   void spawn(size_t n);  // REQUIRES: mu_ held
+  void spawn_sentinel(size_t k);  // REQUIRES: mu_ held
   std::vector<std::string> argv_for(size_t n) const;
+  // Where `from` (a node name "n2" or a Sentinel name "s1") reaches data node `to`: the one place that decides
+  // node-to-node addresses (today the node's own endpoint; the fault proxy will route through here).
+  Endpoint peer_endpoint(const std::string& from, size_t to) const;
+  void write_node_config(size_t n) const;      // replicated topology: nodes/nX.conf
+  void write_sentinel_config(size_t k) const;  // nodes/sK.conf
+  void wait_until_replicated_ready();          // REQUIRES: mu_ held; throws ClusterError
 
   LocalClusterOptions opts_;
   std::vector<NodeInfo> nodes_;
   std::vector<std::string> data_dirs_;
+  std::vector<NodeInfo> sentinels_;
+  std::vector<std::string> sentinel_dirs_;
   mutable std::mutex mu_;
   std::vector<std::unique_ptr<ChildProcess>> procs_;
+  std::vector<std::unique_ptr<ChildProcess>> sentinel_procs_;
   std::vector<bool> paused_;
 
   std::unique_ptr<FaultProxy> proxy_;

@@ -12,6 +12,7 @@
 #include <cstdio>
 #include <cstring>
 #include <fstream>
+#include <mutex>
 #include <sstream>
 #include <thread>
 
@@ -70,13 +71,59 @@ std::optional<std::string> find_program(const std::string& program) {
 
 struct ChildProcess::Impl {};
 
+namespace {
+
+// A pipe whose ends are both O_CLOEXEC (the child's end is dup2'ed onto 0 or 1, which clears the flag there);
+// the harness's end is also O_NONBLOCK. Throws SpawnError.
+void make_pipe(int fds[2], int harness_end) {
+  if (::pipe2(fds, O_CLOEXEC) != 0) throw SpawnError(std::string("pipe2: ") + std::strerror(errno));
+  int flags = ::fcntl(fds[harness_end], F_GETFL);
+  ::fcntl(fds[harness_end], F_SETFL, flags | O_NONBLOCK);
+}
+
+void close_fd(int& fd) {
+  if (fd >= 0) ::close(fd);
+  fd = -1;
+}
+
+}  // namespace
+
 ChildProcess::ChildProcess(const ProcessSpec& spec) {
   if (spec.argv.empty()) throw SpawnError("empty command line");
   auto exe = find_program(spec.argv[0]);
   if (!exe) throw SpawnError(spec.argv[0] + ": program not found");
-  int out_fd = open_output(spec.stdout_path);
-  int err_fd = spec.stderr_path == "=stdout" ? -1 : open_output(spec.stderr_path);
-  int in_fd = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
+  int in_pipe[2] = {-1, -1};   // [0] child's stdin, [1] harness writes
+  int out_pipe[2] = {-1, -1};  // [0] harness reads, [1] child's stdout
+  int out_fd = -1, err_fd = -1, in_fd = -1;
+  auto close_all = [&] {
+    close_fd(in_pipe[0]);
+    close_fd(in_pipe[1]);
+    close_fd(out_pipe[0]);
+    close_fd(out_pipe[1]);
+    close_fd(out_fd);
+    close_fd(err_fd);
+    close_fd(in_fd);
+  };
+  try {
+    if (spec.pipe_stdin) make_pipe(in_pipe, 1);
+    if (spec.pipe_stdout) make_pipe(out_pipe, 0);
+    // The child's ends move into out_fd / in_fd (closed in the harness once the child has started).
+    if (spec.pipe_stdout) {
+      std::swap(out_fd, out_pipe[1]);
+    } else {
+      out_fd = open_output(spec.stdout_path);
+    }
+    err_fd = spec.stderr_path == "=stdout" ? -1 : open_output(spec.stderr_path);
+    if (spec.pipe_stdin) {
+      std::swap(in_fd, in_pipe[0]);
+    } else {
+      in_fd = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
+    }
+    if (in_fd < 0) throw SpawnError(std::string("cannot open /dev/null: ") + std::strerror(errno));
+  } catch (...) {
+    close_all();
+    throw;
+  }
   const pid_t parent = ::getpid();
   bp::environment env = boost::this_process::environment();
   for (const auto& [k, v] : spec.env) env[k] = v;
@@ -86,6 +133,7 @@ ChildProcess::ChildProcess(const ProcessSpec& spec) {
     sigset_t all;
     sigemptyset(&all);
     sigprocmask(SIG_SETMASK, &all, nullptr);  // the harness blocks SIGINT/SIGTERM; the child must not
+    ::signal(SIGPIPE, SIG_DFL);               // the harness ignores SIGPIPE; the child gets the default back
     prctl(PR_SET_PDEATHSIG, SIGKILL);
     if (getppid() != parent) _exit(127);      // the harness died before prctl took effect
     dup2(in_fd, 0);
@@ -99,18 +147,25 @@ ChildProcess::ChildProcess(const ProcessSpec& spec) {
     pid_ = c.id();
     c.detach();  // we reap it ourselves with waitpid: bounded waits, no surprises from the destructor
   } catch (const std::exception& e) {
-    ::close(out_fd);
-    if (err_fd >= 0) ::close(err_fd);
-    ::close(in_fd);
+    close_all();
     throw SpawnError(spec.argv[0] + ": cannot start: " + e.what());
   }
-  ::close(out_fd);
-  if (err_fd >= 0) ::close(err_fd);
-  ::close(in_fd);
+  // Keep only the harness's ends of the pipes.
+  stdin_fd_ = in_pipe[1];
+  stdout_fd_ = out_pipe[0];
+  in_pipe[1] = -1;
+  out_pipe[0] = -1;
+  close_all();
   register_child(pid_);
 }
 
-ChildProcess::~ChildProcess() { kill_and_reap(); }
+void ChildProcess::close_stdin() { close_fd(stdin_fd_); }
+
+ChildProcess::~ChildProcess() {
+  kill_and_reap();
+  close_fd(stdin_fd_);
+  close_fd(stdout_fd_);
+}
 
 void ChildProcess::signal(int sig) {
   if (!status_ && pid_ > 0) ::kill(pid_, sig);
@@ -194,6 +249,68 @@ CommandResult run_command(const std::vector<std::string>& argv, std::chrono::mil
   std::remove(out_tmpl);
   std::remove(err_tmpl);
   return result;
+}
+
+std::vector<std::string> split_command_line(const std::string& line) {
+  std::vector<std::string> words;
+  std::string word;
+  bool in_word = false;
+  enum class Quote { kNone, kSingle, kDouble } quote = Quote::kNone;
+  for (size_t i = 0; i < line.size(); ++i) {
+    const char c = line[i];
+    switch (quote) {
+      case Quote::kSingle:
+        if (c == '\'') {
+          quote = Quote::kNone;
+        } else {
+          word += c;
+        }
+        break;
+      case Quote::kDouble:
+        if (c == '"') {
+          quote = Quote::kNone;
+        } else if (c == '\\' && i + 1 < line.size() && (line[i + 1] == '"' || line[i + 1] == '\\')) {
+          word += line[++i];
+        } else {
+          word += c;
+        }
+        break;
+      case Quote::kNone:
+        if (c == ' ' || c == '\t' || c == '\n' || c == '\r') {
+          if (in_word) words.push_back(word);
+          word.clear();
+          in_word = false;
+        } else if (c == '\'') {
+          quote = Quote::kSingle;
+          in_word = true;
+        } else if (c == '"') {
+          quote = Quote::kDouble;
+          in_word = true;
+        } else if (c == '\\') {
+          if (i + 1 >= line.size()) throw std::invalid_argument("command line ends with a backslash: " + line);
+          word += line[++i];
+          in_word = true;
+        } else {
+          word += c;
+          in_word = true;
+        }
+        break;
+    }
+  }
+  if (quote != Quote::kNone) throw std::invalid_argument("unterminated quote in command line: " + line);
+  if (in_word) words.push_back(word);
+  if (words.empty()) throw std::invalid_argument("empty command line");
+  return words;
+}
+
+void ignore_sigpipe() noexcept {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    struct sigaction sa {};
+    sa.sa_handler = SIG_IGN;
+    sigemptyset(&sa.sa_mask);
+    ::sigaction(SIGPIPE, &sa, nullptr);
+  });
 }
 
 void kill_all_children() noexcept {

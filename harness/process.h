@@ -28,6 +28,13 @@ struct ProcessSpec {
   std::string cwd;                                // empty: the harness's
   std::string stdout_path;                        // empty: /dev/null; otherwise appended to
   std::string stderr_path;                        // empty: /dev/null; "=stdout" joins stdout
+  // Pipes for programs the harness talks to (external lock clients). With pipe_stdin the child's stdin is a
+  // pipe whose write end is ChildProcess::stdin_fd(); with pipe_stdout its stdout is a pipe whose read end is
+  // ChildProcess::stdout_fd() (stdout_path is then ignored, and "=stdout" for stderr joins that pipe).
+  // The harness's ends are O_CLOEXEC and O_NONBLOCK: other children never inherit them, and reads and writes
+  // are bounded with poll(2) by the caller.
+  bool pipe_stdin = false;
+  bool pipe_stdout = false;
 };
 
 // Thrown when a program cannot be found or started.
@@ -58,11 +65,19 @@ class ChildProcess {
   // SIGCONT + SIGKILL, then reap. Idempotent.
   void kill_and_reap();
 
+  // The harness's ends of the pipes asked for in ProcessSpec (-1 when not asked for). Owned by this object and
+  // closed by its destructor (after the child is reaped); close_stdin() closes the write end early (EOF).
+  int stdin_fd() const { return stdin_fd_; }
+  int stdout_fd() const { return stdout_fd_; }
+  void close_stdin();
+
  private:
   struct Impl;
   std::unique_ptr<Impl> impl_;
   pid_t pid_ = -1;
   std::optional<int> status_;
+  int stdin_fd_ = -1;
+  int stdout_fd_ = -1;
 };
 
 struct CommandResult {
@@ -76,6 +91,18 @@ struct CommandResult {
 // Throws SpawnError when the program cannot be started.
 CommandResult run_command(const std::vector<std::string>& argv, std::chrono::milliseconds timeout,
                           const std::map<std::string, std::string>& env = {});
+
+// Splits a command line into argv without a shell: words are separated by blanks (space, tab, newline);
+// 'single quotes' keep everything literally; "double quotes" keep everything but \" and \\ (backslash
+// escapes); outside quotes a backslash keeps the next character literally. No variables, globs, pipes or
+// redirections: `python3 "my client.py" --flag 'a b'` gives {python3, my client.py, --flag, a b}.
+// Throws std::invalid_argument on an unterminated quote or a trailing backslash, or when there is no word.
+std::vector<std::string> split_command_line(const std::string& line);
+
+// Makes SIGPIPE ignored for the whole process (idempotent, thread-safe): a write to a closed socket or to the
+// pipe of a dead child then fails with EPIPE instead of killing the harness. hiredis writes with write(2), so
+// anything that talks to Redis nodes that may be killed needs this.
+void ignore_sigpipe() noexcept;
 
 // SIGCONT then SIGKILL to every child started through ChildProcess that is not yet reaped. Async-signal-safe
 // enough for an emergency path (reads a fixed-size table, calls kill(2) only).

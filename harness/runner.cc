@@ -164,6 +164,7 @@ class Workers {
       try {
         LockOptions lo;
         for (size_t n = 0; n < cluster_.nodes().size(); ++n) lo.nodes.push_back(cluster_.endpoint_for(party, n));
+        for (const auto& n : cluster_.nodes()) lo.node_addresses.push_back(n.endpoint);
         for (const auto& s : cluster_.sentinels()) lo.sentinels.push_back(s.endpoint);
         lo.op_timeout = std::chrono::milliseconds(cfg_.op_timeout_ms);
         lo.connect_timeout = std::chrono::milliseconds(std::min<int64_t>(cfg_.op_timeout_ms, 1000));
@@ -355,7 +356,8 @@ RunOutcome run_test(RunConfig cfg, std::ostream& out) {
     write_json_file(dir + "/results.json", results);
     log.log(results["error"].get<std::string>());
     out << "lockcheck: " << results["error"].get<std::string>() << "\n";
-    if (interrupted) out << "the history so far is in " << dir << "; check it with: lockcheck check " << dir << "\n";
+    if (interrupted) out << "the history so far is kept; check it with: lockcheck check " << dir << "\n";
+    out << "results: " << dir << "\n";
     outcome.valid = Validity::kUnknown;
     outcome.exit_code = interrupted ? 128 + interrupt.signal_number() : kExitHarness;
     return outcome;

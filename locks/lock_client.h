@@ -32,6 +32,9 @@ struct LockResult {
 
 struct LockOptions {
   std::vector<Endpoint> nodes;                            // the lock nodes as this client reaches them
+  // The same nodes' own addresses, in the same order: what Sentinel reports. A Sentinel-aware client maps a
+  // reported address to nodes[i] (the fault proxy's link for this client). Empty: the same as nodes.
+  std::vector<Endpoint> node_addresses;
   std::vector<Endpoint> sentinels;                        // replicated topology only
   std::chrono::milliseconds connect_timeout{200};
   std::chrono::milliseconds op_timeout{500};              // per request (per node for Redlock)

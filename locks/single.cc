@@ -1,12 +1,15 @@
 // `single` (V3.1 of the seeds' evolution): one Redis node; SET key token NX PX ttl with a random unique token,
 // release by the compare-and-delete script so a client never deletes a lock it no longer holds. Known limits:
 // a single point of failure (a restart without persistence forgets the lock), and no protection once the TTL
-// expires under a holder that is still working (pause, slow write): that needs fencing.
+// expires under a holder that is still working (pause, slow write): that needs fencing (--fencing adds an
+// INCR of "<key>:fence" after each acquire, see locks/fencing.h).
 #include <chrono>
 #include <map>
 
+#include "harness/process.h"
 #include "harness/random.h"
 #include "harness/redis_conn.h"
+#include "locks/fencing.h"
 #include "locks/lock_client.h"
 
 namespace lockcheck {
@@ -16,7 +19,7 @@ namespace {
 class SingleLock : public LockClient {
  public:
   explicit SingleLock(const LockOptions& o)
-      : conn_(o.nodes.at(0), o.connect_timeout, o.op_timeout) {}
+      : conn_(o.nodes.at(0), o.connect_timeout, o.op_timeout), fencing_(o.fencing) {}
 
   LockResult acquire(const std::string& key, std::chrono::milliseconds ttl) override {
     const auto start = std::chrono::steady_clock::now();
@@ -30,8 +33,10 @@ class SingleLock : public LockClient {
     if (r.is_nil()) return LockResult::fail("held");
     if (!r.is_status("OK")) return LockResult::info("unexpected reply to SET");
     tokens_[key] = token;
-    auto elapsed = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - start);
     LockResult res = LockResult::ok();
+    if (fencing_) add_fencing_token(conn_, key, res);
+    if (res.outcome != OpType::kOk) return res;
+    auto elapsed = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - start);
     res.validity_ms = (ttl - elapsed).count();
     return res;
   }
@@ -68,11 +73,15 @@ class SingleLock : public LockClient {
   }
 
   RedisConn conn_;
+  bool fencing_;
   std::map<std::string, std::string> tokens_;
 };
 
 }  // namespace
 
-std::unique_ptr<LockClient> make_single_lock(const LockOptions& o) { return std::make_unique<SingleLock>(o); }
+std::unique_ptr<LockClient> make_single_lock(const LockOptions& o) {
+  ignore_sigpipe();
+  return std::make_unique<SingleLock>(o);
+}
 
 }  // namespace lockcheck

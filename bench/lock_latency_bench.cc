@@ -1,0 +1,160 @@
+// Acquire (and release) latency of the lock clients on a healthy local cluster, one client, no contention:
+// `single` (one node, sync hiredis), `redlock` (N nodes in parallel on one libevent loop) and
+// `redlock-sequential` (N nodes one after another). Prints p50/p90/p99/max per algorithm and the ratio of each
+// p50 to single's. Figures, not assertions: see bench/README-locks.md for measured numbers.
+//
+// usage: lock_latency_bench [--cycles N] [--nodes N] [--warmup N] [--redis-server PATH]
+#include <stdlib.h>
+#include <sys/resource.h>
+
+#include <algorithm>
+#include <boost/filesystem.hpp>
+#include <chrono>
+#include <cstdio>
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include "harness/local_cluster.h"
+#include "locks/lock_client.h"
+
+namespace lockcheck {
+namespace {
+
+struct Args {
+  int cycles = 2000;
+  int nodes = 5;
+  int warmup = 200;
+  std::string redis_server = "redis-server";
+};
+
+Args parse(int argc, char** argv) {
+  Args a;
+  for (int i = 1; i < argc; ++i) {
+    std::string flag = argv[i];
+    auto value = [&]() -> std::string {
+      if (i + 1 >= argc) throw std::invalid_argument(flag + " needs a value");
+      return argv[++i];
+    };
+    if (flag == "--cycles") {
+      a.cycles = std::stoi(value());
+    } else if (flag == "--nodes") {
+      a.nodes = std::stoi(value());
+    } else if (flag == "--warmup") {
+      a.warmup = std::stoi(value());
+    } else if (flag == "--redis-server") {
+      a.redis_server = value();
+    } else {
+      throw std::invalid_argument("unknown flag " + flag +
+                                  " (usage: lock_latency_bench [--cycles N] [--nodes N] [--warmup N] [--redis-server PATH])");
+    }
+  }
+  if (a.cycles < 1 || a.nodes < 1 || a.warmup < 0) throw std::invalid_argument("--cycles and --nodes must be >= 1");
+  return a;
+}
+
+struct Stats {
+  double p50, p90, p99, max, mean;
+};
+
+Stats stats_of(std::vector<double> us) {
+  std::sort(us.begin(), us.end());
+  auto at = [&](double q) { return us[std::min(us.size() - 1, static_cast<size_t>(q * static_cast<double>(us.size())))]; };
+  double sum = 0;
+  for (double v : us) sum += v;
+  return {at(0.50), at(0.90), at(0.99), us.back(), sum / static_cast<double>(us.size())};
+}
+
+struct Result {
+  std::string name;
+  Stats acquire, release;
+  double cpu_us_per_cycle = 0;  // this thread's user+system CPU per acquire+release cycle
+  int failures = 0;
+};
+
+double thread_cpu_us() {
+  rusage ru{};
+  getrusage(RUSAGE_THREAD, &ru);
+  return static_cast<double>(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1e6 +
+         static_cast<double>(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec);
+}
+
+Result measure(const std::string& name, const LockOptions& lo, const Args& args) {
+  auto client = find_lock_algorithm(name)->make(lo);
+  Result res;
+  res.name = name;
+  std::vector<double> acq, rel;
+  acq.reserve(static_cast<size_t>(args.cycles));
+  rel.reserve(static_cast<size_t>(args.cycles));
+  const std::chrono::milliseconds ttl(10000);
+  double cpu_start = 0;
+  for (int i = 0; i < args.warmup + args.cycles; ++i) {
+    if (i == args.warmup) cpu_start = thread_cpu_us();
+    const auto t0 = std::chrono::steady_clock::now();
+    LockResult a = client->acquire("bench-lock", ttl);
+    const auto t1 = std::chrono::steady_clock::now();
+    LockResult r = client->release("bench-lock");
+    const auto t2 = std::chrono::steady_clock::now();
+    if (a.outcome != OpType::kOk || r.outcome != OpType::kOk) {
+      ++res.failures;
+      continue;
+    }
+    if (i < args.warmup) continue;
+    acq.push_back(std::chrono::duration<double, std::micro>(t1 - t0).count());
+    rel.push_back(std::chrono::duration<double, std::micro>(t2 - t1).count());
+  }
+  res.cpu_us_per_cycle = (thread_cpu_us() - cpu_start) / args.cycles;
+  if (acq.empty()) throw std::runtime_error(name + ": no successful cycle");
+  res.acquire = stats_of(acq);
+  res.release = stats_of(rel);
+  return res;
+}
+
+int run(int argc, char** argv) {
+  Args args = parse(argc, argv);
+  std::string dir = "/tmp/lockcheck-bench-XXXXXX";
+  if (::mkdtemp(&dir[0]) == nullptr) throw std::runtime_error("mkdtemp failed");
+  std::vector<Result> results;
+  {
+    LocalClusterOptions co;
+    co.nodes = args.nodes;
+    co.redis_server = args.redis_server;
+    co.nodes_dir = dir + "/nodes";
+    LocalCluster cluster(co);
+    cluster.start();
+    LockOptions lo;
+    for (size_t n = 0; n < cluster.nodes().size(); ++n) lo.nodes.push_back(cluster.endpoint_for("c0", n));
+    lo.op_timeout = std::chrono::milliseconds(500);
+    lo.connect_timeout = std::chrono::milliseconds(500);
+    lo.extra["retry_count"] = 0;
+    for (const char* name : {"single", "redlock", "redlock-sequential"}) results.push_back(measure(name, lo, args));
+    cluster.stop();
+  }
+  boost::system::error_code ec;
+  boost::filesystem::remove_all(dir, ec);
+
+  std::printf("lock latency, %d acquire+release cycles after %d warm-up, one client, %d nodes, loopback (us)\n",
+              args.cycles, args.warmup, args.nodes);
+  std::printf("%-20s %9s %9s %9s %9s %9s %8s | %9s %9s | %9s\n", "algorithm", "acq p50", "acq p90", "acq p99",
+              "acq max", "acq mean", "p50/single", "rel p50", "rel p99", "cpu/cycle");
+  const double base = results.front().acquire.p50;
+  for (const auto& r : results) {
+    const std::string failed = r.failures ? "  (" + std::to_string(r.failures) + " failed cycles)" : "";
+    std::printf("%-20s %9.1f %9.1f %9.1f %9.1f %9.1f %8.2fx | %9.1f %9.1f | %9.1f%s\n", r.name.c_str(), r.acquire.p50,
+                r.acquire.p90, r.acquire.p99, r.acquire.max, r.acquire.mean, r.acquire.p50 / base, r.release.p50,
+                r.release.p99, r.cpu_us_per_cycle, failed.c_str());
+  }
+  return 0;
+}
+
+}  // namespace
+}  // namespace lockcheck
+
+int main(int argc, char** argv) {
+  try {
+    return lockcheck::run(argc, argv);
+  } catch (const std::exception& e) {
+    std::cerr << "lock_latency_bench: " << e.what() << "\n";
+    return 2;
+  }
+}

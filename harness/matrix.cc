@@ -1,0 +1,522 @@
+#include "harness/matrix.h"
+
+#include <signal.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <boost/filesystem.hpp>
+#include <cctype>
+#include <chrono>
+#include <ctime>
+#include <fstream>
+#include <iomanip>
+#include <mutex>
+#include <set>
+#include <sstream>
+#include <thread>
+
+#include "harness/exit_codes.h"
+#include "harness/history.h"
+#include "harness/process.h"
+#include "harness/runner.h"
+#include "harness/signals.h"
+
+namespace fs = boost::filesystem;
+
+namespace lockcheck {
+
+namespace {
+
+nlohmann::json read_json(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw ConfigError(path + ": cannot open");
+  try {
+    return nlohmann::json::parse(in);
+  } catch (const nlohmann::json::parse_error& e) {
+    throw ConfigError(path + ": not valid JSON (" + e.what() + ")");
+  }
+}
+
+Validity parse_expect(const nlohmann::json& v, const std::string& where) {
+  if (v.is_string()) {
+    auto e = validity_from_string(v.get<std::string>());
+    if (e && *e != Validity::kUnknown) return *e;
+  }
+  throw ConfigError(where + ": expect must be \"valid\" or \"invalid\"");
+}
+
+std::string html_escape(const std::string& s) {
+  std::string o;
+  for (char c : s) {
+    switch (c) {
+      case '&': o += "&amp;"; break;
+      case '<': o += "&lt;"; break;
+      case '>': o += "&gt;"; break;
+      case '"': o += "&quot;"; break;
+      default: o.push_back(c);
+    }
+  }
+  return o;
+}
+
+std::string utc_stamp() {
+  std::time_t t = std::time(nullptr);  // names the summary folder only
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  std::ostringstream s;
+  s << std::put_time(&tm, "%Y%m%dT%H%M%SZ");
+  return s.str();
+}
+
+std::string self_exe() {
+  char buf[4096];
+  ssize_t n = ::readlink("/proc/self/exe", buf, sizeof buf - 1);
+  if (n <= 0) return "lockcheck";
+  buf[n] = '\0';
+  return buf;
+}
+
+// One run of one entry with one seed.
+struct Job {
+  size_t entry = 0;
+  uint64_t seed = 0;
+  int exit_code = -1;
+  std::string run_dir;
+  nlohmann::json results;   // results.json of the run (null when it has none)
+  double seconds = 0;
+};
+
+// The verdict of checker `name` in results, or nullopt.
+std::optional<Validity> checker_verdict(const nlohmann::json& results, const std::string& name) {
+  if (!results.is_object()) return std::nullopt;
+  for (const auto& c : results.value("checkers", nlohmann::json::array())) {
+    if (c.value("checker", "") == name) return validity_from_string(c.value("valid", ""));
+  }
+  return std::nullopt;
+}
+
+std::string first_anomaly_sentence(const nlohmann::json& results) {
+  if (!results.is_object()) return "";
+  for (const auto& c : results.value("checkers", nlohmann::json::array())) {
+    if (c.value("valid", "") != "invalid") continue;
+    for (const auto& a : c.value("anomalies", nlohmann::json::array())) {
+      if (a.contains("description")) return c.value("checker", "?") + ": " + a["description"].get<std::string>();
+    }
+    return c.value("checker", "?") + ": " + c.value("summary", "");
+  }
+  return "";
+}
+
+struct EntryOutcome {
+  bool met = false;
+  bool error = false;
+  std::string finding;  // one line: what was found
+};
+
+EntryOutcome judge(const MatrixEntry& e, const std::vector<const Job*>& jobs) {
+  EntryOutcome o;
+  size_t invalid = 0, valid = 0, unknown = 0;
+  std::string errors, anomaly;
+  for (const Job* j : jobs) {
+    if (j->exit_code == kExitValid) ++valid;
+    else if (j->exit_code == kExitInvalid) {
+      ++invalid;
+      if (anomaly.empty()) anomaly = "seed " + std::to_string(j->seed) + ": " + first_anomaly_sentence(j->results);
+    } else if (j->exit_code == kExitUnknown) ++unknown;
+    else {
+      if (!errors.empty()) errors += "; ";
+      std::string why = j->results.is_object() ? j->results.value("error", "") : "";
+      errors += "seed " + std::to_string(j->seed) + " exited " + std::to_string(j->exit_code) + (why.empty() ? "" : " (" + why + ")");
+    }
+  }
+  const size_t n = jobs.size();
+  std::ostringstream counts;
+  counts << invalid << "/" << n << " invalid, " << valid << "/" << n << " valid";
+  if (unknown) counts << ", " << unknown << "/" << n << " unknown";
+  if (!errors.empty()) {
+    o.error = true;
+    o.finding = "run failed: " + errors;
+    return o;
+  }
+  if (e.expect) {
+    if (*e.expect == Validity::kValid) {
+      o.met = valid == n;
+      o.finding = "expected valid, found " + counts.str() + (anomaly.empty() ? "" : " — " + anomaly);
+    } else {
+      o.met = invalid > 0;
+      o.finding = "expected invalid, found " + counts.str() + (anomaly.empty() ? "" : " — " + anomaly);
+    }
+    return o;
+  }
+  o.met = true;
+  std::ostringstream f;
+  for (const auto& [checker, want] : e.expect_checkers) {
+    size_t c_invalid = 0, c_valid = 0;
+    for (const Job* j : jobs) {
+      auto v = checker_verdict(j->results, checker);
+      c_invalid += v == Validity::kInvalid;
+      c_valid += v == Validity::kValid;
+    }
+    const bool met = want == Validity::kValid ? c_valid == n : c_invalid > 0;
+    o.met = o.met && met;
+    f << (f.tellp() > 0 ? "; " : "") << checker << ": expected " << to_string(want) << ", found " << c_invalid << "/"
+      << n << " invalid";
+  }
+  o.finding = f.str() + (anomaly.empty() ? "" : " — " + anomaly);
+  return o;
+}
+
+std::string xml_escape(const std::string& s) { return html_escape(s); }
+
+void write_junit(const std::string& path, const Matrix& m, const std::vector<EntryOutcome>& outcomes,
+                 const std::vector<double>& seconds) {
+  size_t failures = 0, errors = 0;
+  double total = 0;
+  for (size_t i = 0; i < outcomes.size(); ++i) {
+    failures += !outcomes[i].met && !outcomes[i].error;
+    errors += outcomes[i].error;
+    total += seconds[i];
+  }
+  std::ofstream out(path);
+  if (!out) throw std::runtime_error("cannot write " + path);
+  out << "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n";
+  out << "<testsuites name=\"lockcheck\" tests=\"" << outcomes.size() << "\" failures=\"" << failures << "\" errors=\""
+      << errors << "\" time=\"" << total << "\">\n";
+  out << "  <testsuite name=\"lockcheck." << xml_escape(m.name) << "\" tests=\"" << outcomes.size() << "\" failures=\""
+      << failures << "\" errors=\"" << errors << "\" time=\"" << total << "\">\n";
+  for (size_t i = 0; i < outcomes.size(); ++i) {
+    out << "    <testcase classname=\"lockcheck." << xml_escape(m.name) << "\" name=\"" << xml_escape(m.entries[i].name)
+        << "\" time=\"" << seconds[i] << "\">\n";
+    if (outcomes[i].error) {
+      out << "      <error message=\"" << xml_escape(outcomes[i].finding) << "\"/>\n";
+    } else if (!outcomes[i].met) {
+      out << "      <failure message=\"" << xml_escape(outcomes[i].finding) << "\"/>\n";
+    } else {
+      out << "      <system-out>" << xml_escape(outcomes[i].finding) << "</system-out>\n";
+    }
+    out << "    </testcase>\n";
+  }
+  out << "  </testsuite>\n</testsuites>\n";
+}
+
+void write_summary(const std::string& path, const Matrix& m, const std::vector<EntryOutcome>& outcomes,
+                   const std::vector<Job>& jobs) {
+  std::ofstream out(path);
+  if (!out) throw std::runtime_error("cannot write " + path);
+  size_t met = 0;
+  for (const auto& o : outcomes) met += o.met;
+  const fs::path base = fs::absolute(fs::path(path).parent_path());
+  out << "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>lockcheck test-all: " << html_escape(m.name)
+      << "</title><style>body{font-family:sans-serif;margin:2em}table{border-collapse:collapse}"
+         "td,th{border:1px solid #ccc;padding:4px 8px;text-align:left;vertical-align:top}"
+         ".met{background:#e6f4ea}.missed{background:#fce8e6}h1 .met,h1 .missed{padding:0 .3em}</style></head><body>\n";
+  out << "<h1>lockcheck test-all: " << html_escape(m.name) << " — <span class=\""
+      << (met == outcomes.size() ? "met\">all " : "missed\">") << met << " of " << outcomes.size()
+      << " expectations met</span></h1>\n<table><tr><th>entry</th><th>lock</th><th>workload</th><th>nemesis</th>"
+         "<th>expected</th><th>found</th><th>runs</th></tr>\n";
+  for (size_t i = 0; i < m.entries.size(); ++i) {
+    const auto& e = m.entries[i];
+    std::string expect = e.expect ? to_string(*e.expect) : "";
+    for (const auto& [c, v] : e.expect_checkers) expect += (expect.empty() ? "" : ", ") + c + ": " + to_string(v);
+    out << "<tr class=\"" << (outcomes[i].met ? "met" : "missed") << "\"><td>" << html_escape(e.name) << "</td><td>"
+        << html_escape(e.config.lock) << "</td><td>" << html_escape(e.config.workload) << "</td><td>"
+        << html_escape(e.config.nemesis.empty() ? "none" : nlohmann::json(e.config.nemesis).dump()) << "</td><td>"
+        << html_escape(expect) << "</td><td>" << html_escape(outcomes[i].finding) << "</td><td>";
+    for (const auto& j : jobs) {
+      if (j.entry != i) continue;
+      std::string verdict = j.results.is_object() ? j.results.value("valid", "?") : "error";
+      if (j.run_dir.empty()) {
+        out << "seed " << j.seed << ": " << html_escape(verdict) << "<br>";
+      } else {
+        const std::string rel = fs::relative(fs::absolute(j.run_dir) / "report.html", base).string();
+        out << "<a href=\"" << html_escape(rel) << "\">seed " << j.seed << ": " << html_escape(verdict) << "</a><br>";
+      }
+    }
+    out << "</td></tr>\n";
+  }
+  out << "</table></body></html>\n";
+}
+
+// The run folder a `lockcheck run` printed ("results: DIR").
+std::string run_dir_from_log(const std::string& log) {
+  std::ifstream in(log);
+  std::string line, dir;
+  while (std::getline(in, line)) {
+    if (line.rfind("results: ", 0) == 0) dir = line.substr(9);
+  }
+  return dir;
+}
+
+}  // namespace
+
+Matrix parse_matrix(const nlohmann::json& j, const std::string& results_dir) {
+  if (!j.is_object()) throw ConfigError("matrix: must be a JSON object");
+  Matrix m;
+  m.name = j.value("name", "matrix");
+  const nlohmann::json defaults = j.value("defaults", nlohmann::json::object());
+  if (!defaults.is_object()) throw ConfigError("matrix: \"defaults\" must be an object");
+  auto it = j.find("entries");
+  if (it == j.end() || !it->is_array() || it->empty()) throw ConfigError("matrix: \"entries\" must be a non-empty array");
+  std::set<std::string> names;
+  for (const auto& e : *it) {
+    if (!e.is_object() || !e.contains("name") || !e["name"].is_string()) {
+      throw ConfigError("matrix: every entry needs a \"name\" string");
+    }
+    MatrixEntry me;
+    me.name = e["name"].get<std::string>();
+    const std::string where = "matrix entry '" + me.name + "'";
+    if (!names.insert(me.name).second) throw ConfigError(where + ": name given twice");
+    nlohmann::json cfg = defaults;
+    for (auto f = e.begin(); f != e.end(); ++f) {
+      if (f.key() == "name" || f.key() == "expect" || f.key() == "seeds") continue;
+      cfg[f.key() == "time" ? "time_limit_s" : f.key()] = f.value();
+    }
+    try {
+      from_json(cfg, me.config);
+      me.config.label = me.name;
+      me.config.results_dir = results_dir;
+      me.config.progress = false;
+      validate(me.config);
+    } catch (const ConfigError& err) {
+      throw ConfigError(where + ": " + err.what());
+    }
+    auto seeds = e.find("seeds");
+    if (seeds == e.end()) {
+      me.seeds = {me.config.seed ? me.config.seed : 1};
+    } else if (seeds->is_number_unsigned() && seeds->get<uint64_t>() >= 1 && seeds->get<uint64_t>() <= 1000) {
+      const uint64_t base = me.config.seed ? me.config.seed : 1;
+      for (uint64_t s = 0; s < seeds->get<uint64_t>(); ++s) me.seeds.push_back(base + s);
+    } else if (seeds->is_array() && !seeds->empty()) {
+      for (const auto& s : *seeds) {
+        if (!s.is_number_unsigned() || s.get<uint64_t>() == 0) throw ConfigError(where + ": seeds must be positive integers");
+        me.seeds.push_back(s.get<uint64_t>());
+      }
+    } else {
+      throw ConfigError(where + ": seeds must be a count from 1 to 1000 or a list of seeds");
+    }
+    auto expect = e.find("expect");
+    if (expect == e.end()) throw ConfigError(where + ": expect is required");
+    if (expect->is_object()) {
+      for (auto c = expect->begin(); c != expect->end(); ++c) {
+        if (!make_checker(c.key())) throw ConfigError(where + ": expect names unknown checker '" + c.key() + "'");
+        me.expect_checkers.emplace_back(c.key(), parse_expect(c.value(), where));
+      }
+      if (me.expect_checkers.empty()) throw ConfigError(where + ": expect must name at least one checker");
+    } else {
+      me.expect = parse_expect(*expect, where);
+    }
+    m.entries.push_back(std::move(me));
+  }
+  return m;
+}
+
+Matrix load_matrix(const std::string& file_or_name, const std::string& results_dir) {
+  std::string path = file_or_name;
+  if (file_or_name.find('/') == std::string::npos && file_or_name.find('.') == std::string::npos) {
+    const char* dir = std::getenv("LOCKCHECK_MATRIX_DIR");
+    path = std::string(dir ? dir : LOCKCHECK_SOURCE_DIR "/harness/matrix") + "/" + file_or_name + ".json";
+  }
+  return parse_matrix(read_json(path), results_dir);
+}
+
+int test_all(const TestAllOptions& opts, std::ostream& out) {
+  Matrix m = load_matrix(opts.matrix, opts.results_dir);
+  if (opts.parallel < 1 || opts.parallel > 16) throw ConfigError("--parallel: must be between 1 and 16");
+  const std::string dir = opts.results_dir + "/test-all-" + m.name + "-" + utc_stamp();
+  fs::create_directories(dir + "/logs");
+  const std::string binary = opts.lockcheck_binary.empty() ? self_exe() : opts.lockcheck_binary;
+
+  std::vector<Job> jobs;
+  for (size_t i = 0; i < m.entries.size(); ++i) {
+    for (uint64_t s : m.entries[i].seeds) {
+      Job j;
+      j.entry = i;
+      j.seed = s;
+      jobs.push_back(j);
+    }
+  }
+  out << "test-all: " << m.name << ": " << m.entries.size() << " entries, " << jobs.size() << " runs, " << opts.parallel
+      << " at a time\n" << std::flush;
+
+  InterruptGuard interrupt;
+  std::atomic<size_t> next{0};
+  std::mutex mu;
+  auto worker = [&] {
+    while (!interrupt.interrupted()) {
+      const size_t k = next.fetch_add(1);
+      if (k >= jobs.size()) return;
+      Job& job = jobs[k];
+      const MatrixEntry& e = m.entries[job.entry];
+      RunConfig cfg = e.config;
+      cfg.seed = job.seed;
+      const std::string stem = dir + "/logs/" + e.name + "-s" + std::to_string(job.seed);
+      {
+        std::ofstream cf(stem + ".config.json");
+        cf << nlohmann::json(cfg).dump(2) << "\n";
+      }
+      const auto t0 = std::chrono::steady_clock::now();
+      try {
+        ProcessSpec spec;
+        spec.argv = {binary, "run", "--config", stem + ".config.json", "--no-progress"};
+        spec.stdout_path = stem + ".log";
+        spec.stderr_path = "=stdout";
+        ChildProcess child(spec);
+        std::optional<int> st;
+        bool forwarded = false;
+        while (!(st = child.wait_for(std::chrono::milliseconds(200)))) {
+          if (interrupt.interrupted() && !forwarded) {
+            child.signal(SIGTERM);  // the run stops the orderly way and undoes its faults
+            forwarded = true;
+          }
+        }
+        job.exit_code = *st;
+      } catch (const std::exception& ex) {
+        job.exit_code = kExitHarness;
+        std::ofstream(stem + ".log", std::ios::app) << "lockcheck test-all: " << ex.what() << "\n";
+      }
+      job.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      job.run_dir = run_dir_from_log(stem + ".log");
+      if (!job.run_dir.empty() && fs::exists(job.run_dir + "/results.json")) {
+        try {
+          job.results = read_json(job.run_dir + "/results.json");
+        } catch (const ConfigError&) {
+          job.results = nullptr;
+        }
+      }
+      std::lock_guard<std::mutex> lock(mu);
+      out << "  " << std::left << std::setw(32) << (e.name + " s" + std::to_string(job.seed)) << " exit " << job.exit_code
+          << " (" << (job.results.is_object() ? job.results.value("valid", "?") : "no results") << ", " << std::fixed
+          << std::setprecision(1) << job.seconds << " s)\n" << std::flush;
+    }
+  };
+  std::vector<std::thread> pool;
+  for (int i = 0; i < opts.parallel; ++i) pool.emplace_back(worker);
+  for (auto& t : pool) t.join();
+
+  std::vector<EntryOutcome> outcomes;
+  std::vector<double> seconds(m.entries.size(), 0);
+  size_t met = 0;
+  out << "\n";
+  for (size_t i = 0; i < m.entries.size(); ++i) {
+    std::vector<const Job*> mine;
+    for (const auto& j : jobs) {
+      if (j.entry == i && j.exit_code != -1) {
+        mine.push_back(&j);
+        seconds[i] += j.seconds;
+      }
+    }
+    EntryOutcome o;
+    if (mine.size() != m.entries[i].seeds.size()) {
+      o.error = true;
+      o.finding = "not run (interrupted)";
+    } else {
+      o = judge(m.entries[i], mine);
+    }
+    met += o.met;
+    out << (o.met ? "  met     " : "  MISSED  ") << std::left << std::setw(28) << m.entries[i].name << o.finding << "\n";
+    outcomes.push_back(o);
+  }
+  const std::string junit = opts.junit_path.empty() ? dir + "/junit.xml" : opts.junit_path;
+  write_junit(junit, m, outcomes, seconds);
+  write_summary(dir + "/summary.html", m, outcomes, jobs);
+  out << "\n" << met << " of " << m.entries.size() << " expectations met\n"
+      << "junit: " << junit << "\nsummary: " << dir << "/summary.html\n";
+  if (interrupt.interrupted()) return 128 + interrupt.signal_number();
+  return met == m.entries.size() ? kExitValid : kExitInvalid;
+}
+
+std::optional<int64_t> first_anomaly_ns(const std::string& run_dir) {
+  nlohmann::json results = read_json(run_dir + "/results.json");
+  std::optional<int64_t> first;
+  std::vector<int64_t> op_indices;
+  for (const auto& c : results.value("checkers", nlohmann::json::array())) {
+    if (c.value("valid", "") != "invalid") continue;
+    for (const auto& a : c.value("anomalies", nlohmann::json::array())) {
+      if (a.contains("from_ns") && a["from_ns"].is_number()) {
+        int64_t t = a["from_ns"].get<int64_t>();
+        if (!first || t < *first) first = t;
+      } else if (a.contains("ops") && a["ops"].is_array()) {
+        for (const auto& i : a["ops"]) {
+          if (i.is_number_integer()) op_indices.push_back(i.get<int64_t>());
+        }
+      }
+    }
+  }
+  if (!op_indices.empty()) {
+    History h = read_history(run_dir + "/history.jsonl");
+    for (int64_t i : op_indices) {
+      if (i >= 0 && i < static_cast<int64_t>(h.size()) && (!first || h[i].time_ns < *first)) first = h[i].time_ns;
+    }
+  }
+  return first;
+}
+
+int run_seeds(const RunConfig& base, int n, std::ostream& out) {
+  if (n < 1 || n > 1000) throw ConfigError("--seeds: must be between 1 and 1000");
+  std::vector<double> firsts;
+  int found = 0, failed = 0;
+  const uint64_t first_seed = base.seed ? base.seed : 1;
+  for (int i = 0; i < n; ++i) {
+    RunConfig cfg = base;
+    cfg.seed = first_seed + static_cast<uint64_t>(i);
+    RunOutcome o = run_test(cfg, out);
+    if (o.exit_code > kExitUnknown) return o.exit_code;  // interrupted
+    if (o.exit_code == kExitHarness || o.exit_code == kExitUsage) ++failed;
+    if (o.valid == Validity::kInvalid) {
+      ++found;
+      if (auto t = first_anomaly_ns(o.run_dir)) firsts.push_back(static_cast<double>(*t) / 1e9);
+    }
+  }
+  out << "\nseed search: " << found << " of " << n << " seeds found an anomaly";
+  if (failed) out << " (" << failed << " runs failed)";
+  if (!firsts.empty()) {
+    std::sort(firsts.begin(), firsts.end());
+    const double median = firsts.size() % 2 ? firsts[firsts.size() / 2]
+                                            : (firsts[firsts.size() / 2 - 1] + firsts[firsts.size() / 2]) / 2;
+    out << "; median time to the first anomaly " << std::fixed << std::setprecision(1) << median << " s (min "
+        << firsts.front() << " s, max " << firsts.back() << " s)";
+  }
+  out << "\n";
+  if (found) return kExitInvalid;
+  return failed ? kExitHarness : kExitValid;
+}
+
+std::pair<size_t, size_t> fault_timeline_match(const History& old_run, const History& new_run) {
+  auto faults = [](const History& h) {
+    std::vector<std::string> v;
+    for (const auto& op : h) {
+      if (op.process != kNemesis || !op.is_invoke()) continue;
+      nlohmann::json key = {op.f, op.value.is_object() ? op.value.value("fault", nlohmann::json()) : nlohmann::json(),
+                            op.value.is_object() ? op.value.value("targets", nlohmann::json()) : nlohmann::json()};
+      v.push_back(key.dump());
+    }
+    return v;
+  };
+  auto a = faults(old_run), b = faults(new_run);
+  size_t k = 0;
+  while (k < a.size() && k < b.size() && a[k] == b[k]) ++k;
+  return {k, a.size()};
+}
+
+int rerun(const std::string& run_dir, std::ostream& out) {
+  RunConfig cfg = read_run_config(run_dir);
+  cfg.results_dir = fs::path(run_dir).parent_path().string();
+  if (cfg.results_dir.empty()) cfg.results_dir = ".";
+  cfg.argv = {"lockcheck", "rerun", run_dir};
+  validate(cfg);
+  RunOutcome o = run_test(cfg, out);
+  if (o.run_dir.empty() || !fs::exists(o.run_dir + "/history.jsonl")) return o.exit_code;
+  auto [matched, total] = fault_timeline_match(read_history(run_dir + "/history.jsonl"),
+                                               read_history(o.run_dir + "/history.jsonl"));
+  out << "rerun of " << run_dir << ": fault timeline matched " << matched << " of " << total
+      << " faults (same action, fault and targets, in order)\n";
+  if (fs::exists(o.run_dir + "/results.json")) {
+    nlohmann::json r = read_json(o.run_dir + "/results.json");
+    r["rerun"] = {{"of", run_dir}, {"faults_matched", matched}, {"faults", total}};
+    std::ofstream(o.run_dir + "/results.json") << r.dump(2) << "\n";
+  }
+  return o.exit_code;
+}
+
+}  // namespace lockcheck

@@ -1,0 +1,96 @@
+// `getset` (V1.1 of the seeds' evolution, 003): the value is the lock's expiry time, a Unix timestamp in ms
+// from the client's wall clock, and Redis never expires the key itself. Acquire: SETNX key <now+ttl>; if the
+// key exists, GET it, and when that expiry is in the past, GETSET key <now+ttl>: the client that gets back the
+// old value it saw has stolen the expired lock. Release: DEL. Defects, all kept:
+//  - correctness rests on synchronised client clocks (a client whose clock runs ahead steals live locks);
+//  - GETSET overwrites the holder's value even for the client that then loses the race, moving the expiry;
+//  - DEL deletes the lock even when another client has stolen it in the meantime (a holder past its expiry);
+//  - under contention the value keeps being overwritten while nobody gets the lock.
+#include <map>
+
+#include "harness/process.h"
+#include "locks/fencing.h"
+#include "locks/single_node.h"
+
+namespace lockcheck {
+
+namespace {
+
+// The recipe's clock: the client's wall clock, Unix ms.
+int64_t wall_ms() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+std::optional<int64_t> parse_ms(const std::string& s) {
+  try {
+    size_t used = 0;
+    long long v = std::stoll(s, &used);
+    if (used != s.size()) return std::nullopt;
+    return v;
+  } catch (const std::exception&) {
+    return std::nullopt;
+  }
+}
+
+class GetsetLock : public LockClient {
+ public:
+  explicit GetsetLock(const LockOptions& o)
+      : conn_(o.nodes.at(0), o.connect_timeout, o.op_timeout), fencing_(o.fencing) {}
+
+  LockResult acquire(const std::string& key, std::chrono::milliseconds ttl) override {
+    const auto start = std::chrono::steady_clock::now();
+    std::string expiry = std::to_string(wall_ms() + ttl.count());
+    Reply r = conn_.command({"SETNX", key, expiry});
+    if (!r.ok()) return transport_result(r);
+    auto set = r.integer();
+    if (!set) return LockResult::info("unexpected reply to SETNX");
+    if (*set == 0) {
+      // Held: is it expired? A GET changes nothing, so a failed GET is a plain fail.
+      Reply g = conn_.command({"GET", key});
+      if (!g.ok()) return LockResult::fail("held; " + g.error);
+      auto old = g.str();
+      if (!old) return LockResult::fail("held (released meanwhile)");
+      auto old_ms = parse_ms(*old);
+      if (!old_ms) return LockResult::fail("held (value is not a timestamp)");
+      if (*old_ms >= wall_ms()) return LockResult::fail("held");
+      expiry = std::to_string(wall_ms() + ttl.count());
+      Reply gs = conn_.command({"GETSET", key, expiry});
+      if (!gs.ok()) return transport_result(gs);
+      auto current = gs.str();
+      // Lost the race: another client stole it first. Our GETSET has overwritten its expiry all the same.
+      if (!current || *current != *old) return LockResult::fail("held (another client stole the expired lock first)");
+    }
+    held_[key] = expiry;
+    LockResult res = LockResult::ok();
+    if (fencing_) add_fencing_token(conn_, key, res);
+    if (res.outcome == OpType::kOk) res.validity_ms = ttl.count() - ms_since(start);
+    return res;
+  }
+
+  LockResult release(const std::string& key) override {
+    if (!held_.count(key)) return LockResult::fail("not held by this client");
+    Reply r = conn_.command({"DEL", key});  // the recipe's release: whoever holds it now
+    LockResult res = one_or_zero_result(r, "DEL");
+    if (res.outcome != OpType::kInfo) held_.erase(key);
+    return res;
+  }
+
+  LockResult extend(const std::string&, std::chrono::milliseconds) override {
+    return LockResult::fail("unsupported");
+  }
+
+ private:
+  RedisConn conn_;
+  bool fencing_;
+  std::map<std::string, std::string> held_;  // key -> the expiry value we wrote
+};
+
+}  // namespace
+
+std::unique_ptr<LockClient> make_getset_lock(const LockOptions& o) {
+  ignore_sigpipe();
+  return std::make_unique<GetsetLock>(o);
+}
+
+}  // namespace lockcheck
