@@ -5,6 +5,7 @@
 #include <boost/filesystem.hpp>
 #include <chrono>
 #include <ctime>
+#include <functional>
 #include <fstream>
 #include <iomanip>
 #include <memory>
@@ -23,6 +24,8 @@
 #include "harness/version.h"
 #include "locks/lock_client.h"
 #include "report/report.h"
+#include "nemesis/client_pauses.h"
+#include "nemesis/driver.h"
 #include "workloads/workload.h"
 
 namespace fs = boost::filesystem;
@@ -134,8 +137,9 @@ class Progress {
 class Workers {
  public:
   Workers(const RunConfig& cfg, Cluster& cluster, HistoryWriter& history, Workload& workload,
-          const std::atomic<bool>& stop, RunLog& log)
-      : cfg_(cfg), cluster_(cluster), history_(history), workload_(workload), stop_(stop), log_(log) {}
+          const std::atomic<bool>& stop, RunLog& log, ClientPauses& pauses)
+      : cfg_(cfg), cluster_(cluster), history_(history), workload_(workload), stop_(stop), log_(log),
+        pauses_(pauses) {}
   ~Workers() { join(); }
 
   void start() {
@@ -170,7 +174,7 @@ class Workers {
         lo.extra = {{"client_cmd", cfg_.client_cmd}, {"wait_replicas", cfg_.wait_replicas}};
         auto client = algo->make(lo);
         ProcessEnv env{p, *client, history_, std::mt19937_64(derive_seed(cfg_.seed, static_cast<uint64_t>(p))),
-                       stop_, cfg_};
+                       stop_, cfg_, &pauses_};
         if (workload_.run_process(env) == ProcessExit::kStopped) return;
         log_.log("process " + std::to_string(p) + " retired after an info op; slot " + std::to_string(slot) +
                  " continues as process " + std::to_string(p + cfg_.concurrency));
@@ -190,6 +194,7 @@ class Workers {
   Workload& workload_;
   const std::atomic<bool>& stop_;
   RunLog& log_;
+  ClientPauses& pauses_;
   std::vector<std::thread> threads_;
   std::mutex mu_;
   std::string error_;
@@ -204,6 +209,17 @@ void write_reports(const std::string& run_dir, std::ostream& out) {
     out << "lockcheck: cannot write the report: " << e.what() << "\n";
   }
 }
+// Runs a function when the scope ends, also by an exception (the run's orderly stop on every path).
+class OnScopeExit {
+ public:
+  explicit OnScopeExit(std::function<void()> fn) : fn_(std::move(fn)) {}
+  ~OnScopeExit() { fn_(); }
+  OnScopeExit(const OnScopeExit&) = delete;
+  OnScopeExit& operator=(const OnScopeExit&) = delete;
+
+ private:
+  std::function<void()> fn_;
+};
 
 void print_verdict(std::ostream& out, const nlohmann::json& results, const std::string& run_dir) {
   out << "verdict: " << results.value("valid", "unknown") << "\n";
@@ -284,9 +300,19 @@ RunOutcome run_test(RunConfig cfg, std::ostream& out) {
     WorkloadEnv wenv{cfg, *cluster, history, dir};
     workload->setup(wenv);
     {
+      // Scoped in this order so that, whatever ends the run (time limit, signal, exception), the stop flag is
+      // set, then every fault is undone (the nemesis driver heals, resumes, resets clocks, ends client
+      // pauses), then the workers are joined, then the driver's thread ends; the cluster stops after that.
       std::atomic<bool> stop{false};
-      Workers workers(cfg, *cluster, history, *workload, stop, log);
+      ClientPauses pauses(cfg.concurrency);
+      NemesisDriver nemesis(cfg, *cluster, history, pauses, &log);
+      Workers workers(cfg, *cluster, history, *workload, stop, log, pauses);
+      OnScopeExit stop_on_exit([&] {
+        stop.store(true);
+        nemesis.finish();
+      });
       Progress progress(out, cfg.progress, cfg.time_limit_s);
+      nemesis.start(dir + "/schedule.json");
       workers.start();
       const auto limit = std::chrono::duration<double>(cfg.time_limit_s);
       const auto t0 = std::chrono::steady_clock::now();
@@ -297,11 +323,13 @@ RunOutcome run_test(RunConfig cfg, std::ostream& out) {
       stop.store(true);
       log.log(interrupt.interrupted() ? "interrupted by signal " + std::to_string(interrupt.signal_number())
                                       : "time limit reached");
+      nemesis.finish();
       workers.join();
       progress.tick(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), history.counts(), true);
       progress.done();
       duration_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
       failure = workers.first_error();
+      if (failure.empty()) failure = nemesis.error();
     }
     workload->finish(wenv);
     counts = history.counts();

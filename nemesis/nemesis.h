@@ -6,10 +6,14 @@
 //   {"fault": "partition", "phase": "stop",  "targets": ["n1","n2"]}
 // fault: partition, delay, pause, kill, clock, client-pause, failover, ...; phase "start" applies a fault,
 // "stop" heals it (a fault period for the report runs from a start's completion to the next stop of the same
-// fault); targets: node names ("n1") or client processes ("p3"). The op's f names the action itself
-// ("partition", "heal", "pause", "resume", "kill", "restart", "clock-bump", "clock-reset", ...).
+// fault); targets: node names ("n1"), client slots ("c2") or client processes ("p3"). The op's f names the action
+// itself ("partition", "heal", "pause", "resume", "kill", "restart", "clock-bump", "clock-reset", ...).
+// detail always holds "step", the index of the fault in the run's schedule (schedule.json) when the driver
+// applied it. The faults: nemesis/partition.cc, delay.cc, pause.cc, kill.cc, clock.cc, client_pause.cc,
+// failover.cc; the schedule: nemesis/schedule.h; the thread that applies it: nemesis/driver.h.
 #pragma once
 
+#include <atomic>
 #include <memory>
 #include <random>
 #include <string>
@@ -21,10 +25,41 @@
 
 namespace lockcheck {
 
+class ClientPauses;
+class HolderTracker;
+class LinkFaults;
+
 struct NemesisEnv {
   const RunConfig& config;
   Cluster& cluster;
   HistoryWriter& history;
+  // Optional collaborators (all owned by the caller, outliving the env; the run's NemesisDriver sets them all):
+  ClientPauses* client_pauses = nullptr;  // where client-pause arms its pauses; null: client-pause answers info
+  HolderTracker* holders = nullptr;       // the live lock holders (holder targeting); null: aim keeps the plan
+  LinkFaults* links = nullptr;            // network faults shared by every nemesis; null: each keeps its own
+  const std::atomic<bool>* stopping = nullptr;  // set when the run ends: long waits inside invoke return early
+};
+
+// What the schedule generator knows of a run when it plans faults: names only, no live state.
+struct PlanContext {
+  std::vector<std::string> nodes;      // data nodes "n1", "n2", ...
+  std::vector<std::string> sentinels;  // "s1", ... (replicated topology), else empty
+  std::vector<std::string> slots;      // client slots "c0", "c1", ...
+  Topology topology = Topology::kIndependent;
+  int64_t ttl_ms = 1000;
+  int64_t interval_ms = 5000;
+  int64_t restart_delay_ms = 0;
+  static PlanContext from(const RunConfig& c, const std::vector<std::string>& node_names,
+                          const std::vector<std::string>& sentinel_names);
+};
+
+// One planned fault: the start op's f, targets and detail, how long until its stop, and the stop op's f.
+struct FaultPlan {
+  std::string f;                                          // e.g. "partition", "kill", "clock-bump"
+  nlohmann::json targets = nlohmann::json::array();       // node names, client slots ("c2") or processes ("p7")
+  nlohmann::json detail = nlohmann::json::object();       // everything invoke needs to apply it (mode, links ...)
+  int64_t duration_ms = 0;                                // from the start to the stop op
+  std::string stop_f;                                     // e.g. "heal", "restart", "clock-reset"
 };
 
 class Nemesis {
@@ -32,10 +67,22 @@ class Nemesis {
   virtual ~Nemesis() = default;
   virtual std::string name() const = 0;
   virtual void setup(NemesisEnv& env) { (void)env; }
-  // Applies op (an invoke of process kNemesis whose f this nemesis handles); returns its completion.
+  // Applies op (an invoke of process kNemesis whose value has this nemesis's "fault" name; phase "start"
+  // applies value.detail to value.targets, phase "stop" undoes every fault of this nemesis still in force);
+  // returns its completion (ok, or info when it may have been applied only in part), whose value says what was
+  // done. Throws only for a malformed op; the driver records an exception as info.
   virtual Op invoke(NemesisEnv& env, const Op& op) = 0;
   // Undoes every fault still in force. Never throws.
   virtual void teardown(NemesisEnv& env) noexcept = 0;
+
+  // Draws one fault from rng (the schedule generator; random targeting). Pure: same rng state, same plan.
+  virtual FaultPlan plan(const PlanContext& ctx, std::mt19937_64& rng) const = 0;
+  // Holder targeting: re-aims plan at what the live run has in a held lock (the holder's client, the nodes
+  // that hold its key), just before the fault is applied. Bounded (short Redis reads at most); the default
+  // keeps the plan.
+  virtual void aim(NemesisEnv& env, FaultPlan& plan) const { (void)env, (void)plan; }
+  // Restricts plan() to one of this nemesis's modes ("partition:client-split"). False for an unknown mode.
+  virtual bool select_mode(const std::string& mode) { (void)mode; return false; }
 };
 
 struct NemesisInfo {
@@ -45,6 +92,7 @@ struct NemesisInfo {
 };
 // The registry (nemesis/registry.cc): one line per nemesis. "none" is not in it: it means an empty list.
 const std::vector<NemesisInfo>& nemesis_registry();
-std::unique_ptr<Nemesis> make_nemesis(const std::string& name);  // nullptr when unknown
+// name is a registry name or "name:mode" (a nemesis restricted to one mode). nullptr when unknown.
+std::unique_ptr<Nemesis> make_nemesis(const std::string& name);
 
 }  // namespace lockcheck

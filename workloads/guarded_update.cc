@@ -80,6 +80,7 @@ class GuardedUpdate : public Workload {
         sleep_unless_stopped(env.stop, std::chrono::milliseconds(uniform(env.rng, 1, 10)));
         continue;
       }
+      env.pause_point();  // client-pause: a holder stopped here past the TTL reads and writes on regardless
       // The process holds the lock (it believes): one update, however long it takes.
       if (update(env, *conn, res_key, a.token, work) == OpType::kInfo) return ProcessExit::kRetired;
       LockResult r = record_lock_op(env, "release", lock_key, [&] { return env.client.release(lock_key); });

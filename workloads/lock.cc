@@ -25,6 +25,7 @@ class LockWorkload : public Workload {
         sleep_unless_stopped(env.stop, std::chrono::milliseconds(uniform(env.rng, 1, 10)));
         continue;
       }
+      env.pause_point();  // client-pause: a holder stopped here for longer than the TTL still thinks it holds
       // Hold: the process believes it holds the lock and uses the resource. Cut short at the end of the run.
       sleep_unless_stopped(env.stop, std::chrono::milliseconds(uniform(env.rng, 0, hold_max)));
       LockResult r = record_lock_op(env, "release", key, [&] { return env.client.release(key); });

@@ -15,6 +15,7 @@
 #include "harness/config.h"
 #include "harness/history.h"
 #include "locks/lock_client.h"
+#include "nemesis/client_pauses.h"
 
 namespace lockcheck {
 
@@ -34,6 +35,14 @@ struct ProcessEnv {
   std::mt19937_64 rng;                  // seeded from the run seed and the process id
   const std::atomic<bool>& stop;        // set when the time limit is reached or the run is interrupted
   const RunConfig& config;
+  ClientPauses* pauses = nullptr;       // the client-pause nemesis's hook; null: pause_point() does nothing
+
+  // The pause point of Kleppmann's "GC pause": call it right after an ok acquire, before the lock is used.
+  // Blocks while the client-pause nemesis has a pause armed for this process's slot (bounded by the pause's
+  // length; returns early when the run stops).
+  void pause_point() {
+    if (pauses) pauses->pause_point(process, stop);
+  }
 };
 
 // Why run_process returned.

@@ -1,0 +1,82 @@
+// Nemesis `client-pause`: the "GC pause" of Kleppmann's analysis. The lock holder stops, right after its
+// acquire succeeded, for longer than the TTL (pause_ms, 2 x TTL by default) and then carries on as if it still
+// held the lock: a lock with a TTL cannot prevent that, a fencing token checked by the resource can.
+// Start arms a pause (nemesis/client_pauses.h) for client slots: random targeting one random slot, holder
+// targeting every slot (so the next process to acquire, the new holder, takes it at once). The first process of
+// those slots to reach its pause point during the fault period pauses; the stop op disarms what did not fire
+// and reports, in detail.paused, which process paused and for how long (a pause in progress runs to its end).
+// Teardown ends every pause at once.
+#include "nemesis/client_pauses.h"
+#include "nemesis/fault_util.h"
+
+namespace lockcheck {
+
+namespace {
+
+using nlohmann::json;
+namespace u = nemesis_util;
+
+class ClientPause : public Nemesis {
+ public:
+  std::string name() const override { return "client-pause"; }
+
+  FaultPlan plan(const PlanContext& ctx, std::mt19937_64& rng) const override {
+    FaultPlan p;
+    p.f = "client-pause";
+    p.stop_f = "client-resume";
+    p.duration_ms = ctx.interval_ms;
+    if (!ctx.slots.empty()) p.targets = json::array({u::pick(ctx.slots, rng)});
+    p.detail = {{"pause_ms", 2 * ctx.ttl_ms}};
+    return p;
+  }
+
+  void aim(NemesisEnv& env, FaultPlan& plan) const override {
+    json all = json::array();
+    for (int s = 0; s < env.config.concurrency; ++s) all.push_back("c" + std::to_string(s));
+    plan.targets = all;
+    plan.detail["fires"] = "first to acquire";
+  }
+
+  Op invoke(NemesisEnv& env, const Op& op) override {
+    const bool start = u::phase_of(op) == "start";
+    if (!env.client_pauses) {
+      return u::complete(op, OpType::kInfo, json::array(), u::detail_of(op), "no client pause hook in this run");
+    }
+    ClientPauses& pauses = *env.client_pauses;
+    if (start) {
+      json detail = u::detail_of(op);
+      std::vector<int> slots;
+      for (const auto& t : u::strings(op.value.value("targets", json::array()))) {
+        if (t.size() < 2 || t[0] != 'c') throw std::invalid_argument("client-pause: target '" + t + "' is not a client slot");
+        slots.push_back(std::stoi(t.substr(1)));
+      }
+      const int64_t pause_ms = detail.value("pause_ms", int64_t{2 * env.config.ttl_ms});
+      const int64_t id = pauses.arm(slots, std::chrono::milliseconds(pause_ms));
+      detail["arm"] = id;
+      return u::complete(op, OpType::kOk, op.value.value("targets", json::array()), detail);
+    }
+    pauses.disarm_all();
+    json paused = json::array(), targets = json::array();
+    for (const auto& f : pauses.fired(reported_)) {
+      json p = {{"process", f.process}, {"slot", f.slot}, {"pause_ms", f.armed_for.count()}};
+      if (f.lasted) p["lasted_ms"] = f.lasted->count();
+      paused.push_back(p);
+      targets.push_back("p" + std::to_string(f.process));
+      reported_ = std::max(reported_, f.arm_id);
+    }
+    return u::complete(op, OpType::kOk, targets, {{"paused", paused}});
+  }
+
+  void teardown(NemesisEnv& env) noexcept override {
+    if (env.client_pauses) env.client_pauses->release_all();
+  }
+
+ private:
+  int64_t reported_ = 0;
+};
+
+}  // namespace
+
+std::unique_ptr<Nemesis> make_client_pause_nemesis() { return std::make_unique<ClientPause>(); }
+
+}  // namespace lockcheck

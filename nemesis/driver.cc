@@ -1,0 +1,297 @@
+#include "nemesis/driver.h"
+
+#include <cstdio>
+#include <fstream>
+#include <map>
+
+namespace lockcheck {
+
+namespace {
+
+void write_json_atomically(const std::string& path, const nlohmann::json& j) {
+  const std::string tmp = path + ".tmp";
+  {
+    std::ofstream out(tmp);
+    if (!out) throw std::runtime_error("cannot write " + tmp);
+    out << j.dump(2) << "\n";
+    if (!out) throw std::runtime_error("cannot write " + tmp);
+  }
+  if (std::rename(tmp.c_str(), path.c_str()) != 0) throw std::runtime_error("cannot rename " + tmp + " to " + path);
+}
+
+}  // namespace
+
+NemesisDriver::NemesisDriver(const RunConfig& cfg, Cluster& cluster, HistoryWriter& history, ClientPauses& pauses,
+                             RunLog* log)
+    : cfg_(cfg), cluster_(cluster), history_(history), pauses_(pauses), log_(log), env_{cfg, cluster, history} {
+  for (const auto& name : cfg.nemesis) {
+    auto n = make_nemesis(name);
+    if (!n) throw ConfigError("--nemesis: unknown nemesis '" + name + "' (see lockcheck list)");
+    nemeses_.push_back(std::move(n));
+  }
+  env_.client_pauses = &pauses_;
+  env_.links = &links_;
+  env_.stopping = &stopping_;
+  if (cfg.nemesis_targeting == "holder" && !nemeses_.empty()) {
+    holders_ = HolderTracker::attach(history);
+    env_.holders = holders_.get();
+  }
+  std::vector<std::string> nodes, sentinels;
+  for (const auto& n : cluster.nodes()) nodes.push_back(n.name);
+  for (const auto& s : cluster.sentinels()) sentinels.push_back(s.name);
+  schedule_ = make_schedule(cfg, PlanContext::from(cfg, nodes, sentinels), nemeses_);
+  in_force_.resize(nemeses_.size());
+}
+
+NemesisDriver::~NemesisDriver() {
+  finish();
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    release_thread_ = true;
+  }
+  cv_.notify_all();
+  if (thread_.joinable()) thread_.join();
+}
+
+void NemesisDriver::start(const std::string& schedule_path) {
+  schedule_path_ = schedule_path;
+  if (!schedule_path_.empty()) write_json_atomically(schedule_path_, to_json(schedule_));
+  for (size_t k = 0; k < nemeses_.size(); ++k) {
+    try {
+      nemeses_[k]->setup(env_);
+    } catch (...) {
+      for (size_t j = 0; j <= k; ++j) nemeses_[j]->teardown(env_);
+      throw;
+    }
+  }
+  t0_ = std::chrono::steady_clock::now();
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    started_ = true;
+  }
+  if (!nemeses_.empty()) {
+    log("nemesis: " + std::to_string(schedule_.plan.size()) + " scheduled steps, targeting " + cfg_.nemesis_targeting);
+    thread_ = std::thread([this] { loop(); });
+  }
+}
+
+void NemesisDriver::finish() noexcept {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (torn_down_) return;
+    stopping_.store(true);
+  }
+  cv_.notify_all();
+  if (thread_.joinable()) {
+    std::unique_lock<std::mutex> lock(mu_);
+    cv_.wait(lock, [this] { return torn_down_; });  // every step of the teardown is bounded
+  } else {
+    if (started_ && !nemeses_.empty()) teardown_all();
+    std::lock_guard<std::mutex> lock(mu_);
+    torn_down_ = true;
+  }
+  write_schedule();
+}
+
+nlohmann::json NemesisDriver::executed() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return executed_;
+}
+
+std::string NemesisDriver::error() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return error_;
+}
+
+int64_t NemesisDriver::elapsed_ms() const {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0_).count();
+}
+
+bool NemesisDriver::sleep_until_ms(int64_t due_ms) {
+  std::unique_lock<std::mutex> lock(mu_);
+  cv_.wait_until(lock, t0_ + std::chrono::milliseconds(due_ms), [this] { return stopping_.load(); });
+  return !stopping_.load();
+}
+
+void NemesisDriver::log(const std::string& line) {
+  if (log_) log_->log(line);
+}
+
+void NemesisDriver::loop() noexcept {
+  try {
+    // For each start step, the step of its planned stop (absent: its stop is past the time limit).
+    std::map<int64_t, int64_t> stop_of;
+    for (const auto& e : schedule_.plan) {
+      if (e.phase == Phase::kStop) stop_of[e.start_step] = e.step;
+    }
+    size_t cursor = 0;
+    while (!stopping_.load()) {
+      while (cursor < schedule_.plan.size() && schedule_.plan[cursor].phase == Phase::kStop) ++cursor;
+      // The next thing due: a planned start, or the stop of a fault in force (due its duration after its
+      // actual start). Stops first on a tie.
+      std::optional<size_t> stop_k;
+      for (size_t k = 0; k < in_force_.size(); ++k) {
+        const InForce& f = in_force_[k];
+        if (f.active && f.stop_planned && (!stop_k || f.due_ms < in_force_[*stop_k].due_ms)) stop_k = k;
+      }
+      const bool have_start = cursor < schedule_.plan.size();
+      if (!have_start && !stop_k) break;
+      if (stop_k && (!have_start || in_force_[*stop_k].due_ms <= schedule_.plan[cursor].at_ms)) {
+        if (!sleep_until_ms(in_force_[*stop_k].due_ms)) break;
+        apply_stop(*stop_k, stop_of[in_force_[*stop_k].start_step]);
+        continue;
+      }
+      const ScheduleEntry& e = schedule_.plan[cursor++];
+      if (!sleep_until_ms(e.at_ms)) break;
+      if (in_force_[e.nemesis].active) apply_stop(e.nemesis, -1);  // only when a holder wait ran long
+      apply_start(e);
+      auto it = stop_of.find(e.step);
+      in_force_[e.nemesis].stop_planned = it != stop_of.end();
+    }
+  } catch (const std::exception& e) {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (error_.empty()) error_ = std::string("nemesis: ") + e.what();
+  }
+  {
+    std::unique_lock<std::mutex> lock(mu_);
+    cv_.wait(lock, [this] { return stopping_.load(); });  // finish() is certain: the destructor calls it
+  }
+  teardown_all();
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    torn_down_ = true;
+  }
+  cv_.notify_all();
+  // Park until the destructor: nodes this thread restarted die with it (PR_SET_PDEATHSIG).
+  std::unique_lock<std::mutex> lock(mu_);
+  cv_.wait(lock, [this] { return release_thread_; });
+}
+
+Op NemesisDriver::run(size_t k, Op invoke) {
+  invoke.process = kNemesis;
+  invoke.type = OpType::kInvoke;
+  const Op recorded = history_.record(invoke);
+  Op done;
+  try {
+    done = nemeses_[k]->invoke(env_, recorded);
+  } catch (const std::exception& e) {
+    done = recorded;
+    done.type = OpType::kInfo;
+    done.error = e.what();
+  }
+  done.process = kNemesis;
+  if (done.type == OpType::kInvoke) done.type = OpType::kInfo;
+  done.f = recorded.f;
+  if (!done.value.is_object()) done.value = recorded.value;
+  done.value["fault"] = recorded.value["fault"];
+  done.value["phase"] = recorded.value["phase"];
+  if (!done.value.contains("detail") || !done.value["detail"].is_object()) done.value["detail"] = nlohmann::json::object();
+  for (const char* field : {"step", "start_step", "final"}) {
+    if (recorded.value["detail"].contains(field)) done.value["detail"][field] = recorded.value["detail"][field];
+  }
+  return history_.record(done);
+}
+
+void NemesisDriver::apply_start(const ScheduleEntry& e) {
+  const size_t k = e.nemesis;
+  FaultPlan plan = e.fault;
+  plan.detail["step"] = e.step;
+  if (holders_) {
+    const int64_t wait_ms = std::min<int64_t>(5000, std::max<int64_t>(1, static_cast<int64_t>(cfg_.nemesis_interval_s * 500)));
+    auto fresh = holders_->wait_for_fresh(holders_->acquires_seen(), std::chrono::milliseconds(wait_ms), &stopping_);
+    if (stopping_.load()) return;
+    bool aimed = false;
+    if (fresh) {
+      try {
+        nemeses_[k]->aim(env_, plan);
+        aimed = true;
+      } catch (const std::exception& ex) {
+        log("nemesis: aiming step " + std::to_string(e.step) + " failed (" + ex.what() + "); using the plan");
+        plan = e.fault;
+      }
+    }
+    plan.detail["step"] = e.step;
+    plan.detail["aimed"] = aimed;
+  }
+  Op op;
+  op.f = plan.f;
+  op.value = {{"fault", nemeses_[k]->name()}, {"phase", "start"}, {"targets", plan.targets}, {"detail", plan.detail}};
+  const int64_t at = elapsed_ms();
+  Op done = run(k, op);
+  InForce& f = in_force_[k];
+  f.active = true;
+  f.stop_f = plan.stop_f;
+  f.targets = done.value.value("targets", nlohmann::json::array());
+  f.start_step = e.step;
+  f.due_ms = at + std::max<int64_t>(0, plan.duration_ms);
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    executed_.push_back({{"step", e.step}, {"at_ms", at}, {"phase", "start"}, {"f", plan.f},
+                         {"targets", f.targets}, {"outcome", to_string(done.type)}});
+  }
+  log("nemesis: " + plan.f + " " + f.targets.dump() + " -> " + to_string(done.type) +
+      (done.error.empty() ? "" : " (" + done.error + ")"));
+}
+
+void NemesisDriver::apply_stop(size_t k, int64_t step) {
+  InForce& f = in_force_[k];
+  Op op;
+  op.f = f.stop_f;
+  nlohmann::json detail = {{"step", step >= 0 ? nlohmann::json(step) : nlohmann::json(nullptr)},
+                           {"start_step", f.start_step}};
+  if (step < 0) detail["final"] = true;
+  op.value = {{"fault", nemeses_[k]->name()}, {"phase", "stop"}, {"targets", f.targets}, {"detail", detail}};
+  const int64_t at = elapsed_ms();
+  Op done = run(k, op);
+  f.active = false;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    executed_.push_back({{"step", detail["step"]}, {"at_ms", at}, {"phase", "stop"}, {"f", f.stop_f},
+                         {"targets", done.value.value("targets", nlohmann::json::array())},
+                         {"outcome", to_string(done.type)}});
+  }
+  log("nemesis: " + f.stop_f + " " + f.targets.dump() + " -> " + to_string(done.type) +
+      (done.error.empty() ? "" : " (" + done.error + ")"));
+}
+
+void NemesisDriver::teardown_all() noexcept {
+  // The recorded heals first, so that the history shows every fault period closed ...
+  for (size_t k = 0; k < in_force_.size(); ++k) {
+    if (!in_force_[k].active) continue;
+    try {
+      apply_stop(k, -1);
+    } catch (const std::exception& e) {
+      log(std::string("nemesis: final heal failed: ") + e.what());
+    }
+  }
+  // ... then each nemesis's own teardown, then the safety net.
+  for (auto& n : nemeses_) n->teardown(env_);
+  links_.heal_all(cluster_);
+  pauses_.release_all();
+  for (size_t n = 0; n < cluster_.nodes().size(); ++n) {
+    try {
+      if (cluster_.is_running(n)) cluster_.resume(n);
+    } catch (const std::exception&) {
+      // Not paused, or the backend cannot tell: stop() sends SIGCONT before it kills anyway.
+    }
+    try {
+      cluster_.set_clock_offset(n, std::chrono::nanoseconds(0));
+    } catch (const std::exception&) {
+      // A backend without clock faults.
+    }
+  }
+  log("nemesis: every fault undone");
+}
+
+void NemesisDriver::write_schedule() noexcept {
+  if (schedule_path_.empty()) return;
+  try {
+    nlohmann::json j = to_json(schedule_);
+    j["executed"] = executed();
+    write_json_atomically(schedule_path_, j);
+  } catch (const std::exception& e) {
+    log(std::string("nemesis: cannot write schedule.json: ") + e.what());
+  }
+}
+
+}  // namespace lockcheck

@@ -1,0 +1,108 @@
+// The nemesis thread of a run: applies the schedule (nemesis/schedule.h) at its times, records every fault
+// and heal in the history as ops of process kNemesis (invoke, then the nemesis's completion; an exception
+// becomes info), and undoes every fault when the run ends, whatever ended it.
+//
+// Lifecycle (the run loop, harness/runner.cc):
+//   NemesisDriver d(cfg, cluster, history, pauses, &log);  // makes the nemeses, plans the schedule
+//   d.start(run_dir + "/schedule.json");                  // writes the plan, sets up the nemeses, starts
+//   ... workload runs ...
+//   d.finish();     // stops applying the schedule, heals what is in force (recorded stop ops), tears every
+//                   // nemesis down, adds "executed" to schedule.json. Idempotent; the destructor calls it.
+// Teardown also heals every proxy link, resumes every node, resets every node clock and ends every client
+// pause, as a safety net beyond what each nemesis knows it did.
+//
+// Holder targeting (cfg.nemesis_targeting == "holder"): before each fault the thread waits, at most half an
+// interval (and at most 5 s), for a fresh ok acquire in the live history, then lets the nemesis aim at it
+// (Nemesis::aim); the stop of a fault follows its actual start by the planned duration.
+//
+// Threads: the faults are applied on the driver's own thread, which lives until the destructor: a node
+// restarted by the kill nemesis is a child of that thread (PR_SET_PDEATHSIG), so the thread must outlive the
+// workload. Every wait is bounded; finish() returns once the thread has torn everything down.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "harness/run_log.h"
+#include "nemesis/client_pauses.h"
+#include "nemesis/holders.h"
+#include "nemesis/link_faults.h"
+#include "nemesis/schedule.h"
+
+namespace lockcheck {
+
+class NemesisDriver {
+ public:
+  // Makes one nemesis per name in cfg.nemesis (ConfigError for an unknown one) and plans the schedule.
+  // Everything passed in must outlive the driver. log may be null.
+  NemesisDriver(const RunConfig& cfg, Cluster& cluster, HistoryWriter& history, ClientPauses& pauses, RunLog* log);
+  ~NemesisDriver();
+  NemesisDriver(const NemesisDriver&) = delete;
+  NemesisDriver& operator=(const NemesisDriver&) = delete;
+
+  const Schedule& schedule() const { return schedule_; }
+
+  // Writes the plan to schedule_path (empty: nowhere), runs every nemesis's setup and starts the thread;
+  // schedule times count from this call. Throws on a file error or a failed setup (then nothing is running).
+  void start(const std::string& schedule_path);
+
+  // See the header comment. Never throws; blocks until the teardown is done (each step is bounded).
+  void finish() noexcept;
+
+  // What was applied so far (schedule.json's "executed").
+  nlohmann::json executed() const;
+  // The first harness error of the thread (an exception that escaped a nemesis's bookkeeping), or "".
+  std::string error() const;
+
+ private:
+  struct InForce {
+    bool active = false;
+    std::string stop_f;
+    nlohmann::json targets;
+    int64_t start_step = -1;
+    int64_t due_ms = 0;  // when its stop is due
+    bool stop_planned = false;
+  };
+
+  void loop() noexcept;
+  void apply_start(const ScheduleEntry& e);
+  void apply_stop(size_t k, int64_t step);
+  Op run(size_t k, Op invoke);  // records the invoke, applies it, records and returns the completion
+  void teardown_all() noexcept;
+  int64_t elapsed_ms() const;
+  bool sleep_until_ms(int64_t due_ms);  // false when finish() was called
+  void write_schedule() noexcept;
+  void log(const std::string& line);
+
+  const RunConfig& cfg_;
+  Cluster& cluster_;
+  HistoryWriter& history_;
+  ClientPauses& pauses_;
+  RunLog* log_;
+  std::vector<std::unique_ptr<Nemesis>> nemeses_;
+  std::shared_ptr<HolderTracker> holders_;
+  LinkFaults links_;
+  std::atomic<bool> stopping_{false};
+  NemesisEnv env_;
+  Schedule schedule_;
+  std::string schedule_path_;
+  std::vector<InForce> in_force_;
+  std::chrono::steady_clock::time_point t0_;
+
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  bool started_ = false;
+  bool torn_down_ = false;
+  bool release_thread_ = false;
+  nlohmann::json executed_ = nlohmann::json::array();
+  std::string error_;
+  std::thread thread_;
+};
+
+}  // namespace lockcheck

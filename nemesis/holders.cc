@@ -1,0 +1,84 @@
+#include "nemesis/holders.h"
+
+#include <algorithm>
+
+#include "harness/redis_conn.h"
+
+namespace lockcheck {
+
+std::shared_ptr<HolderTracker> HolderTracker::attach(HistoryWriter& history) {
+  auto t = std::make_shared<HolderTracker>();
+  history.observe([t](const Op& op) { t->on_op(op); });
+  return t;
+}
+
+void HolderTracker::on_op(const Op& op) {
+  if (!op.is_client()) return;
+  bool acquired = false;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (op.is_ok() && op.f == "acquire") {
+      Holding h;
+      h.key = op.key;
+      h.process = op.process;
+      h.since_ns = op.time_ns;
+      h.seen = std::chrono::steady_clock::now();
+      h.serial = ++serial_;
+      holdings_.push_back(h);
+      acquired = true;
+    } else if ((op.is_invoke() && op.f == "release") || op.is_info()) {
+      const bool all = op.is_info();
+      holdings_.erase(std::remove_if(holdings_.begin(), holdings_.end(),
+                                     [&](const Holding& h) {
+                                       return h.process == op.process && (all || h.key == op.key);
+                                     }),
+                      holdings_.end());
+    }
+  }
+  if (acquired) cv_.notify_all();
+}
+
+std::vector<Holding> HolderTracker::current() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return holdings_;
+}
+
+uint64_t HolderTracker::acquires_seen() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return serial_;
+}
+
+std::optional<Holding> HolderTracker::wait_for_fresh(uint64_t after_serial, std::chrono::milliseconds timeout,
+                                                     const std::atomic<bool>* stop) const {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  std::unique_lock<std::mutex> lock(mu_);
+  while (true) {
+    for (auto it = holdings_.rbegin(); it != holdings_.rend(); ++it) {
+      if (it->serial > after_serial) return *it;
+    }
+    const auto now = std::chrono::steady_clock::now();
+    if (now >= deadline || (stop && stop->load())) break;
+    // stop is not tied to the condition variable: look at it every 20 ms.
+    cv_.wait_for(lock, std::min<std::chrono::steady_clock::duration>(deadline - now, std::chrono::milliseconds(20)));
+  }
+  if (holdings_.empty()) return std::nullopt;
+  return holdings_.back();
+}
+
+std::vector<size_t> nodes_holding(const Cluster& cluster, const std::string& key, std::chrono::milliseconds timeout) {
+  std::vector<size_t> out;
+  const auto& nodes = cluster.nodes();
+  for (size_t n = 0; n < nodes.size(); ++n) {
+    if (!cluster.is_running(n)) continue;
+    RedisConn c(nodes[n].endpoint, timeout, timeout);
+    Reply r = c.command({"EXISTS", key});
+    if (r.ok() && r.integer().value_or(0) == 1) out.push_back(n);
+  }
+  return out;
+}
+
+std::string slot_of(Process p, int concurrency) {
+  return "c" + std::to_string(concurrency > 0 ? p % concurrency : p);
+}
+
+}  // namespace lockcheck

@@ -1,0 +1,98 @@
+#include "nemesis/link_faults.h"
+
+namespace lockcheck {
+
+void LinkFaults::cut(Cluster& c, const std::string& owner, const std::string& a, const std::string& b) {
+  std::lock_guard<std::mutex> lock(mu_);
+  const Pair p = pair(a, b);
+  c.cut(p.first, p.second);
+  cuts_[p].insert(owner);
+}
+
+std::vector<LinkFaults::Pair> LinkFaults::uncut_all(Cluster& c, const std::string& owner) {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::vector<Pair> mine;
+  std::string first_error;
+  for (auto it = cuts_.begin(); it != cuts_.end();) {
+    if (!it->second.erase(owner)) {
+      ++it;
+      continue;
+    }
+    mine.push_back(it->first);
+    if (it->second.empty()) {
+      try {
+        c.heal(it->first.first, it->first.second);  // also clears the pair's delay ...
+        apply_delay(c, it->first);                  // ... which another nemesis may still want
+      } catch (const std::exception& e) {
+        if (first_error.empty()) first_error = e.what();
+      }
+      it = cuts_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+  if (!first_error.empty()) throw ClusterError(first_error);
+  return mine;
+}
+
+void LinkFaults::delay(Cluster& c, const std::string& owner, const std::string& a, const std::string& b,
+                       std::chrono::milliseconds delay, std::chrono::milliseconds jitter) {
+  std::lock_guard<std::mutex> lock(mu_);
+  const Pair p = pair(a, b);
+  delays_[p][owner] = Delay{delay, jitter, ++order_};
+  apply_delay(c, p);
+}
+
+std::vector<LinkFaults::Pair> LinkFaults::undelay_all(Cluster& c, const std::string& owner) {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::vector<Pair> mine;
+  std::string first_error;
+  for (auto it = delays_.begin(); it != delays_.end();) {
+    if (!it->second.erase(owner)) {
+      ++it;
+      continue;
+    }
+    mine.push_back(it->first);
+    try {
+      apply_delay(c, it->first);
+    } catch (const std::exception& e) {
+      if (first_error.empty()) first_error = e.what();
+    }
+    it = it->second.empty() ? delays_.erase(it) : std::next(it);
+  }
+  if (!first_error.empty()) throw ClusterError(first_error);
+  return mine;
+}
+
+void LinkFaults::apply_delay(Cluster& c, const Pair& p) {
+  auto it = delays_.find(p);
+  if (it == delays_.end() || it->second.empty()) {
+    c.set_delay(p.first, p.second, std::chrono::milliseconds(0), std::chrono::milliseconds(0));
+    return;
+  }
+  const Delay* newest = nullptr;
+  for (const auto& kv : it->second) {
+    if (!newest || kv.second.order > newest->order) newest = &kv.second;
+  }
+  c.set_delay(p.first, p.second, newest->delay, newest->jitter);
+}
+
+void LinkFaults::heal_all(Cluster& c) noexcept {
+  std::lock_guard<std::mutex> lock(mu_);
+  cuts_.clear();
+  delays_.clear();
+  try {
+    c.heal_all();
+  } catch (...) {
+    // Nothing more to do: the cluster's stop() closes the proxy anyway.
+  }
+}
+
+std::vector<LinkFaults::Pair> LinkFaults::cut_pairs() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::vector<Pair> out;
+  for (const auto& kv : cuts_) out.push_back(kv.first);
+  return out;
+}
+
+}  // namespace lockcheck

@@ -1,0 +1,111 @@
+// The common part of the nemeses that act on whole data nodes (pause, kill): which nodes. Modes are counts:
+// one, minority, majority, all (nemesis_util::count_for); the nodes are drawn at plan time. Holder targeting
+// re-aims at the same number of nodes, taken first among the nodes that hold the current holder's key.
+// A subclass applies and undoes the fault on node indices and says how long the fault lasts.
+#pragma once
+
+#include <mutex>
+#include <set>
+
+#include "nemesis/fault_util.h"
+#include "nemesis/holders.h"
+
+namespace lockcheck {
+
+class NodeFault : public Nemesis {
+ public:
+  bool select_mode(const std::string& mode) override {
+    const auto& m = nemesis_util::count_modes();
+    if (std::find(m.begin(), m.end(), mode) == m.end()) return false;
+    mode_ = mode;
+    return true;
+  }
+
+  FaultPlan plan(const PlanContext& ctx, std::mt19937_64& rng) const override {
+    const std::string mode = mode_.empty() ? nemesis_util::pick(nemesis_util::count_modes(), rng) : mode_;
+    FaultPlan p;
+    p.f = start_f();
+    p.stop_f = stop_f();
+    p.duration_ms = duration_ms(ctx);
+    p.targets = nemesis_util::pick_nodes(ctx.nodes, nemesis_util::count_for(mode, ctx.nodes.size()), rng);
+    p.detail = {{"mode", mode}};
+    add_detail(ctx, p.detail);
+    return p;
+  }
+
+  void aim(NemesisEnv& env, FaultPlan& plan) const override {
+    if (!env.holders) return;
+    auto held = env.holders->current();
+    if (held.empty()) return;
+    const Holding& h = held.back();
+    const auto& nodes = env.cluster.nodes();
+    const size_t k = plan.targets.size();
+    std::vector<std::string> chosen;
+    for (size_t n : nodes_holding(env.cluster, h.key)) {
+      if (chosen.size() < k) chosen.push_back(nodes[n].name);
+    }
+    for (const auto& t : nemesis_util::strings(plan.targets)) {  // fill up with the planned ones
+      if (chosen.size() < k && std::find(chosen.begin(), chosen.end(), t) == chosen.end()) chosen.push_back(t);
+    }
+    std::sort(chosen.begin(), chosen.end(), nemesis_util::party_less);
+    plan.targets = chosen;
+    plan.detail["aimed_at"] = {{"process", h.process}, {"key", h.key}};
+  }
+
+  Op invoke(NemesisEnv& env, const Op& op) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    const bool start = nemesis_util::phase_of(op) == "start";
+    std::vector<std::string> names =
+        start ? nemesis_util::strings(op.value.value("targets", nlohmann::json::array()))
+              : std::vector<std::string>(in_force_.begin(), in_force_.end());
+    std::sort(names.begin(), names.end(), nemesis_util::party_less);
+    std::string error;
+    nlohmann::json done = nlohmann::json::array();
+    for (const auto& name : names) {
+      try {
+        const size_t n = nemesis_util::node_index(env.cluster, name);
+        if (start) {
+          apply(env, n);
+          in_force_.insert(name);
+        } else {
+          undo(env, n);
+          in_force_.erase(name);
+        }
+        done.push_back(name);
+      } catch (const std::exception& e) {
+        if (error.empty()) error = name + ": " + e.what();
+      }
+    }
+    nlohmann::json detail = start ? nemesis_util::detail_of(op) : nlohmann::json::object();
+    return nemesis_util::complete(op, error.empty() ? OpType::kOk : OpType::kInfo, done, detail, error);
+  }
+
+  void teardown(NemesisEnv& env) noexcept override {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (const auto& name : in_force_) {
+      try {
+        teardown_node(env, nemesis_util::node_index(env.cluster, name));
+      } catch (...) {
+        // The cluster's stop() sends SIGCONT and SIGKILL to every node anyway.
+      }
+    }
+    in_force_.clear();
+  }
+
+ protected:
+  virtual std::string start_f() const = 0;
+  virtual std::string stop_f() const = 0;
+  virtual int64_t duration_ms(const PlanContext& ctx) const { return ctx.interval_ms; }
+  virtual void add_detail(const PlanContext& ctx, nlohmann::json& detail) const { (void)ctx, (void)detail; }
+  virtual void apply(NemesisEnv& env, size_t n) = 0;
+  virtual void undo(NemesisEnv& env, size_t n) = 0;
+  // What teardown does for a node still faulted (default: undo).
+  virtual void teardown_node(NemesisEnv& env, size_t n) { undo(env, n); }
+
+ private:
+  std::string mode_;
+  std::mutex mu_;
+  std::set<std::string> in_force_;
+};
+
+}  // namespace lockcheck

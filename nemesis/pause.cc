@@ -1,0 +1,26 @@
+// Nemesis `pause`: SIGSTOP of one or more data nodes for the fault period, SIGCONT at its end
+// (Cluster::pause / resume). A paused node holds its connections open and answers nothing: clients time out
+// (info), and its keys expire on its wall clock while it sleeps, which it notices when it wakes. Modes: one,
+// minority, majority, all (see nemesis/node_fault.h); holder targeting pauses nodes that hold the current key.
+#include "nemesis/node_fault.h"
+
+namespace lockcheck {
+
+namespace {
+
+class Pause : public NodeFault {
+ public:
+  std::string name() const override { return "pause"; }
+
+ protected:
+  std::string start_f() const override { return "pause"; }
+  std::string stop_f() const override { return "resume"; }
+  void apply(NemesisEnv& env, size_t n) override { env.cluster.pause(n); }
+  void undo(NemesisEnv& env, size_t n) override { env.cluster.resume(n); }
+};
+
+}  // namespace
+
+std::unique_ptr<Nemesis> make_pause_nemesis() { return std::make_unique<Pause>(); }
+
+}  // namespace lockcheck

@@ -1,0 +1,72 @@
+// The nemesis schedule of a run, generated from the seed as data before the run starts: same config and seed,
+// same schedule (written into the run folder as schedule.json).
+//
+// Generation. Each nemesis of --nemesis k (in the order given) draws from its own stream,
+// std::mt19937_64(derive_seed(seed, kNemesisStream + k)), so adding a nemesis to the list does not change the
+// faults of the others. Its timeline: the first fault starts at interval/2 + a random phase in [0, interval);
+// each fault's stop follows after the plan's duration (the interval; kill: --restart-delay; see each
+// nemesis); the next fault starts one interval after that stop. Entries at or past the time limit are dropped:
+// the driver heals whatever is still in force when the run ends. Timelines of different nemeses overlap, so
+// faults combine (a partition during a clock jump). The merged list is sorted by time, ties in list order.
+//
+// schedule.json:
+//   {"seed": 42, "targeting": "random", "interval_s": 5, "time_limit_s": 30, "nemesis": ["partition", "clock"],
+//    "plan": [{"step": 0, "at_ms": 3120, "nemesis": "partition", "phase": "start", "f": "partition",
+//              "targets": ["c1","n4","n5"], "detail": {"mode": "client-cut", "links": [["c1","n4"],...]}},
+//             {"step": 1, "at_ms": 8120, "nemesis": "partition", "phase": "stop", "f": "heal", "start_step": 0}, ...],
+//    "executed": [{"step": 0, "at_ms": 3121, "phase": "start", "f": "partition", "targets": [...],
+//                  "outcome": "ok"}, ...]}
+// "plan" depends only on the config and the seed. "executed" (added when the run ends) is what the driver did
+// and when: with --nemesis-targeting holder the targets are chosen from the live history just before each
+// fault, so they are recorded there (and in the history's nemesis ops); the plan's targets are the random
+// fallback used when nothing is held.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "harness/config.h"
+#include "nemesis/nemesis.h"
+
+namespace lockcheck {
+
+// First derive_seed stream of the nemeses (clients use small streams: process ids and 1000 + process id).
+constexpr uint64_t kNemesisStream = uint64_t{1} << 40;
+
+enum class Phase { kStart, kStop };
+const char* to_string(Phase p);  // "start", "stop"
+
+struct ScheduleEntry {
+  int64_t step = 0;          // index in the plan
+  int64_t at_ms = 0;         // offset from the start of the workload
+  size_t nemesis = 0;        // index in the run's nemesis list
+  std::string nemesis_name;  // as given to --nemesis (may be "name:mode")
+  Phase phase = Phase::kStart;
+  FaultPlan fault;           // start: f, targets, detail, duration; stop: f only (stop_f of its start)
+  int64_t start_step = -1;   // stop: the step of its start
+};
+
+struct Schedule {
+  uint64_t seed = 0;
+  std::string targeting = "random";
+  double interval_s = 0;
+  double time_limit_s = 0;
+  std::vector<std::string> nemesis;
+  std::vector<ScheduleEntry> plan;
+};
+
+// Plans the schedule of cfg's nemeses, one Nemesis object per name in cfg.nemesis (same order).
+// REQUIRES: nemeses.size() == cfg.nemesis.size(), none null.
+Schedule make_schedule(const RunConfig& cfg, const PlanContext& ctx,
+                       const std::vector<std::unique_ptr<Nemesis>>& nemeses);
+
+// {"step", "at_ms", "nemesis", "phase", "f", "targets", "detail"} (start) / {..., "start_step"} (stop).
+nlohmann::json to_json(const ScheduleEntry& e);
+// The schedule.json object without "executed".
+nlohmann::json to_json(const Schedule& s);
+
+}  // namespace lockcheck

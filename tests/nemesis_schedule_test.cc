@@ -1,0 +1,335 @@
+// The nemesis schedule and the parts of the nemesis that need no Redis: the seeded generator (same seed, same
+// schedule), the shapes each partition mode plans, ClientPauses, LinkFaults, HolderTracker.
+#include "nemesis/schedule.h"
+
+#include <gtest/gtest.h>
+
+#include <map>
+#include <set>
+#include <thread>
+
+#include "nemesis/client_pauses.h"
+#include "nemesis/holders.h"
+#include "nemesis/link_faults.h"
+
+namespace lockcheck {
+namespace {
+
+using nlohmann::json;
+
+RunConfig config(std::vector<std::string> nemesis, uint64_t seed = 7) {
+  RunConfig c;
+  c.nemesis = std::move(nemesis);
+  c.seed = seed;
+  c.time_limit_s = 60;
+  c.nemesis_interval_s = 2;
+  c.ttl_ms = 1000;
+  c.concurrency = 4;
+  return c;
+}
+
+PlanContext context(const RunConfig& c, int nodes = 5) {
+  std::vector<std::string> names;
+  for (int i = 1; i <= nodes; ++i) names.push_back("n" + std::to_string(i));
+  return PlanContext::from(c, names, {});
+}
+
+std::vector<std::unique_ptr<Nemesis>> make_all(const RunConfig& c) {
+  std::vector<std::unique_ptr<Nemesis>> v;
+  for (const auto& n : c.nemesis) {
+    v.push_back(make_nemesis(n));
+    EXPECT_TRUE(v.back()) << n;
+  }
+  return v;
+}
+
+json plan_json(const RunConfig& c, int nodes = 5) {
+  auto nemeses = make_all(c);
+  return to_json(make_schedule(c, context(c, nodes), nemeses));
+}
+
+const std::vector<std::string> kAll = {"partition", "delay", "pause", "kill", "clock", "client-pause", "failover"};
+
+TEST(NemesisScheduleTest, SameSeedSameSchedule) {
+  EXPECT_EQ(plan_json(config(kAll, 7)), plan_json(config(kAll, 7)));
+  EXPECT_NE(plan_json(config(kAll, 7))["plan"], plan_json(config(kAll, 8))["plan"]);
+}
+
+TEST(NemesisScheduleTest, AddingANemesisKeepsTheOthersFaults) {
+  // Each nemesis draws from its own stream: the partition faults are the same with or without clock.
+  auto only = plan_json(config({"partition"}))["plan"];
+  auto both = plan_json(config({"partition", "clock"}))["plan"];
+  std::vector<json> a, b;
+  for (const auto& e : only) a.push_back(e);
+  for (const auto& e : both) {
+    if (e["nemesis"] == "partition") {
+      json x = e;
+      x.erase("step");
+      x.erase("start_step");
+      b.push_back(x);
+    }
+  }
+  for (auto& e : a) {
+    e.erase("step");
+    e.erase("start_step");
+  }
+  EXPECT_EQ(a, b);
+}
+
+TEST(NemesisScheduleTest, FaultThenHealInTimeOrderWithinTheTimeLimit) {
+  RunConfig c = config(kAll);
+  auto nemeses = make_all(c);
+  Schedule s = make_schedule(c, context(c), nemeses);
+  ASSERT_FALSE(s.plan.empty());
+  std::map<size_t, bool> open;
+  int64_t last = 0;
+  for (size_t i = 0; i < s.plan.size(); ++i) {
+    const auto& e = s.plan[i];
+    EXPECT_EQ(e.step, static_cast<int64_t>(i));
+    EXPECT_GE(e.at_ms, last);
+    EXPECT_LT(e.at_ms, 60000);
+    last = e.at_ms;
+    if (e.phase == Phase::kStart) {
+      EXPECT_FALSE(open[e.nemesis]) << "two faults of one nemesis at once, step " << i;
+      open[e.nemesis] = true;
+      EXPECT_FALSE(e.fault.f.empty());
+      EXPECT_FALSE(e.fault.stop_f.empty());
+    } else {
+      EXPECT_TRUE(open[e.nemesis]);
+      open[e.nemesis] = false;
+      ASSERT_GE(e.start_step, 0);
+      EXPECT_EQ(s.plan[static_cast<size_t>(e.start_step)].fault.stop_f, e.fault.f);
+    }
+  }
+  // Every nemesis gets several faults in 60 s at a 2 s interval.
+  for (size_t k = 0; k < kAll.size(); ++k) {
+    int starts = 0;
+    for (const auto& e : s.plan) starts += e.nemesis == k && e.phase == Phase::kStart;
+    EXPECT_GE(starts, 5) << kAll[k];
+  }
+}
+
+TEST(NemesisScheduleTest, KillRestartsAfterTheRestartDelay) {
+  RunConfig c = config({"kill"});
+  c.restart_delay_ms = 1500;
+  auto nemeses = make_all(c);
+  Schedule s = make_schedule(c, context(c), nemeses);
+  ASSERT_GE(s.plan.size(), 2u);
+  EXPECT_EQ(s.plan[0].fault.f, "kill");
+  EXPECT_EQ(s.plan[1].fault.f, "restart");
+  EXPECT_EQ(s.plan[1].at_ms - s.plan[0].at_ms, 1500);
+}
+
+TEST(NemesisScheduleTest, UnknownNamesAndModes) {
+  EXPECT_TRUE(make_nemesis("partition:client-split"));
+  EXPECT_TRUE(make_nemesis("clock:strobe"));
+  EXPECT_TRUE(make_nemesis("kill:majority"));
+  EXPECT_FALSE(make_nemesis("partition:nonsense"));
+  EXPECT_FALSE(make_nemesis("client-pause:x"));
+  EXPECT_FALSE(make_nemesis("bogus"));
+  for (const auto& n : kAll) EXPECT_TRUE(make_nemesis(n)) << n;
+}
+
+// The cut links of one planned partition of the given mode, as a set of sorted pairs.
+std::set<std::pair<std::string, std::string>> cut_links(const std::string& mode, uint64_t seed, json* detail = nullptr) {
+  RunConfig c = config({"partition:" + mode}, seed);
+  auto n = make_nemesis("partition:" + mode);
+  std::mt19937_64 rng(seed);
+  FaultPlan p = n->plan(context(c), rng);
+  EXPECT_EQ(p.detail["mode"], mode);
+  if (detail) *detail = p.detail;
+  std::set<std::pair<std::string, std::string>> out;
+  for (const auto& l : p.detail["links"]) out.insert(LinkFaults::pair(l[0], l[1]));
+  return out;
+}
+
+// Which nodes party p reaches under the cut links.
+std::set<std::string> reach(const std::set<std::pair<std::string, std::string>>& cut, const std::string& p) {
+  std::set<std::string> r;
+  for (int i = 1; i <= 5; ++i) {
+    const std::string n = "n" + std::to_string(i);
+    if (n == p || !cut.count(LinkFaults::pair(p, n))) r.insert(n);
+  }
+  return r;
+}
+
+TEST(NemesisPartitionTest, ClientSplitIsKleppmannsShape) {
+  for (uint64_t seed = 1; seed <= 20; ++seed) {
+    json d;
+    auto cut = cut_links("client-split", seed, &d);
+    // Two groups of client slots; one reaches three nodes, the other three nodes, sharing exactly one.
+    ASSERT_EQ(d["groups"].size(), 2u);
+    const std::string x = d["groups"][0][0], y = d["groups"][1][0];
+    auto rx = reach(cut, x), ry = reach(cut, y);
+    EXPECT_EQ(rx.size(), 3u);
+    EXPECT_EQ(ry.size(), 3u);
+    std::vector<std::string> shared;
+    std::set_intersection(rx.begin(), rx.end(), ry.begin(), ry.end(), std::back_inserter(shared));
+    EXPECT_EQ(shared.size(), 1u) << "seed " << seed;
+    // Node to node links stay.
+    for (const auto& l : cut) EXPECT_EQ(l.first[0] == 'c' || l.second[0] == 'c', true);
+  }
+}
+
+TEST(NemesisPartitionTest, IsolateCutsOneNodeFromEveryone) {
+  json d;
+  auto cut = cut_links("isolate", 3, &d);
+  const std::string v = d["isolated"];
+  EXPECT_EQ(cut.size(), 4u + 4u);  // 4 other nodes, 4 client slots
+  for (const auto& l : cut) EXPECT_TRUE(l.first == v || l.second == v);
+}
+
+TEST(NemesisPartitionTest, MajorityRingEveryNodeSeesADifferentMajority) {
+  for (uint64_t seed = 1; seed <= 10; ++seed) {
+    auto cut = cut_links("majority-ring", seed);
+    std::set<std::set<std::string>> views;
+    for (int i = 1; i <= 5; ++i) {
+      auto r = reach(cut, "n" + std::to_string(i));
+      EXPECT_EQ(r.size(), 3u);
+      views.insert(r);
+    }
+    EXPECT_EQ(views.size(), 5u) << "seed " << seed;
+  }
+}
+
+TEST(NemesisPartitionTest, BridgeNodeSeesBothSides) {
+  json d;
+  auto cut = cut_links("bridge", 5, &d);
+  const std::string b = d["bridge"];
+  EXPECT_EQ(reach(cut, b).size(), 5u);
+  for (int i = 1; i <= 5; ++i) {
+    const std::string n = "n" + std::to_string(i);
+    if (n != b) EXPECT_EQ(reach(cut, n).size(), 3u) << n;
+  }
+}
+
+TEST(NemesisPartitionTest, ClientCutLeavesTheOtherSlotsWhole) {
+  json d;
+  auto cut = cut_links("client-cut", 9, &d);
+  const std::string s = d["slot"];
+  EXPECT_EQ(reach(cut, s).size(), 3u);  // loses a minority (2 of 5)
+  for (const auto& l : cut) EXPECT_TRUE(l.first == s || l.second == s);
+}
+
+TEST(ClientPausesTest, AnArmedPauseIsTakenOnceByItsSlot) {
+  ClientPauses p(3);
+  std::atomic<bool> stop{false};
+  EXPECT_EQ(p.pause_point(1, stop).count(), 0);  // nothing armed
+  const int64_t id = p.arm({1}, std::chrono::milliseconds(50));
+  EXPECT_EQ(p.pause_point(0, stop).count(), 0);  // another slot
+  EXPECT_GE(p.pause_point(4, stop).count(), 45);  // process 4 runs in slot 1
+  EXPECT_EQ(p.pause_point(4, stop).count(), 0);   // one arm, one pause
+  auto fired = p.fired();
+  ASSERT_EQ(fired.size(), 1u);
+  EXPECT_EQ(fired[0].arm_id, id);
+  EXPECT_EQ(fired[0].process, 4);
+  EXPECT_TRUE(fired[0].lasted.has_value());
+}
+
+TEST(ClientPausesTest, ReleaseAllAndStopEndAPauseEarly) {
+  ClientPauses p(1);
+  std::atomic<bool> stop{false};
+  const int64_t id = p.arm({0}, std::chrono::seconds(60));
+  std::thread t([&] { p.pause_point(0, stop); });
+  ASSERT_TRUE(p.wait_fired(id, std::chrono::seconds(5)));
+  p.release_all();
+  t.join();  // would take 60 s without release_all
+  p.arm({0}, std::chrono::seconds(60));
+  std::thread u([&] { p.pause_point(0, stop); });
+  std::this_thread::sleep_for(std::chrono::milliseconds(30));
+  stop.store(true);
+  u.join();
+  EXPECT_FALSE(p.armed());
+}
+
+TEST(ClientPausesTest, DisarmKeepsNothingArmed) {
+  ClientPauses p(2);
+  std::atomic<bool> stop{false};
+  p.arm({0, 1}, std::chrono::seconds(60));
+  EXPECT_TRUE(p.armed());
+  p.disarm_all();
+  EXPECT_FALSE(p.armed());
+  EXPECT_EQ(p.pause_point(0, stop).count(), 0);
+  EXPECT_THROW(p.arm({2}, std::chrono::seconds(1)), std::invalid_argument);
+}
+
+// A cluster that only records network calls (LinkFaults is pure bookkeeping over these).
+class RecordingCluster : public Cluster {
+ public:
+  void start() override {}
+  void stop() noexcept override {}
+  const std::vector<NodeInfo>& nodes() const override { return nodes_; }
+  void kill(size_t) override {}
+  void restart(size_t) override {}
+  void pause(size_t) override {}
+  void resume(size_t) override {}
+  void set_clock_offset(size_t, std::chrono::nanoseconds) override {}
+  bool is_running(size_t) const override { return true; }
+  Endpoint endpoint_for(const std::string&, size_t) const override { return {}; }
+  void cut(const std::string& a, const std::string& b) override { calls.push_back("cut " + a + " " + b); }
+  void heal(const std::string& a, const std::string& b) override { calls.push_back("heal " + a + " " + b); }
+  void heal_all() override { calls.push_back("heal-all"); }
+  void set_delay(const std::string& a, const std::string& b, std::chrono::milliseconds d,
+                 std::chrono::milliseconds) override {
+    calls.push_back("delay " + a + " " + b + " " + std::to_string(d.count()));
+  }
+  std::vector<std::string> calls;
+
+ private:
+  std::vector<NodeInfo> nodes_;
+};
+
+TEST(LinkFaultsTest, HealingAPartitionKeepsAnotherNemesissDelay) {
+  RecordingCluster c;
+  LinkFaults lf;
+  lf.delay(c, "delay", "c0", "n1", std::chrono::milliseconds(100), std::chrono::milliseconds(0));
+  lf.cut(c, "partition", "n1", "c0");
+  lf.cut(c, "failover", "c0", "n1");
+  c.calls.clear();
+  lf.uncut_all(c, "partition");
+  EXPECT_TRUE(c.calls.empty()) << "still cut by failover";
+  EXPECT_EQ(lf.cut_pairs().size(), 1u);
+  lf.uncut_all(c, "failover");
+  EXPECT_EQ(c.calls, (std::vector<std::string>{"heal c0 n1", "delay c0 n1 100"}));
+  c.calls.clear();
+  lf.undelay_all(c, "delay");
+  EXPECT_EQ(c.calls, (std::vector<std::string>{"delay c0 n1 0"}));
+  EXPECT_TRUE(lf.cut_pairs().empty());
+}
+
+TEST(HolderTrackerTest, FollowsAcquiresReleasesAndRetirements) {
+  HolderTracker t;
+  auto op = [](Process p, OpType type, const std::string& f, const std::string& key) {
+    Op o;
+    o.process = p;
+    o.type = type;
+    o.f = f;
+    o.key = key;
+    return o;
+  };
+  t.on_op(op(1, OpType::kInvoke, "acquire", "lock-0"));
+  EXPECT_TRUE(t.current().empty());
+  t.on_op(op(1, OpType::kOk, "acquire", "lock-0"));
+  t.on_op(op(2, OpType::kOk, "acquire", "lock-1"));
+  ASSERT_EQ(t.current().size(), 2u);
+  EXPECT_EQ(t.current().back().process, 2);
+  t.on_op(op(1, OpType::kInvoke, "release", "lock-0"));
+  ASSERT_EQ(t.current().size(), 1u);
+  t.on_op(op(2, OpType::kInfo, "read", "resource"));  // retired
+  EXPECT_TRUE(t.current().empty());
+  EXPECT_EQ(t.acquires_seen(), 2u);
+  std::atomic<bool> stop{false};
+  EXPECT_FALSE(t.wait_for_fresh(2, std::chrono::milliseconds(10), &stop).has_value());
+  std::thread later([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    t.on_op(op(3, OpType::kOk, "acquire", "lock-0"));
+  });
+  auto h = t.wait_for_fresh(2, std::chrono::seconds(5), &stop);
+  later.join();
+  ASSERT_TRUE(h.has_value());
+  EXPECT_EQ(h->process, 3);
+  EXPECT_EQ(slot_of(7, 5), "c2");
+}
+
+}  // namespace
+}  // namespace lockcheck
