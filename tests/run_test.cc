@@ -43,6 +43,22 @@ TEST(RunTest, SingleOnAHealthyClusterIsValid) {
   for (pid_t p : testing_util::node_pids(o.run_dir)) EXPECT_FALSE(testing_util::process_alive(p)) << p;
 }
 
+// A broken client: plain DEL release (set-nx-ex-del) with holds longer than the TTL. Its lock expires under
+// the holder, another process takes it, and the mutex checker must see two holders.
+TEST(RunTest, ABrokenClientIsCaughtAsInvalid) {
+  TempDir dir;
+  RunConfig c = base_config(dir);
+  c.lock = "set-nx-ex-del";
+  c.time_limit_s = 6;
+  c.concurrency = 4;
+  c.ttl_ms = 200;
+  c.hold_ms_max = 600;
+  std::ostringstream out;
+  RunOutcome o = run_test(c, out);
+  EXPECT_EQ(o.exit_code, kExitInvalid) << out.str();
+  EXPECT_NE(out.str().find("both held"), std::string::npos) << out.str();
+}
+
 TEST(RunTest, MissingRedisServerExitsWithThree) {
   TempDir dir;
   RunConfig c = base_config(dir);
