@@ -171,7 +171,8 @@ int main(int argc, char** argv) {
         if (t) kinds[t->kind]++;
         if (out.exit_code == 3) std::cerr << c << " " << targeting << " seed " << cfg.seed << ": " << sink.str();
       }
-      const int found = static_cast<int>(std::count_if(times.begin(), times.end(), [](double x) { return std::isfinite(x); }));
+      const int found =
+          static_cast<int>(std::count_if(times.begin(), times.end(), [](double x) { return std::isfinite(x); }));
       const double med = median(times);
       std::cout << std::setw(24) << c << std::setw(10) << targeting << std::setw(8)
                 << (std::to_string(found) + "/" + std::to_string(o.seeds)) << std::setw(10) << fmt(med, o.time_limit_s);

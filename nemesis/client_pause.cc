@@ -47,7 +47,9 @@ class ClientPause : public Nemesis {
       json detail = u::detail_of(op);
       std::vector<int> slots;
       for (const auto& t : u::strings(op.value.value("targets", json::array()))) {
-        if (t.size() < 2 || t[0] != 'c') throw std::invalid_argument("client-pause: target '" + t + "' is not a client slot");
+        if (t.size() < 2 || t[0] != 'c') {
+          throw std::invalid_argument("client-pause: target '" + t + "' is not a client slot");
+        }
         slots.push_back(std::stoi(t.substr(1)));
       }
       const int64_t pause_ms = detail.value("pause_ms", int64_t{2 * env.config.ttl_ms});

@@ -6,6 +6,7 @@
 //   strobe  the target nodes' clocks flip between +delta_ms and the true time every period_ms, until stop
 // The stop op (f "clock-reset") puts the targets back on the true time. delta is drawn in [ttl/4, 4 ttl] ms
 // with a random sign; holder targeting jumps forward by at least 2 ttl the nodes that hold the current key
+// (at least the planned number, and enough to take it from a majority: nemesis_util::aimed_count)
 // (Kleppmann's first Redlock scenario: C's clock jumps and another client can take C).
 // Teardown resets every node this nemesis touched.
 #include <condition_variable>
@@ -53,7 +54,8 @@ class Clock : public Nemesis {
     const int64_t delta = uniform(rng, 0, 1) == 0 ? magnitude : -magnitude;
     p.detail = {{"mode", mode}, {"delta_ms", delta}};
     if (mode == "strobe") {
-      p.detail["period_ms"] = uniform(rng, std::max<int64_t>(5, ctx.ttl_ms / 50), std::max<int64_t>(10, ctx.ttl_ms / 5));
+      p.detail["period_ms"] =
+          uniform(rng, std::max<int64_t>(5, ctx.ttl_ms / 50), std::max<int64_t>(10, ctx.ttl_ms / 5));
     }
     return p;
   }
@@ -64,9 +66,11 @@ class Clock : public Nemesis {
     if (held.empty()) return;
     const Holding& h = held.back();
     const auto& nodes = env.cluster.nodes();
-    const size_t k = plan.targets.size();
+    const auto holding = nodes_holding(env.cluster, h.key);
+    const size_t k = std::max(plan.targets.size(),
+                              nemesis_util::aimed_count(plan.targets.size(), holding.size(), nodes.size()));
     std::vector<std::string> chosen;
-    for (size_t n : nodes_holding(env.cluster, h.key)) {
+    for (size_t n : holding) {
       if (chosen.size() < k) chosen.push_back(nodes[n].name);
     }
     if (chosen.empty()) return;
@@ -97,7 +101,8 @@ class Clock : public Nemesis {
         }
       }
       if (mode == "strobe" && !nodes.empty()) {
-        start_strobe(env.cluster, nodes, delta, std::chrono::milliseconds(std::max<int64_t>(1, detail.value("period_ms", 50))));
+        const auto period = std::chrono::milliseconds(std::max<int64_t>(1, detail.value("period_ms", 50)));
+        start_strobe(env.cluster, nodes, delta, period);
       }
       return u::complete(op, error.empty() ? OpType::kOk : OpType::kInfo, done, detail, error);
     }

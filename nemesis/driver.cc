@@ -185,7 +185,9 @@ Op NemesisDriver::run(size_t k, Op invoke) {
   if (!done.value.is_object()) done.value = recorded.value;
   done.value["fault"] = recorded.value["fault"];
   done.value["phase"] = recorded.value["phase"];
-  if (!done.value.contains("detail") || !done.value["detail"].is_object()) done.value["detail"] = nlohmann::json::object();
+  if (!done.value.contains("detail") || !done.value["detail"].is_object()) {
+    done.value["detail"] = nlohmann::json::object();
+  }
   for (const char* field : {"step", "start_step", "final"}) {
     if (recorded.value["detail"].contains(field)) done.value["detail"][field] = recorded.value["detail"][field];
   }
@@ -197,7 +199,8 @@ void NemesisDriver::apply_start(const ScheduleEntry& e) {
   FaultPlan plan = e.fault;
   plan.detail["step"] = e.step;
   if (holders_) {
-    const int64_t wait_ms = std::min<int64_t>(5000, std::max<int64_t>(1, static_cast<int64_t>(cfg_.nemesis_interval_s * 500)));
+    const int64_t half_interval_ms = static_cast<int64_t>(cfg_.nemesis_interval_s * 500);
+    const int64_t wait_ms = std::min<int64_t>(5000, std::max<int64_t>(1, half_interval_ms));
     auto fresh = holders_->wait_for_fresh(holders_->acquires_seen(), std::chrono::milliseconds(wait_ms), &stopping_);
     if (stopping_.load()) return;
     bool aimed = false;

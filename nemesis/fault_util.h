@@ -66,6 +66,15 @@ inline std::vector<std::string> pick_nodes(const std::vector<std::string>& nodes
   return v;
 }
 
+// Holder targeting of a node fault: how many of the nodes that hold the key to hit. At least the planned
+// count, and enough to take the key from a majority of the cluster (holding - quorum + 1 with quorum n/2+1:
+// what a quorum lock such as Redlock needs to lose), never more than hold it.
+inline size_t aimed_count(size_t planned, size_t holding, size_t n) {
+  const size_t quorum = n / 2 + 1;
+  const size_t to_break = holding >= quorum ? holding - quorum + 1 : 1;
+  return std::min(holding, std::max(planned, to_break));
+}
+
 // Index of node `name` in cluster.nodes(). Throws std::invalid_argument when there is none.
 inline size_t node_index(const Cluster& c, const std::string& name) {
   const auto& nodes = c.nodes();

@@ -1,6 +1,7 @@
 // The common part of the nemeses that act on whole data nodes (pause, kill): which nodes. Modes are counts:
 // one, minority, majority, all (nemesis_util::count_for); the nodes are drawn at plan time. Holder targeting
-// re-aims at the same number of nodes, taken first among the nodes that hold the current holder's key.
+// re-aims at the nodes that hold the current holder's key: at least the planned number, and enough of them to
+// take the key from a majority (nemesis_util::aimed_count), filled up with planned nodes when fewer hold it.
 // A subclass applies and undoes the fault on node indices and says how long the fault lasts.
 #pragma once
 
@@ -39,9 +40,11 @@ class NodeFault : public Nemesis {
     if (held.empty()) return;
     const Holding& h = held.back();
     const auto& nodes = env.cluster.nodes();
-    const size_t k = plan.targets.size();
+    const auto holding = nodes_holding(env.cluster, h.key);
+    const size_t k = std::max(plan.targets.size(),
+                              nemesis_util::aimed_count(plan.targets.size(), holding.size(), nodes.size()));
     std::vector<std::string> chosen;
-    for (size_t n : nodes_holding(env.cluster, h.key)) {
+    for (size_t n : holding) {
       if (chosen.size() < k) chosen.push_back(nodes[n].name);
     }
     for (const auto& t : nemesis_util::strings(plan.targets)) {  // fill up with the planned ones

@@ -81,7 +81,8 @@ class AnomalyTest : public ::testing::Test {
   }
 
   // Applies a fault (phase start) or its heal (phase stop) through nemesis n, recorded in the history.
-  Op nemesis_op(Nemesis& n, const std::string& f, const std::string& phase, json targets, json detail = json::object()) {
+  Op nemesis_op(Nemesis& n, const std::string& f, const std::string& phase, json targets,
+                json detail = json::object()) {
     Op op;
     op.process = kNemesis;
     op.f = f;
@@ -194,7 +195,8 @@ class RedlockRestartTest : public AnomalyTest {
     LockResult got = a.acquire("lock-0", ttl);
     EXPECT_EQ(got.outcome, OpType::kOk);
     EXPECT_GT(got.validity_ms.value_or(0), hold.count());
-    Op killed = nemesis_op(*kill, "kill", "start", {"n3"}, {{"mode", "one"}, {"restart_delay_ms", restart_delay.count()}});
+    Op killed = nemesis_op(*kill, "kill", "start", {"n3"},
+                           {{"mode", "one"}, {"restart_delay_ms", restart_delay.count()}});
     EXPECT_TRUE(killed.is_ok()) << killed.error;
     const auto killed_at = std::chrono::steady_clock::now();
     if (restart_delay.count() == 0) EXPECT_TRUE(nemesis_op(*kill, "restart", "stop", json::array()).is_ok());

@@ -162,7 +162,8 @@ TEST_F(NemesisFaultsTest, DelaySlowsTheLinkUntilHealed) {
   FaultPlan plan;
   plan.f = "delay";
   plan.targets = {"c0"};
-  plan.detail = {{"mode", "client"}, {"delay_ms", 600}, {"jitter_ms", 0}, {"links", json::array({json::array({"c0", "n1"})})}};
+  plan.detail = {{"mode", "client"}, {"delay_ms", 600}, {"jitter_ms", 0},
+                 {"links", json::array({json::array({"c0", "n1"})})}};
   ASSERT_TRUE(answers(via("c0", 0)));
   ASSERT_TRUE(start_fault(*n, plan).is_ok());
   auto t0 = std::chrono::steady_clock::now();

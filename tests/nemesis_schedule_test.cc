@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "nemesis/client_pauses.h"
+#include "nemesis/fault_util.h"
 #include "nemesis/holders.h"
 #include "nemesis/link_faults.h"
 
@@ -131,7 +132,8 @@ TEST(NemesisScheduleTest, UnknownNamesAndModes) {
 }
 
 // The cut links of one planned partition of the given mode, as a set of sorted pairs.
-std::set<std::pair<std::string, std::string>> cut_links(const std::string& mode, uint64_t seed, json* detail = nullptr) {
+std::set<std::pair<std::string, std::string>> cut_links(const std::string& mode, uint64_t seed,
+                                                        json* detail = nullptr) {
   RunConfig c = config({"partition:" + mode}, seed);
   auto n = make_nemesis("partition:" + mode);
   std::mt19937_64 rng(seed);
@@ -209,6 +211,14 @@ TEST(NemesisPartitionTest, ClientCutLeavesTheOtherSlotsWhole) {
   const std::string s = d["slot"];
   EXPECT_EQ(reach(cut, s).size(), 3u);  // loses a minority (2 of 5)
   for (const auto& l : cut) EXPECT_TRUE(l.first == s || l.second == s);
+}
+
+TEST(NemesisAimTest, HolderTargetingHitsEnoughHoldersToBreakAQuorum) {
+  EXPECT_EQ(nemesis_util::aimed_count(1, 1, 5), 1u);  // single: the one node that holds the key
+  EXPECT_EQ(nemesis_util::aimed_count(1, 5, 5), 3u);  // redlock, held on all 5: 3 to leave it on 2
+  EXPECT_EQ(nemesis_util::aimed_count(1, 3, 5), 1u);  // held on exactly a quorum: one breaks it
+  EXPECT_EQ(nemesis_util::aimed_count(4, 3, 5), 3u);  // never more than hold it
+  EXPECT_EQ(nemesis_util::aimed_count(1, 0, 5), 0u);
 }
 
 TEST(ClientPausesTest, AnArmedPauseIsTakenOnceByItsSlot) {
