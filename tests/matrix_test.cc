@@ -6,6 +6,8 @@
 #include <sstream>
 
 #include "harness/exit_codes.h"
+#include "harness/history.h"
+#include "harness/runner.h"
 #include "tests/test_util.h"
 
 namespace lockcheck {
@@ -86,6 +88,32 @@ TEST(MatrixTest, AWrongExpectationFailsTheMatrixAndShowsInJUnit) {
   EXPECT_NE(junit.str().find("tests=\"2\" failures=\"1\""), std::string::npos) << junit.str();
   EXPECT_NE(junit.str().find("name=\"healthy-claimed-invalid\""), std::string::npos);
   EXPECT_NE(junit.str().find("<failure message=\"expected invalid, found 0/1 invalid"), std::string::npos) << junit.str();
+}
+
+TEST(MatrixTest, RerunReproducesTheFaultSchedule) {
+  TempDir dir;
+  RunConfig c;
+  c.results_dir = dir.str() + "/results";
+  c.progress = false;
+  c.seed = 11;
+  c.time_limit_s = 5;
+  c.concurrency = 3;
+  c.ttl_ms = 300;
+  c.nemesis = {"pause", "partition"};
+  c.nemesis_interval_s = 0.5;
+  std::ostringstream out;
+  RunOutcome first = run_test(c, out);
+  ASSERT_FALSE(first.run_dir.empty()) << out.str();
+  std::ostringstream again;
+  rerun(first.run_dir, again);
+  EXPECT_NE(again.str().find("fault timeline matched"), std::string::npos) << again.str();
+  const std::string second = testing_util::latest_run(c.results_dir);
+  ASSERT_NE(second, boost::filesystem::canonical(first.run_dir).string());
+  auto [matched, total] = fault_timeline_match(read_history(first.run_dir + "/history.jsonl"),
+                                               read_history(second + "/history.jsonl"));
+  EXPECT_GT(total, 2u);
+  // The last fault may be cut by the time limit in one run and not the other.
+  EXPECT_GE(matched + 1, total) << again.str();
 }
 
 }  // namespace
