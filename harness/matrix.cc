@@ -364,11 +364,16 @@ int test_all(const TestAllOptions& opts, std::ostream& out) {
         ChildProcess child(spec);
         std::optional<int> st;
         bool forwarded = false;
+        // A run that hangs (a client stuck past every timeout) must not hang the whole matrix: past its time
+        // limit plus a generous margin it gets SIGTERM, and SIGKILL 30 s later.
+        const auto overdue = t0 + std::chrono::seconds(static_cast<int64_t>(cfg.time_limit_s * 2) + 180);
         while (!(st = child.wait_for(std::chrono::milliseconds(200)))) {
-          if (interrupt.interrupted() && !forwarded) {
+          const auto now = std::chrono::steady_clock::now();
+          if ((interrupt.interrupted() || now > overdue) && !forwarded) {
             child.signal(SIGTERM);  // the run stops the orderly way and undoes its faults
             forwarded = true;
           }
+          if (now > overdue + std::chrono::seconds(30)) child.kill_and_reap();
         }
         job.exit_code = *st;
       } catch (const std::exception& ex) {
