@@ -95,8 +95,19 @@ struct LoopHooks {
   event* wev;
 };
 
-void hook_read_ready(evutil_socket_t, short, void* arg) { redisAsyncHandleRead(static_cast<LoopHooks*>(arg)->ac); }
-void hook_write_ready(evutil_socket_t, short, void* arg) { redisAsyncHandleWrite(static_cast<LoopHooks*>(arg)->ac); }
+//
+// errno is cleared before each hand-over: hiredis 0.14's redisCheckSocketError falls back to errno when SO_ERROR
+// is 0, so a stale EINPROGRESS (left by the connect(2) of another node's new connection) makes it treat an
+// established socket as "still connecting" and return without reading. With a persistent read event on a socket
+// that already has an EOF (its node was killed), that was a busy loop: the fan-out hang under kill and restart.
+void hook_read_ready(evutil_socket_t, short, void* arg) {
+  errno = 0;
+  redisAsyncHandleRead(static_cast<LoopHooks*>(arg)->ac);
+}
+void hook_write_ready(evutil_socket_t, short, void* arg) {
+  errno = 0;
+  redisAsyncHandleWrite(static_cast<LoopHooks*>(arg)->ac);
+}
 void hook_add_read(void* p) {
   auto* h = static_cast<LoopHooks*>(p);
   if (!event_pending(h->rev, EV_READ, nullptr)) event_add(h->rev, nullptr);
@@ -313,8 +324,14 @@ void NodeFanout::notice_closed_connections() {
   // One non-blocking turn of the loop: hiredis reads the EOF of every connection whose node died (or restarted)
   // since the last round and drops it (on_disconnect). Its request then gets a fresh connection: refused means
   // kNotSent, not kClosed after a write into a dead socket. (Idle connections have no request queued, so no
-  // reply can be read here.)
-  event_base_loop(base_, EVLOOP_NONBLOCK);
+  // reply can be read here.) EVLOOP_ONCE bounds it to one pass: with EVLOOP_NONBLOCK alone libevent keeps
+  // looping while any event stays active, and a readable socket whose handler makes no progress would spin.
+  event_base_loop(base_, EVLOOP_NONBLOCK | EVLOOP_ONCE);
+  // A connection still being made when its last round ended (it timed out connecting, or the round gave up on
+  // it) is not trusted for the next request: dropped, so the next request starts a fresh connect.
+  for (auto& n : nodes_) {
+    if (n->ac != nullptr && !n->connected && !n->pending) drop(*n);
+  }
 }
 
 std::vector<NodeReply> NodeFanout::run(const std::vector<std::vector<std::string>>& cmds) {
