@@ -4,10 +4,14 @@
 
 #include <boost/filesystem.hpp>
 #include <chrono>
+#include <condition_variable>
+#include <cstdlib>
 #include <ctime>
+#include <map>
 #include <functional>
 #include <fstream>
 #include <iomanip>
+#include <iostream>
 #include <memory>
 #include <mutex>
 #include <sstream>
@@ -152,6 +156,21 @@ class Workers {
       if (t.joinable()) t.join();
     }
   }
+  // Waits until every slot's thread has returned, at most `bound`. True when they all did (then joins them).
+  bool join_within(std::chrono::milliseconds bound) {
+    std::unique_lock<std::mutex> lock(mu_);
+    const bool all = done_cv_.wait_for(lock, bound, [&] { return finished_ == static_cast<int>(threads_.size()); });
+    lock.unlock();
+    if (all) join();
+    return all;
+  }
+  // The processes whose threads have not returned (what was stuck), for the error message.
+  std::vector<Process> live_processes() {
+    std::lock_guard<std::mutex> lock(mu_);
+    std::vector<Process> out;
+    for (const auto& [slot, p] : current_) out.push_back(p);
+    return out;
+  }
   std::string first_error() {
     std::lock_guard<std::mutex> lock(mu_);
     return error_;
@@ -159,9 +178,36 @@ class Workers {
 
  private:
   void slot_loop(int slot) {
+    struct Done {  // marks the slot finished on every way out
+      Workers* w;
+      int slot;
+      ~Done() {
+        std::lock_guard<std::mutex> lock(w->mu_);
+        w->current_.erase(slot);
+        ++w->finished_;
+        w->done_cv_.notify_all();
+      }
+    } done{this, slot};
     const LockAlgorithm* algo = find_lock_algorithm(cfg_.lock);
     const std::string party = "c" + std::to_string(slot);
+    int quick_retirements = 0;
+    auto started = std::chrono::steady_clock::now();
     for (Process p = slot; !stop_.load(); p += cfg_.concurrency) {
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        current_[slot] = p;
+      }
+      if (p != slot) {
+        const bool quick = std::chrono::steady_clock::now() - started < std::chrono::seconds(1);
+        quick_retirements = quick ? quick_retirements + 1 : 0;
+        if (!sleep_unless_stopped(stop_, retire_backoff(p, quick_retirements))) return;
+      }
+      started = std::chrono::steady_clock::now();
+      if (slot == 0 && std::getenv("LOCKCHECK_TEST_STUCK_WORKER") != nullptr) {
+        // Test hook (tests/run_test.cc): a worker that ignores the stop flag, as a client stuck in a call
+        // would. The run must still end, within the stop bound, as a harness error.
+        for (int i = 0; i < 6000; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+      }
       try {
         LockOptions lo;
         for (size_t n = 0; n < cluster_.nodes().size(); ++n) lo.nodes.push_back(cluster_.endpoint_for(party, n));
@@ -195,8 +241,20 @@ class Workers {
   const std::atomic<bool>& stop_;
   RunLog& log_;
   ClientPauses& pauses_;
+  // After an info op the slot's next process waits before its first op: a short randomised backoff that grows
+  // with the retirements in a row, so an outage cannot turn into thousands of retirements a second.
+  // streak: how many processes of this slot in a row were retired within a second of starting.
+  std::chrono::milliseconds retire_backoff(Process p, int streak) {
+    std::mt19937_64 rng(derive_seed(cfg_.seed, 2000 + static_cast<uint64_t>(p)));
+    const int64_t cap = std::min<int64_t>(1000, 20LL << std::min(streak, 6));
+    return std::chrono::milliseconds(uniform(rng, cap / 2, cap));
+  }
+
   std::vector<std::thread> threads_;
   std::mutex mu_;
+  std::condition_variable done_cv_;
+  int finished_ = 0;
+  std::map<int, Process> current_;  // slot -> its live process
   std::string error_;
 };
 
@@ -231,7 +289,50 @@ void print_verdict(std::ostream& out, const nlohmann::json& results, const std::
   out << "report:  " << run_dir << "/report.html\n";
 }
 
+// The results of a run that ended in a harness error or an interrupt: verdict unknown, the error said.
+nlohmann::json unfinished_results(nlohmann::json results, const std::string& error) {
+  results["valid"] = "unknown";
+  results["error"] = error;
+  results["checkers"] = nlohmann::json::array();
+  return results;
+}
+
+// The end of a run whose workers are stuck: nodes stopped, results.json and the report written, the history
+// kept, exit status 3, without unwinding (see run_test).
+[[noreturn]] void abandon_stuck_run(const RunConfig& cfg, const std::string& dir, Cluster& cluster,
+                                    HistoryWriter& history, RunLog& log, const std::string& started_at,
+                                    const std::string& why, std::ostream& out) {
+  log.log(why);
+  cluster.stop();
+  const OpCounts c = history.counts();
+  nlohmann::json results = {{"run_id", fs::path(dir).filename().string()},
+                            {"started_at", started_at},
+                            {"duration_s", cfg.time_limit_s},
+                            {"ops", {{"ok", c.ok}, {"fail", c.fail}, {"info", c.info}}},
+                            {"versions", {{"lockcheck", kLockcheckVersion}, {"redis", redis_version(cfg)}}}};
+  try {
+    write_json_file(dir + "/results.json", unfinished_results(results, why));
+  } catch (const std::exception&) {
+  }
+  write_reports(dir, out);
+  out << "lockcheck: " << why << "\n"
+      << "the history so far is kept; check it with: lockcheck check " << dir << "\n"
+      << "results: " << dir << "\n"
+      << std::flush;
+  std::cout.flush();
+  std::cerr.flush();
+  std::_Exit(kExitHarness);
+}
+
 }  // namespace
+
+std::chrono::milliseconds stop_bound(const RunConfig& cfg) {
+  // Long enough for every call in flight to end by its own timeouts (a sequential Redlock round over every
+  // node, connect + op timeout each, twice for a retry), plus the external client's own timeout.
+  const int64_t per_call = static_cast<int64_t>(cfg.nodes) * 2 * (std::min<int64_t>(cfg.op_timeout_ms, 1000) +
+                                                                   cfg.op_timeout_ms);
+  return std::chrono::milliseconds(5000 + per_call);
+}
 
 nlohmann::json check_history(const RunConfig& cfg, const History& h) {
   auto workload = make_workload(cfg.workload);
@@ -324,7 +425,19 @@ RunOutcome run_test(RunConfig cfg, std::ostream& out) {
       log.log(interrupt.interrupted() ? "interrupted by signal " + std::to_string(interrupt.signal_number())
                                       : "time limit reached");
       nemesis.finish();
-      workers.join();
+      const auto bound = stop_bound(cfg);
+      if (!workers.join_within(bound)) {
+        // A worker is stuck in a call that ignores its timeouts: a harness bug. Every fault is already undone;
+        // stop the nodes, keep the history, say which processes were stuck, and end the process here (the
+        // stuck threads still use this scope's objects, so it cannot unwind).
+        std::string stuck;
+        for (Process p : workers.live_processes()) stuck += (stuck.empty() ? "" : ", ") + std::to_string(p);
+        const std::string why = "client process" + std::string(stuck.find(',') == std::string::npos ? " " : "es ") +
+                                stuck + " did not stop within " + std::to_string(bound.count()) +
+                                " ms after the run ended (a call that ignores its timeouts): harness error";
+        progress.done();
+        abandon_stuck_run(cfg, dir, *cluster, history, log, started_at, why, out);
+      }
       progress.tick(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), history.counts(), true);
       progress.done();
       duration_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -361,9 +474,8 @@ RunOutcome run_test(RunConfig cfg, std::ostream& out) {
 
   if (!failure.empty() || interrupt.interrupted()) {
     const bool interrupted = failure.empty();
-    results["valid"] = "unknown";
-    results["error"] = interrupted ? "interrupted by signal " + std::to_string(interrupt.signal_number()) : failure;
-    results["checkers"] = nlohmann::json::array();
+    results = unfinished_results(
+        results, interrupted ? "interrupted by signal " + std::to_string(interrupt.signal_number()) : failure);
     write_json_file(dir + "/results.json", results);
     write_reports(dir, out);
     log.log(results["error"].get<std::string>());

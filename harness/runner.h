@@ -3,6 +3,7 @@
 // joined, every fault is undone and every node is stopped before the function returns.
 #pragma once
 
+#include <chrono>
 #include <optional>
 #include <ostream>
 #include <string>
@@ -35,6 +36,12 @@ RunOutcome check_run(const std::string& run_dir, std::ostream& out, std::optiona
 
 // Reads RUN_DIR/config.json. Throws ConfigError naming the file.
 RunConfig read_run_config(const std::string& run_dir);
+
+// How long a run waits, after its time limit (or the first SIGINT/SIGTERM), for its client processes to stop:
+// 5 s + nodes x 2 x (connect timeout + op timeout). A run therefore ends within time limit + this bound (+ the
+// checkers' own budget). A client still stuck after it is a harness error: the nodes are stopped, the faults
+// undone, the history kept, results.json says which processes were stuck, and the process exits with status 3.
+std::chrono::milliseconds stop_bound(const RunConfig& cfg);
 
 // Maps a verdict to the exit status.
 int exit_code_for(Validity v);

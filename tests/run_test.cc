@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 #include <signal.h>
 
+#include <fstream>
 #include <sstream>
 #include <thread>
 
@@ -110,6 +111,39 @@ void interrupt_run(int sig, int expected_exit) {
   // Every line of the history is a valid op (read_history throws otherwise), even after SIGKILL.
   History h = read_history(run_dir + "/history.jsonl");
   EXPECT_GT(h.size(), 10u);
+}
+
+// A client stuck in a call that ignores the stop flag (the test hook in harness/runner.cc): the run still ends,
+// within time limit + stop_bound, as a harness error (exit 3), with its nodes stopped and its history kept.
+TEST(RunTest, AStuckWorkerEndsTheRunWithinTheBound) {
+  TempDir dir;
+  const std::string results = dir.str() + "/results";
+  ProcessSpec spec;
+  spec.argv = {LOCKCHECK_BINARY, "run", "--time-limit", "2", "--concurrency", "2", "--ttl-ms", "300",
+               "--op-timeout-ms", "200", "--results", results, "--no-progress"};
+  spec.env["LOCKCHECK_TEST_STUCK_WORKER"] = "1";
+  spec.stdout_path = dir.str() + "/out.txt";
+  spec.stderr_path = "=stdout";
+  RunConfig c;
+  c.op_timeout_ms = 200;
+  const auto bound = std::chrono::seconds(2) + stop_bound(c) + std::chrono::seconds(10);
+  const auto t0 = std::chrono::steady_clock::now();
+  ChildProcess child(spec);
+  auto status = child.wait_for(std::chrono::duration_cast<std::chrono::milliseconds>(bound));
+  ASSERT_TRUE(status.has_value()) << "the run did not end within " << bound.count() << " s";
+  EXPECT_EQ(*status, kExitHarness);
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, bound);
+  const std::string run_dir = testing_util::latest_run(results);
+  std::ifstream in(dir.str() + "/out.txt");
+  const std::string printed((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_NE(printed.find("did not stop within"), std::string::npos) << printed;
+  for (pid_t p : testing_util::node_pids(run_dir)) EXPECT_FALSE(testing_util::process_alive(p)) << p;
+  History h = read_history(run_dir + "/history.jsonl");
+  EXPECT_GT(h.size(), 4u);
+  std::ifstream rin(run_dir + "/results.json");
+  const auto r = nlohmann::json::parse(rin);
+  EXPECT_EQ(r.value("valid", ""), "unknown");
+  EXPECT_NE(r.value("error", "").find("did not stop"), std::string::npos);
 }
 
 TEST(RunTest, SigtermStopsEveryNodeAndKeepsTheHistory) { interrupt_run(SIGTERM, 128 + SIGTERM); }
