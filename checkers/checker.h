@@ -27,7 +27,8 @@ struct CheckOptions {
 };
 
 // What a checker found. Every anomaly is a JSON object with at least
-//   "kind":        short name, e.g. "double-grant", "lost-update", "token-regression", "lease-overlap"
+//   "kind":        short name, e.g. "double-grant", "stale-holder", "lost-update", "token-regression", "expired-grant"
+//                  ("severity": "note" marks an anomaly that is listed for the reader but is not a violation)
 //   "description": one sentence a reviewer reads ("processes 3 and 7 both held lock-0 for 412 ms from t=12.3 s")
 //   "ops":         array of history indices involved (the report shows the operations around them)
 // and, where it applies, "key", "processes" (array), "from_ns"/"to_ns" (the time window the report outlines in

@@ -145,7 +145,8 @@ class FencingChecker : public Checker {
       r.summary = std::to_string(regressions) + " token regression(s), " + std::to_string(duplicates) +
                   " duplicate token(s), " + std::to_string(stale) + " stale write(s) accepted";
     } else if (acquires == 0 && writes == 0) {
-      r.summary = "no fencing tokens in the history: nothing checked";
+      r.valid = Validity::kUnknown;
+      r.summary = "nothing checked: no fencing tokens in the history (does the lock hand them out? --fencing)";
     } else {
       r.summary = "tokens increase in real-time order (" + std::to_string(acquires) + " acquires) and no stale write was accepted (" +
                   std::to_string(writes) + " writes with tokens)";

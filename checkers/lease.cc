@@ -1,16 +1,24 @@
-// The `lease` checker: the guarantee Redlock claims. Each ok acquire that reports validity_ms gives its process a
-// lease window [acquire ok time, acquire invoke time + validity_ms]; the window ends early at the invoke of the
-// process's next release of the key, and an ok extend that reports validity_ms stretches it to the extend's
-// invoke time + its validity (an ok extend invoked after the window had run out opens a new window from the
-// extend's ok time: the client believes it holds the lock again). Two windows of different processes on one
-// key that overlap are a violation ("lease-overlap").
+// The `lease` checker: the guarantee Redlock claims. Validity is what remains at the END of an acquire (TTL -
+// elapsed - drift), so each ok acquire that reports validity_ms gives its process a lease window
+// [acquire ok, acquire ok + validity_ms]. The window ends early at the invoke of the process's release of the key
+// (the client stops relying on the lock when it starts to release it) or at the completion of an extend that did
+// not end ok (a careful client stops the moment its extend fails). An ok extend stretches the window to
+// [.., extend ok + its validity]; one that completes after the window had run out opens a new window from its ok
+// (the client believes it holds the lock again; whether that is a resurrected lock is the renewal checker's call).
 //
-// Acquires without validity_ms have an unknown window: they are skipped and counted. info acquires and extends
-// are unknown too and give no window.
+// Anomalies:
+//   double-grant      two processes' windows on one key overlap: both held the lock at once within their leases.
+//                     Every overlapping pair is listed (up to kMaxAnomalies).
+//   expired-grant     an ok acquire or extend reported validity_ms <= 0: the client handed out a lock that had
+//                     already expired (some clients do). Invalid: its caller would use a lock nobody holds.
+//   lost-before-release / lost-before-extend (notes, not violations): a release or extend of a lock the process
+//                     held failed with "not held": the lock had expired or been taken by then. Listed so a
+//                     reader sees where locks were lost; a violation needs an overlap of use or of leases.
+// Acquires without validity_ms have an unknown window: they are counted, and a history where no window could be
+// formed is unknown, never valid.
 #include <algorithm>
 #include <map>
 #include <memory>
-#include <unordered_map>
 
 #include "checkers/checker.h"
 #include "checkers/format.h"
@@ -27,6 +35,10 @@ struct Window {
   std::vector<int64_t> ops;  // acquire invoke + ok, extends, the release invoke that cut it
 };
 
+bool says_not_held(const Op& done) {
+  return done.is_fail() && done.error.rfind("not held", 0) == 0 && done.error != "not held by this client";
+}
+
 class LeaseChecker : public Checker {
  public:
   std::string name() const override { return "lease"; }
@@ -37,7 +49,8 @@ class LeaseChecker : public Checker {
     std::map<std::string, std::vector<Window>> windows;  // key -> closed and open windows
     // (key, process) -> index of its current window in windows[key], or -1.
     std::map<std::pair<std::string, Process>, int64_t> current;
-    int64_t ok_acquires = 0, without_validity = 0, expired_on_arrival = 0, extends_applied = 0;
+    int64_t ok_acquires = 0, without_validity = 0, expired_grants = 0, extends_applied = 0, lost = 0;
+    nlohmann::json notes = nlohmann::json::array();
 
     for (size_t i = 0; i < h.size(); ++i) {
       const Op& op = h[i];
@@ -47,53 +60,90 @@ class LeaseChecker : public Checker {
       const auto who = std::make_pair(op.key, op.process);
       auto& ws = windows[op.key];
       auto cur = current.find(who);
-      if (release) {
-        // The client stops relying on the lock when it starts to release it, whatever the outcome.
-        if (cur != current.end() && cur->second >= 0) {
-          Window& w = ws[static_cast<size_t>(cur->second)];
-          w.end_ns = std::min(w.end_ns, op.time_ns);
-          w.ops.push_back(static_cast<int64_t>(i));
-          cur->second = -1;
+      Window* w = (cur != current.end() && cur->second >= 0) ? &ws[static_cast<size_t>(cur->second)] : nullptr;
+      const int64_t c = pairs[i];
+      const Op* done = c >= 0 ? &h[static_cast<size_t>(c)] : nullptr;
+      if (release || (extend && done != nullptr && !done->is_ok())) {
+        // The client stops relying on the lock when it starts to release it, whatever the outcome, and when its
+        // extend fails.
+        if (w != nullptr) {
+          w->end_ns = std::min(w->end_ns, release ? op.time_ns : done->time_ns);
+          w->ops.push_back(static_cast<int64_t>(i));
+          if (!release) w->ops.push_back(c);
+          if (release) cur->second = -1;
+        }
+        if (done != nullptr && says_not_held(*done) && cur != current.end()) {
+          ++lost;
+          if (notes.size() < kMaxAnomalies) {
+            notes.push_back({{"kind", release ? "lost-before-release" : "lost-before-extend"},
+                             {"severity", "note"},
+                             {"description", "process " + std::to_string(op.process) + "'s " + op.f + " of " +
+                                                 op.key + " (op " + std::to_string(c) + ", t=" +
+                                                 format_time_s(done->time_ns) + ") failed: " + done->error +
+                                                 " (the lock was lost before; not a violation by itself)"},
+                             {"ops", {static_cast<int64_t>(i), c}},
+                             {"key", op.key},
+                             {"processes", {op.process}},
+                             {"from_ns", op.time_ns},
+                             {"to_ns", done->time_ns}});
+          }
         }
         continue;
       }
-      const int64_t c = pairs[i];
-      if (c < 0 || !h[static_cast<size_t>(c)].is_ok()) continue;
-      const Op& done = h[static_cast<size_t>(c)];
-      const std::optional<int64_t> validity = done.validity_ms ? done.validity_ms : op.validity_ms;
-      if (acquire) {
-        ++ok_acquires;
-        if (!validity) {
+      if (done == nullptr || !done->is_ok()) continue;
+      const std::optional<int64_t> validity = done->validity_ms;
+      if (acquire) ++ok_acquires;
+      if (!validity) {
+        if (acquire) {
           ++without_validity;
           current[who] = -1;
-          continue;
         }
-        ws.push_back(Window{op.process, done.time_ns, op.time_ns + *validity * 1000000,
-                            {static_cast<int64_t>(i), c}});
+        continue;
+      }
+      if (*validity <= 0) {
+        ++expired_grants;
+        if (r.anomalies.size() < kMaxAnomalies) {
+          r.anomalies.push_back(
+              {{"kind", "expired-grant"},
+               {"description", "process " + std::to_string(op.process) + "'s " + op.f + " of " + op.key + " (op " +
+                                   std::to_string(c) + ", t=" + format_time_s(done->time_ns) +
+                                   ") was reported ok with validity " + std::to_string(*validity) +
+                                   " ms: the client handed out a lock that had already expired"},
+               {"ops", {static_cast<int64_t>(i), c}},
+               {"key", op.key},
+               {"processes", {op.process}},
+               {"from_ns", op.time_ns},
+               {"to_ns", done->time_ns}});
+        }
+        if (acquire) current[who] = -1;
+        continue;
+      }
+      const int64_t end = done->time_ns + *validity * 1000000;
+      if (acquire) {
+        ws.push_back(Window{op.process, done->time_ns, end, {static_cast<int64_t>(i), c}});
         current[who] = static_cast<int64_t>(ws.size()) - 1;
         continue;
       }
-      // extend
-      if (!validity || cur == current.end() || cur->second < 0) continue;
-      Window& w = ws[static_cast<size_t>(cur->second)];
-      const int64_t new_end = op.time_ns + *validity * 1000000;
+      // An ok extend.
       ++extends_applied;
-      if (op.time_ns <= w.end_ns) {
-        w.end_ns = std::max(w.end_ns, new_end);
-        w.ops.push_back(static_cast<int64_t>(i));
-        w.ops.push_back(c);
+      if (w != nullptr && done->time_ns <= w->end_ns) {
+        w->end_ns = std::max(w->end_ns, end);
+        w->ops.push_back(static_cast<int64_t>(i));
+        w->ops.push_back(c);
       } else {
-        ws.push_back(Window{op.process, done.time_ns, new_end, {static_cast<int64_t>(i), c}});
-        cur->second = static_cast<int64_t>(ws.size()) - 1;
+        ws.push_back(Window{op.process, done->time_ns, end, {static_cast<int64_t>(i), c}});
+        current[who] = static_cast<int64_t>(ws.size()) - 1;
       }
     }
 
-    int64_t overlaps = 0, total_overlap_ns = 0, max_overlap_ns = 0, window_count = 0;
+    int64_t overlaps = 0, total_overlap_ns = 0, max_overlap_ns = 0, window_count = 0, cut_at_once = 0;
     for (auto& [key, ws] : windows) {
       std::vector<const Window*> live;
       for (const Window& w : ws) {
+        // A window cut by a release invoked before the acquire's own ok cannot be: counted, never dropped
+        // silently (with well-formed histories a release follows its acquire, so this stays 0).
         if (w.end_ns <= w.start_ns) {
-          ++expired_on_arrival;
+          ++cut_at_once;
           continue;
         }
         live.push_back(&w);
@@ -118,12 +168,13 @@ class LeaseChecker : public Checker {
           std::sort(ops.begin(), ops.end());
           ops.erase(std::unique(ops.begin(), ops.end()), ops.end());
           r.anomalies.push_back(
-              {{"kind", "lease-overlap"},
+              {{"kind", "double-grant"},
                {"description", "processes " + std::to_string(a->process) + " and " + std::to_string(w->process) +
-                                   " both held " + key + " for " + format_duration_ms(to - from) + " from t=" +
-                                   format_time_s(from) + " by their leases (process " +
-                                   std::to_string(a->process) + "'s lease ran to t=" + format_time_s(a->end_ns) +
-                                   ", process " + std::to_string(w->process) + "'s began at its acquire's ok)"},
+                                   " both held " + key + " within their leases for " + format_duration_ms(to - from) +
+                                   " from t=" + format_time_s(from) + " (process " + std::to_string(a->process) +
+                                   "'s lease ran to t=" + format_time_s(a->end_ns) + ", process " +
+                                   std::to_string(w->process) + "'s began at its acquire's ok, op " +
+                                   std::to_string(w->ops.size() > 1 ? w->ops[1] : w->ops[0]) + ")"},
                {"ops", ops},
                {"key", key},
                {"processes", {a->process, w->process}},
@@ -134,29 +185,46 @@ class LeaseChecker : public Checker {
         active.push_back(w);
       }
     }
+    for (auto& n : notes) r.anomalies.push_back(std::move(n));
 
     r.stats = {{"ok_acquires", ok_acquires},
                {"acquires_without_validity", without_validity},
                {"windows", window_count},
-               {"windows_expired_before_ok", expired_on_arrival},
+               {"windows_cut_before_ok", cut_at_once},
+               {"expired_grants", expired_grants},
                {"extends_applied", extends_applied},
-               {"overlaps", overlaps},
+               {"double_grants", overlaps},
+               {"lost_before_release_or_extend", lost},
                {"total_overlap_ms", static_cast<double>(total_overlap_ns) / 1e6},
                {"max_overlap_ms", static_cast<double>(max_overlap_ns) / 1e6}};
-    if (overlaps > 0) {
+    const std::string lost_note =
+        lost > 0 ? "; " + std::to_string(lost) + " release" + (lost > 1 ? "s" : "") +
+                       "/extends found the lock already lost (notes)"
+                 : "";
+    if (overlaps > 0 || expired_grants > 0) {
       r.valid = Validity::kInvalid;
-      r.summary = std::to_string(overlaps) + " lease overlap" + (overlaps > 1 ? "s" : "") + " (longest " +
-                  format_duration_ms(max_overlap_ns) + "): " + r.anomalies[0]["description"].get<std::string>();
-      if (overlaps > static_cast<int64_t>(kMaxAnomalies))
+      std::string s;
+      if (overlaps > 0) {
+        s = std::to_string(overlaps) + " double grant" + (overlaps > 1 ? "s" : "") + " within leases (longest " +
+            format_duration_ms(max_overlap_ns) + ")";
+      }
+      if (expired_grants > 0) {
+        s += (s.empty() ? "" : " and ") + std::to_string(expired_grants) + " grant" +
+             (expired_grants > 1 ? "s" : "") + " of an already expired lock";
+      }
+      r.summary = s + ": " + r.anomalies[0]["description"].get<std::string>();
+      if (overlaps + expired_grants > static_cast<int64_t>(kMaxAnomalies))
         r.summary += " (the first " + std::to_string(kMaxAnomalies) + " are listed)";
     } else if (ok_acquires == 0) {
-      r.summary = "no successful acquires: no leases to check";
-    } else if (without_validity == ok_acquires) {
-      r.summary = "no acquire reported validity_ms: lease windows are unknown, nothing checked";
+      r.valid = Validity::kUnknown;
+      r.summary = "nothing checked: no acquire succeeded, so there are no leases to compare";
+    } else if (window_count == 0) {
+      r.valid = Validity::kUnknown;
+      r.summary = "nothing checked: no acquire reported validity_ms, so lease windows are unknown";
     } else {
       r.summary = "no two processes' lease windows overlap (" + std::to_string(window_count) + " windows";
       if (without_validity > 0) r.summary += ", " + std::to_string(without_validity) + " acquires without validity skipped";
-      r.summary += ")";
+      r.summary += ")" + lost_note;
     }
     return r;
   }

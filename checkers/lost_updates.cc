@@ -106,8 +106,21 @@ class LostUpdatesChecker : public Checker {
 
     r.valid = verdict;
     r.stats = {{"per_key", per_key}};
+    int64_t acknowledged = 0;
+    for (const auto& [key, ko] : keys) {
+      for (const auto* list : {&ko.adds, &ko.increments}) {
+        for (size_t inv : *list) {
+          const int64_t c = pairs[inv];
+          if (c >= 0 && h[static_cast<size_t>(c)].is_ok()) ++acknowledged;
+        }
+      }
+    }
     if (per_key.empty()) {
-      r.summary = "no adds or increments in the history: nothing to check";
+      r.valid = Validity::kUnknown;
+      r.summary = "nothing checked: no adds or increments in the history";
+    } else if (acknowledged == 0 && verdict == Validity::kValid) {
+      r.valid = Validity::kUnknown;
+      r.summary = "nothing checked: not one add or increment was acknowledged, so none could be lost";
     } else {
       r.summary.clear();
       for (size_t j = 0; j < notes.size(); ++j) r.summary += (j ? "; " : "") + notes[j];

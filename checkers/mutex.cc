@@ -3,7 +3,9 @@
 #include <algorithm>
 #include <chrono>
 #include <numeric>
+#include <optional>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "checkers/format.h"
 
@@ -177,23 +179,58 @@ nlohmann::json describe_violation(const History& h, const std::vector<int64_t>& 
                                       held_by->optional() ? held_by->call : held_by->ret, end_ns, &p_release);
     const int64_t q_start = h[static_cast<size_t>(s.ret)].time_ns;
     const int64_t q_end = hold_end_ns(h, q, key, s.ret, end_ns, &q_release);
-    if (p_release >= 0) ops_involved.push_back(p_release);
-    if (q_release >= 0) ops_involved.push_back(q_release);
+    for (int64_t rel : {p_release, q_release}) {
+      if (rel < 0) continue;
+      ops_involved.push_back(rel);
+      if (pairs[static_cast<size_t>(rel)] >= 0) ops_involved.push_back(pairs[static_cast<size_t>(rel)]);
+    }
     const int64_t lo = std::max(p_start, q_start), hi = std::min(p_end, q_end);
+    const int64_t p_acquired_op = held_by->optional() ? held_by->call : held_by->ret;
+    // p's lease: from its acquire's ok, as long as the validity it reported, stretched by its ok extends.
+    std::optional<int64_t> p_lease_end;
+    if (!held_by->optional() && h[static_cast<size_t>(held_by->ret)].validity_ms) {
+      p_lease_end = p_start + *h[static_cast<size_t>(held_by->ret)].validity_ms * 1000000;
+      for (const wgl::LinOp& o : ko.ops) {
+        if (o.process != holder || o.kind != MutexModel::kExtend || o.optional() || o.call < held_by->ret) continue;
+        const Op& done = h[static_cast<size_t>(o.ret)];
+        if (done.validity_ms && done.time_ns <= *p_lease_end)
+          p_lease_end = std::max(*p_lease_end, done.time_ns + *done.validity_ms * 1000000);
+      }
+    }
+    std::string p_released = "had not released it by the end of the history";
+    if (p_release >= 0) {
+      const int64_t c = pairs[static_cast<size_t>(p_release)];
+      p_released = "released it at t=" + format_time_s(p_end) + " (op " + std::to_string(p_release);
+      if (c >= 0 && !h[static_cast<size_t>(c)].is_ok()) {
+        p_released += std::string(", which ended ") + (h[static_cast<size_t>(c)].is_fail() ? "fail" : "info");
+        if (!h[static_cast<size_t>(c)].error.empty()) p_released += ": " + h[static_cast<size_t>(c)].error;
+      }
+      p_released += ")";
+    }
     if (hi > lo) {
-      kind = "double-grant";
       from_ns = lo;
       to_ns = hi;
-      desc = "processes " + std::to_string(holder) + " and " + std::to_string(q) + " both held " + key + " for " +
-             format_duration_ms(hi - lo) + " from t=" + format_time_s(lo) + " (process " + std::to_string(q) +
-             "'s acquire, op " + std::to_string(s.ret) + ", succeeded while process " + std::to_string(holder) +
-             " held the lock from op " + std::to_string(held_by->optional() ? held_by->call : held_by->ret) +
-             " and had not yet released it)";
+      if (p_lease_end && q_start >= *p_lease_end) {
+        // The lock was free again by Redlock's own terms: p outlived its lease (a paused or slow holder).
+        kind = "stale-holder";
+        desc = "process " + std::to_string(holder) + " kept using " + key + " after its lease ended at t=" +
+               format_time_s(*p_lease_end) + " (acquired at op " + std::to_string(p_acquired_op) + "), while process " +
+               std::to_string(q) + " held it from t=" + format_time_s(q_start) + " (op " + std::to_string(s.ret) +
+               "): both used it for " + format_duration_ms(hi - lo) + "; process " + std::to_string(holder) + " " +
+               p_released;
+      } else {
+        kind = "double-grant";
+        desc = "processes " + std::to_string(holder) + " and " + std::to_string(q) + " both held " + key + " for " +
+               format_duration_ms(hi - lo) + " from t=" + format_time_s(lo) + ": process " + std::to_string(q) +
+               "'s acquire (op " + std::to_string(s.ret) + ") succeeded while process " + std::to_string(holder) +
+               " held the lock from op " + std::to_string(p_acquired_op) +
+               (p_lease_end ? " within its lease (to t=" + format_time_s(*p_lease_end) + ")" : std::string()) +
+               "; process " + std::to_string(holder) + " " + p_released;
+      }
     } else {
       desc = "process " + std::to_string(q) + "'s acquire of " + key + " (op " + std::to_string(s.ret) +
              ", ok at t=" + format_time_s(q_start) + ") cannot be ordered after process " +
-             std::to_string(holder) + "'s hold of it (acquired at op " +
-             std::to_string(held_by->optional() ? held_by->call : held_by->ret) +
+             std::to_string(holder) + "'s hold of it (acquired at op " + std::to_string(p_acquired_op) +
              "): no order of the ops consistent with real time explains both";
     }
   } else if (s.kind == MutexModel::kAcquire) {
@@ -243,6 +280,12 @@ CheckResult MutexChecker::check(const History& h, const CheckOptions& opts) cons
   std::vector<KeyOps> keys;
   std::unordered_map<std::string, size_t> key_ids;
   OpenInvokes open;
+  // (process, key) pairs whose last completed lock op left the process believing it holds the key (an ok
+  // acquire, then ok extends): its release, and an extend that did not end ok, end its use of the lock.
+  std::unordered_set<uint64_t> believes_held;
+  auto held_key = [](Process p, int32_t key) {
+    return (static_cast<uint64_t>(p) << 24) ^ static_cast<uint64_t>(static_cast<uint32_t>(key));
+  };
   int64_t lock_ops = 0;
   size_t last_key = 0;  // most histories have one or a few keys: try the previous op's first
   for (size_t i = 0; i < h.size(); ++i) {
@@ -253,7 +296,29 @@ CheckResult MutexChecker::check(const History& h, const CheckOptions& opts) cons
       if (ref.key < 0) continue;
       KeyOps& ko = keys[static_cast<size_t>(ref.key)];
       wgl::LinOp& lo = ko.ops[static_cast<size_t>(ref.pos)];
-      if (op.is_fail()) {
+      const bool holder = believes_held.count(held_key(op.process, ref.key)) > 0;
+      if (lo.kind == MutexModel::kAcquire && op.is_ok()) believes_held.insert(held_key(op.process, ref.key));
+      if (lo.kind == MutexModel::kRelease) believes_held.erase(held_key(op.process, ref.key));
+      if (!holder && lo.kind != MutexModel::kAcquire) {
+        // Not a holder's op (no ok acquire of its own before it): a failed one is a no-op, as before.
+        if (op.is_fail()) {
+          lo.kind = -1;
+          ++ko.failed;
+        } else if (op.is_ok()) {
+          lo.ret = static_cast<int64_t>(i);
+        }
+      } else if (lo.kind == MutexModel::kExtend && !op.is_ok()) {
+        believes_held.erase(held_key(op.process, ref.key));
+        // An extend that failed (or whose outcome is unknown) ends the use too: the holder stops using the lock
+        // the moment its extend fails (the renew workload does; so does every careful client).
+        lo.kind = MutexModel::kRelease;
+        lo.ret = static_cast<int64_t>(i);
+      } else if (lo.kind == MutexModel::kRelease) {
+        // The use view: a holder stops using the lock when it starts to release it, so its hold ends within the
+        // release whatever the outcome (a release that failed because the lock had already expired, or that
+        // timed out, still ended the use). Whether the lock was lost before that is the lease checker's call.
+        lo.ret = static_cast<int64_t>(i);
+      } else if (op.is_fail()) {
         lo.kind = -1;  // removed below
         ++ko.failed;
       } else if (op.is_ok()) {
@@ -357,7 +422,8 @@ CheckResult MutexChecker::check(const History& h, const CheckOptions& opts) cons
                   {"per_key", key_stats}};
 
   if (keys.empty()) {
-    result.summary = "no lock operations in the history";
+    result.valid = Validity::kUnknown;
+    result.summary = "nothing checked: no lock operations in the history";
   } else if (verdict == Validity::kInvalid) {
     result.summary = result.anomalies[0]["description"].get<std::string>();
     if (invalid_keys.size() > 1) {

@@ -2,8 +2,13 @@
 // mutex, checked independently per key with the WGL search (checkers/wgl.h).
 //
 // Model: state = free | held by p. acquire by p is legal only when free (-> held by p); release by p only when
-// held by p (-> free); extend by p only when held by p (no change). fail ops are removed; info ops and invokes
-// that never completed are optional (may take effect at any point after their invoke, or never).
+// held by p (-> free); extend by p only when held by p (no change). fail acquires are removed; info acquires and
+// invokes that never completed are optional (may take effect at any point after their invoke, or never).
+// The use view: a holder's use of the lock ends within its release whatever the release's outcome (a client
+// stops using the lock when it starts to release it; a release that fails because the lock already expired still
+// ended the use), and within an extend that did not end ok (a careful client stops the moment its extend fails).
+// So a violation means two processes *used* the lock at once; whether that happened within their leases (a double
+// grant) or because one outlived its lease (a paused holder) is named in the anomaly.
 // Verdict per key: valid / invalid (one anomaly per key, at the deepest point the search reached) / unknown
 // (CheckOptions.timeout spent, or the cache memory cap reached). The overall verdict merges the keys.
 #pragma once

@@ -105,6 +105,10 @@ class StatsChecker : public Checker {
                   static_cast<long long>(total.fail), static_cast<long long>(total.info),
                   static_cast<long long>(total.crashed), static_cast<long long>(nemesis_ops), span_s);
     r.summary = buf;
+    if (completed == 0) {
+      r.valid = Validity::kUnknown;
+      r.summary = "nothing checked: no client op completed";
+    }
     return r;
   }
 };

@@ -25,10 +25,10 @@ void release(HistoryBuilder& b, Process p, int64_t inv_ms, int64_t ok_ms, const 
   b.at_ms(ok_ms).ok(p, "release", key);
 }
 
-TEST(LeaseChecker, EmptyHistoryIsValid) {
+TEST(LeaseChecker, EmptyHistoryIsUnknown) {
   CheckResult r = check({});
-  EXPECT_EQ(r.valid, Validity::kValid);
-  EXPECT_NE(r.summary.find("no successful acquires"), std::string::npos);
+  EXPECT_EQ(r.valid, Validity::kUnknown);
+  EXPECT_NE(r.summary.find("nothing checked"), std::string::npos) << r.summary;
 }
 
 TEST(LeaseChecker, ReleasedBeforeTheNextAcquireIsValid) {
@@ -43,19 +43,21 @@ TEST(LeaseChecker, ReleasedBeforeTheNextAcquireIsValid) {
 
 TEST(LeaseChecker, OverlappingLeasesAreAViolation) {
   HistoryBuilder b;
-  acquire(b, 0, 0, 1, 100);  // [1, 100] ms
-  acquire(b, 1, 2, 5, 50);   // [5, 52] ms
+  acquire(b, 0, 0, 1, 100);  // [1, 101] ms
+  acquire(b, 1, 2, 5, 50);   // [5, 55] ms
   CheckResult r = check(b.history());
   ASSERT_EQ(r.valid, Validity::kInvalid);
   ASSERT_EQ(r.anomalies.size(), 1u);
   const auto& a = r.anomalies[0];
-  EXPECT_EQ(a["kind"], "lease-overlap");
+  EXPECT_EQ(a["kind"], "double-grant");
   EXPECT_EQ(a["key"], "lock-0");
   EXPECT_EQ(a["processes"], nlohmann::json::array({0, 1}));
   EXPECT_EQ(a["from_ns"], 5000000);
-  EXPECT_EQ(a["to_ns"], 52000000);
-  EXPECT_DOUBLE_EQ(a["overlap_ms"].get<double>(), 47.0);
-  EXPECT_EQ(a["description"].get<std::string>().rfind("processes 0 and 1 both held lock-0 for 47 ms from t=0.005 s", 0), 0u)
+  EXPECT_EQ(a["to_ns"], 55000000);
+  EXPECT_DOUBLE_EQ(a["overlap_ms"].get<double>(), 50.0);
+  EXPECT_EQ(a["description"].get<std::string>().rfind(
+                "processes 0 and 1 both held lock-0 within their leases for 50 ms from t=0.005 s", 0),
+            0u)
       << a["description"];
   EXPECT_EQ(a["ops"], nlohmann::json::array({0, 1, 2, 3}));
 }
@@ -68,42 +70,51 @@ TEST(LeaseChecker, AnExpiredLeaseDoesNotOverlap) {
   EXPECT_EQ(check(b.history()).valid, Validity::kValid);
 }
 
-TEST(LeaseChecker, AWindowIsMeasuredFromTheAcquireInvoke) {
+// Validity is what remains at the end of the acquire: the window starts at the ok. A slow acquire (the kind made
+// during faults) whose validity is shorter than its own duration must still give a window (it was dropped when
+// windows were measured from the invoke).
+TEST(LeaseChecker, AWindowIsMeasuredFromTheAcquireOk) {
   HistoryBuilder b;
-  acquire(b, 0, 0, 8, 10);   // [8, 10]: validity counts from the invoke
+  acquire(b, 0, 0, 8, 10);   // [8, 18]
   acquire(b, 1, 11, 12, 10);
-  EXPECT_EQ(check(b.history()).valid, Validity::kValid);
-  HistoryBuilder c;
-  c.at_ms(0).invoke(0, "acquire");
-  c.at_ms(1).invoke(1, "acquire");
-  c.at_ms(8).ok(0, "acquire");
-  c.validity_ms(10);          // [8, 10]
-  c.at_ms(9).ok(1, "acquire");
-  c.validity_ms(10);          // [9, 11]
-  CheckResult r = check(c.history());
+  CheckResult r = check(b.history());
   ASSERT_EQ(r.valid, Validity::kInvalid);
-  EXPECT_EQ(r.anomalies[0]["from_ns"], 9000000);
-  EXPECT_EQ(r.anomalies[0]["to_ns"], 10000000);
+  EXPECT_EQ(r.anomalies[0]["from_ns"], 12000000);
+  EXPECT_EQ(r.anomalies[0]["to_ns"], 18000000);
+
+  HistoryBuilder c;
+  acquire(c, 0, 0, 30, 10);  // a 30 ms acquire with 10 ms left: [30, 40]
+  acquire(c, 1, 31, 35, 100);
+  CheckResult r2 = check(c.history());
+  ASSERT_EQ(r2.valid, Validity::kInvalid) << r2.summary;
+  EXPECT_EQ(r2.anomalies[0]["from_ns"], 35000000);
+  EXPECT_EQ(r2.anomalies[0]["to_ns"], 40000000);
+  EXPECT_EQ(r2.stats["windows_cut_before_ok"], 0);
+
+  HistoryBuilder d;
+  acquire(d, 0, 0, 30, 10);  // [30, 40]
+  acquire(d, 1, 38, 41, 100);
+  EXPECT_EQ(check(d.history()).valid, Validity::kValid);
 }
 
 TEST(LeaseChecker, AnExtendStretchesTheWindow) {
   HistoryBuilder b;
-  acquire(b, 0, 0, 1, 3);  // [1, 3]
+  acquire(b, 0, 0, 1, 3);  // [1, 4]
   b.at_ms(2).invoke(0, "extend");
   b.at_ms(3).ok(0, "extend");
-  b.validity_ms(10);       // -> [1, 12]
+  b.validity_ms(10);       // -> [1, 13]
   acquire(b, 1, 5, 6, 100);
   CheckResult r = check(b.history());
   ASSERT_EQ(r.valid, Validity::kInvalid);
   EXPECT_EQ(r.anomalies[0]["from_ns"], 6000000);
-  EXPECT_EQ(r.anomalies[0]["to_ns"], 12000000);
+  EXPECT_EQ(r.anomalies[0]["to_ns"], 13000000);
   EXPECT_EQ(r.stats["extends_applied"], 1);
 }
 
 TEST(LeaseChecker, AnExtendAfterExpiryOpensANewWindow) {
   HistoryBuilder b;
-  acquire(b, 0, 0, 1, 2);     // [1, 2]
-  acquire(b, 1, 3, 4, 5);     // [4, 8]
+  acquire(b, 0, 0, 1, 1);     // [1, 2]
+  acquire(b, 1, 3, 4, 4);     // [4, 8]
   release(b, 1, 9, 10);
   b.at_ms(10).invoke(0, "extend");
   b.at_ms(11).ok(0, "extend");
@@ -111,8 +122,8 @@ TEST(LeaseChecker, AnExtendAfterExpiryOpensANewWindow) {
   EXPECT_EQ(check(b.history()).valid, Validity::kValid);
 
   HistoryBuilder c;
-  acquire(c, 0, 0, 1, 2);     // [1, 2]
-  acquire(c, 1, 3, 4, 5);     // [4, 8]
+  acquire(c, 0, 0, 1, 1);     // [1, 2]
+  acquire(c, 1, 3, 4, 4);     // [4, 8]
   c.at_ms(5).invoke(0, "extend");
   c.at_ms(6).ok(0, "extend");
   c.validity_ms(10);          // new window [6, 15] overlaps 1's
@@ -136,7 +147,7 @@ TEST(LeaseChecker, AcquiresWithoutValidityAreSkippedAndCounted) {
   acquire(b, 0, 0, 1, -1);
   acquire(b, 1, 2, 3, -1);  // would overlap, but neither window is known
   CheckResult r = check(b.history());
-  EXPECT_EQ(r.valid, Validity::kValid);
+  EXPECT_EQ(r.valid, Validity::kUnknown);
   EXPECT_EQ(r.stats["acquires_without_validity"], 2);
   EXPECT_NE(r.summary.find("no acquire reported validity_ms"), std::string::npos) << r.summary;
 
@@ -166,6 +177,58 @@ TEST(LeaseChecker, KeysAreIndependentAndNemesisIgnored) {
   acquire(b, 1, 3, 4, 100, "lock-1");
   b.at_ms(5).info(kNemesis, "clock-bump", "");
   EXPECT_EQ(check(b.history()).valid, Validity::kValid);
+}
+
+TEST(LeaseChecker, AnOkAcquireWithNoValidityLeftIsAnExpiredGrant) {
+  HistoryBuilder b;
+  acquire(b, 0, 0, 5, 0);
+  acquire(b, 1, 6, 7, 100);
+  CheckResult r = check(b.history());
+  ASSERT_EQ(r.valid, Validity::kInvalid);
+  EXPECT_EQ(r.anomalies[0]["kind"], "expired-grant");
+  EXPECT_EQ(r.anomalies[0]["ops"], nlohmann::json::array({0, 1}));
+  EXPECT_EQ(r.stats["expired_grants"], 1);
+}
+
+TEST(LeaseChecker, EveryDoubleGrantIsListed) {
+  HistoryBuilder b;
+  acquire(b, 0, 0, 1, 100);  // [1, 101]
+  acquire(b, 1, 2, 3, 100);  // overlaps 0
+  acquire(b, 2, 4, 5, 100);  // overlaps 0 and 1
+  CheckResult r = check(b.history());
+  ASSERT_EQ(r.valid, Validity::kInvalid);
+  EXPECT_EQ(r.stats["double_grants"], 3);
+  EXPECT_EQ(r.anomalies.size(), 3u);
+}
+
+// A release that fails "not held": the lock was lost before it. A note, listed, not a violation.
+TEST(LeaseChecker, AReleaseThatFoundTheLockLostIsANote) {
+  HistoryBuilder b;
+  acquire(b, 0, 0, 1, 10);  // [1, 11]
+  b.at_ms(9).invoke(0, "release");
+  b.at_ms(20).fail(0, "release");
+  b.error("not held on a quorum (expired or taken): deleted on 1 of 5");
+  acquire(b, 1, 15, 16, 100);
+  CheckResult r = check(b.history());
+  EXPECT_EQ(r.valid, Validity::kValid) << r.summary;
+  ASSERT_EQ(r.anomalies.size(), 1u);
+  EXPECT_EQ(r.anomalies[0]["kind"], "lost-before-release");
+  EXPECT_EQ(r.anomalies[0]["severity"], "note");
+  EXPECT_EQ(r.anomalies[0]["ops"], nlohmann::json::array({2, 3}));
+  EXPECT_NE(r.summary.find("found the lock already lost"), std::string::npos) << r.summary;
+}
+
+// A failed extend ends the window at its completion (the holder stops using the lock then).
+TEST(LeaseChecker, AFailedExtendEndsTheWindow) {
+  HistoryBuilder b;
+  acquire(b, 0, 0, 1, 100);  // [1, 101]
+  b.at_ms(5).invoke(0, "extend");
+  b.at_ms(6).fail(0, "extend");
+  b.error("not held (expired or taken)");
+  acquire(b, 1, 7, 8, 100);
+  CheckResult r = check(b.history());
+  EXPECT_EQ(r.valid, Validity::kValid) << r.summary;
+  EXPECT_EQ(r.anomalies[0]["kind"], "lost-before-extend");
 }
 
 TEST(LeaseChecker, TheSameProcessReacquiringIsNotAnOverlap) {

@@ -24,13 +24,21 @@ void read(HistoryBuilder& b, Process p, json value, const std::string& key = "se
   b.ok(p, "read", key, std::move(value));
 }
 
-TEST(LostUpdates, NothingToCheck) {
+// Nothing checked is not valid: no history, reads alone, or not one acknowledged update (e.g. every write refused).
+TEST(LostUpdates, NothingToCheckIsUnknown) {
   CheckResult r = check({});
-  EXPECT_EQ(r.valid, Validity::kValid);
-  EXPECT_NE(r.summary.find("nothing to check"), std::string::npos);
+  EXPECT_EQ(r.valid, Validity::kUnknown);
+  EXPECT_NE(r.summary.find("nothing checked"), std::string::npos);
   HistoryBuilder b;
   read(b, 0, json::array());  // reads alone
-  EXPECT_EQ(check(b.history()).valid, Validity::kValid);
+  EXPECT_EQ(check(b.history()).valid, Validity::kUnknown);
+  HistoryBuilder c;
+  add(c, 0, 1, OpType::kFail);
+  add(c, 1, 2, OpType::kFail);
+  read(c, 2, json::array());
+  CheckResult r2 = check(c.history());
+  EXPECT_EQ(r2.valid, Validity::kUnknown) << r2.summary;
+  EXPECT_NE(r2.summary.find("not one add or increment was acknowledged"), std::string::npos) << r2.summary;
 }
 
 TEST(LostUpdates, AllAcknowledgedAddsPresentIsValid) {
@@ -71,7 +79,8 @@ TEST(LostUpdates, IndeterminateAddsMayOrMayNotBePresent) {
   add(b, 0, 1, OpType::kInfo);
   add(b, 1, 2, OpType::kInfo);
   b.invoke(3, "add", "set", 4);  // crashed
-  read(b, 2, json::array({1, 4}));
+  add(b, 4, 5, OpType::kOk);
+  read(b, 2, json::array({1, 4, 5}));
   CheckResult r = check(b.history());
   EXPECT_EQ(r.valid, Validity::kValid) << r.summary;
   EXPECT_EQ(r.stats["per_key"]["set"]["recovered"], 2);

@@ -65,6 +65,25 @@ bool bf_search(const std::vector<BfOp>& ops, uint32_t done, int64_t holder, std:
   return false;
 }
 
+// The use view: a process that got an ok acquire (and has not released since) ends its use with its release
+// or with an extend that did not end ok, whatever their outcome; those are required, ending at their completion.
+// For each invoke: was it made by a process that believed it held the key?
+std::vector<bool> invoked_by_holder(const History& h) {
+  std::set<std::pair<Process, std::string>> holding;
+  std::vector<bool> by_holder(h.size(), false);
+  for (size_t i = 0; i < h.size(); ++i) {
+    const Op& op = h[i];
+    if (op.process < 0) continue;
+    if (op.is_invoke()) {
+      by_holder[i] = holding.count({op.process, op.key}) > 0;
+      continue;
+    }
+    if (op.f == "acquire" && op.is_ok()) holding.insert({op.process, op.key});
+    if (op.f == "release" || (op.f == "extend" && !op.is_ok())) holding.erase({op.process, op.key});
+  }
+  return by_holder;
+}
+
 // Per key: linearizable?
 std::map<std::string, bool> brute_force(const History& h) {
   std::map<std::string, std::vector<BfOp>> by_key;
@@ -81,12 +100,18 @@ std::map<std::string, bool> brute_force(const History& h) {
       }
     }
   }
+  const std::vector<bool> by_holder = invoked_by_holder(h);
   for (size_t i = 0; i < h.size(); ++i) {
     const Op& op = h[i];
     if (!op.is_invoke() || op.process < 0) continue;
     if (op.f != "acquire" && op.f != "release" && op.f != "extend") continue;
     auto& v = by_key[op.key];
     const int64_t c = completion[i];
+    const bool ends_use = by_holder[i] && (op.f == "release" || (op.f == "extend" && c >= 0 && !h[c].is_ok()));
+    if (ends_use) {
+      v.push_back(BfOp{static_cast<int64_t>(i), c >= 0 ? c : INT64_MAX, op.process, "release"});
+      continue;
+    }
     if (c >= 0 && h[c].is_fail()) continue;
     const bool ok = c >= 0 && h[c].is_ok();
     v.push_back(BfOp{static_cast<int64_t>(i), ok ? c : INT64_MAX, op.process, op.f});
@@ -270,6 +295,7 @@ TEST(MutexCheckerRandom, PrunedAndGenericSearchAgree) {
     int max_ops = 0;
     History h = random_history(seed, &max_ops);
     std::vector<int64_t> pairs = pair_index(h);
+    const std::vector<bool> by_holder = invoked_by_holder(h);
     std::map<std::string, std::vector<wgl::LinOp>> by_key;
     for (size_t i = 0; i < h.size(); ++i) {
       const Op& op = h[i];
@@ -278,6 +304,14 @@ TEST(MutexCheckerRandom, PrunedAndGenericSearchAgree) {
       lo.call = static_cast<int64_t>(i);
       lo.process = op.process;
       lo.kind = static_cast<int16_t>(mutex_op_kind(op.f));
+      const bool ends_use = by_holder[i] && (op.f == "release" || (op.f == "extend" && pairs[i] >= 0 &&
+                                                                     !h[pairs[i]].is_ok()));
+      if (ends_use) {
+        lo.kind = MutexModel::kRelease;
+        if (pairs[i] >= 0) lo.ret = pairs[i];
+        by_key[op.key].push_back(lo);
+        continue;
+      }
       if (pairs[i] >= 0 && h[pairs[i]].is_fail()) continue;
       if (pairs[i] >= 0 && h[pairs[i]].is_ok()) lo.ret = pairs[i];
       by_key[op.key].push_back(lo);

@@ -18,9 +18,9 @@ CheckResult check(const History& h, MutexOptions mo = {}, std::chrono::milliseco
   return run_checker(c, h, opts);
 }
 
-TEST(MutexChecker, EmptyHistoryIsValid) {
+TEST(MutexChecker, EmptyHistoryIsUnknown) {
   CheckResult r = check(History{});
-  EXPECT_EQ(r.valid, Validity::kValid);
+  EXPECT_EQ(r.valid, Validity::kUnknown);
   EXPECT_EQ(r.checker, "mutex");
   EXPECT_TRUE(r.anomalies.empty());
   EXPECT_EQ(r.stats["lock_ops"], 0);
@@ -364,6 +364,87 @@ TEST(MutexCheckerGenerated, ProcessesThatAreNotRetiredAfterInfoAreSearchedUnprun
         << "seed " << seed << ": " << r.summary;
     EXPECT_GT(r.stats["per_key"]["lock-0"]["non_sequential_processes"].get<int>(), 0);
   }
+}
+
+}  // namespace
+}  // namespace lockcheck
+
+namespace lockcheck {
+namespace {
+
+using testing::HistoryBuilder;
+
+CheckResult check_use_view(const History& h) { return run_checker(*make_checker("mutex"), h, CheckOptions{}); }
+
+// The use view: a holder's release ends its use whatever the outcome. A release sent inside the lease that
+// arrived after the key expired (it fails "not held") is no violation, even though another process got the lock
+// before the release completed.
+TEST(MutexUseView, AReleaseThatFailsAfterExpiryStillEndsTheUse) {
+  HistoryBuilder b;
+  b.at_ms(0).invoke(0, "acquire");
+  b.at_ms(1).ok(0, "acquire");
+  b.validity_ms(10);
+  b.at_ms(9).invoke(0, "release");
+  b.at_ms(14).invoke(1, "acquire");
+  b.at_ms(15).ok(1, "acquire");
+  b.validity_ms(10);
+  b.at_ms(20).fail(0, "release");
+  b.error("not held (expired or taken)");
+  b.at_ms(21).invoke(1, "release");
+  b.at_ms(22).ok(1, "release");
+  CheckResult r = check_use_view(b.history());
+  EXPECT_EQ(r.valid, Validity::kValid) << r.summary;
+}
+
+// A holder that kept using the lock past its lease (a paused holder) while another got it: stale-holder.
+TEST(MutexUseView, AHolderPastItsLeaseIsAStaleHolder) {
+  HistoryBuilder b;
+  b.at_ms(0).invoke(0, "acquire");
+  b.at_ms(1).ok(0, "acquire");
+  b.validity_ms(10);                       // lease to 11 ms
+  b.at_ms(19).invoke(1, "acquire");
+  b.at_ms(20).ok(1, "acquire");
+  b.validity_ms(10);
+  b.at_ms(30).invoke(0, "release");        // 0 woke up at 30 ms
+  b.at_ms(31).fail(0, "release");
+  b.error("not held (expired or taken)");
+  CheckResult r = check_use_view(b.history());
+  ASSERT_EQ(r.valid, Validity::kInvalid);
+  EXPECT_EQ(r.anomalies[0]["kind"], "stale-holder");
+  const std::string d = r.anomalies[0]["description"];
+  EXPECT_NE(d.find("kept using lock-0 after its lease ended at t=0.011 s"), std::string::npos) << d;
+  EXPECT_NE(d.find("which ended fail: not held"), std::string::npos) << d;
+  // The failed release is among the ops named.
+  EXPECT_NE(std::find(r.anomalies[0]["ops"].begin(), r.anomalies[0]["ops"].end(), 5), r.anomalies[0]["ops"].end());
+}
+
+// Two holders within the first one's lease: double-grant.
+TEST(MutexUseView, AnotherGrantWithinTheLeaseIsADoubleGrant) {
+  HistoryBuilder b;
+  b.at_ms(0).invoke(0, "acquire");
+  b.at_ms(1).ok(0, "acquire");
+  b.validity_ms(100);
+  b.at_ms(19).invoke(1, "acquire");
+  b.at_ms(20).ok(1, "acquire");
+  b.validity_ms(100);
+  b.at_ms(30).invoke(0, "release");
+  b.at_ms(31).ok(0, "release");
+  CheckResult r = check_use_view(b.history());
+  ASSERT_EQ(r.valid, Validity::kInvalid);
+  EXPECT_EQ(r.anomalies[0]["kind"], "double-grant");
+  EXPECT_NE(r.anomalies[0]["description"].get<std::string>().find("within its lease"), std::string::npos);
+}
+
+// A failed extend ends the use: the holder stops, and a later grant to another process is no violation.
+TEST(MutexUseView, AFailedExtendEndsTheUse) {
+  HistoryBuilder b;
+  b.at_ms(0).invoke(0, "acquire");
+  b.at_ms(1).ok(0, "acquire");
+  b.at_ms(5).invoke(0, "extend");
+  b.at_ms(6).fail(0, "extend");
+  b.at_ms(7).invoke(1, "acquire");
+  b.at_ms(8).ok(1, "acquire");
+  EXPECT_EQ(check_use_view(b.history()).valid, Validity::kValid);
 }
 
 }  // namespace

@@ -55,6 +55,10 @@ class HistoryBuilder {
     h_.back().validity_ms = v;
     return *this;
   }
+  HistoryBuilder& error(const std::string& e) {
+    h_.back().error = e;
+    return *this;
+  }
 
   const History& history() const { return h_; }
 

@@ -40,7 +40,8 @@ const char* const kFencedWrite =
     "redis.call('set', KEYS[1], ARGV[2]) "
     "return 1";
 
-constexpr int kReadEvery = 10;  // a process reads the whole resource about once every kReadEvery loops
+constexpr int kReadEvery = 10;
+constexpr int64_t kReadWriteMs = 5;  // kept out of the lease for the update's read and write (local Redis)  // a process reads the whole resource about once every kReadEvery loops
 
 class GuardedUpdate : public Workload {
  public:
@@ -74,17 +75,27 @@ class GuardedUpdate : public Workload {
       if (uniform(env.rng, 1, kReadEvery) == 1 && !read(env.process, env.history, *conn, res_key)) {
         return ProcessExit::kRetired;
       }
+      const auto invoked = std::chrono::steady_clock::now();
       LockResult a = record_lock_op(env, "acquire", lock_key, [&] { return env.client.acquire(lock_key, ttl); });
       if (a.outcome == OpType::kInfo) return ProcessExit::kRetired;
       if (a.outcome == OpType::kFail) {
-        sleep_unless_stopped(env.stop, std::chrono::milliseconds(uniform(env.rng, 1, 10)));
+        sleep_unless_stopped(env.stop, busy_backoff(env.rng));
         continue;
       }
-      env.pause_point();  // client-pause: a holder stopped here past the TTL reads and writes on regardless
-      // The process holds the lock (it believes): one update, however long it takes.
-      if (update(env, *conn, res_key, a.token, work) == OpType::kInfo) return ProcessExit::kRetired;
+      // A careful client: it checks its lease before it starts the update, and its work (the slow part) is cut
+      // so that the write is sent inside the validity it was told, keeping a few ms for the read and the write.
+      const Lease lease(a, invoked, ttl);
+      const auto budget = lease.remaining() - std::chrono::milliseconds(kReadWriteMs);
+      env.pause_point();  // client-pause: a holder stopped here past its lease reads and writes on regardless
+      if (budget >= std::chrono::milliseconds(0)) {
+        // The process holds the lock (it believes): one update.
+        if (update(env, *conn, res_key, a.token, std::min(work, budget)) == OpType::kInfo) {
+          return ProcessExit::kRetired;
+        }
+      }
       LockResult r = record_lock_op(env, "release", lock_key, [&] { return env.client.release(lock_key); });
       if (r.outcome == OpType::kInfo) return ProcessExit::kRetired;
+      sleep_unless_stopped(env.stop, after_release_pause(env.rng));
     }
     return ProcessExit::kStopped;
   }

@@ -1,5 +1,5 @@
-// Workload `lock`: each process loops: acquire a random key, hold it for a random time below the TTL,
-// release it. The history of acquires and releases is judged by the mutex checker (the strict view: a holder
+// Workload `lock`: each process loops: acquire a random key, hold it for a random time (at most --hold-ms-max,
+// and never past the validity the client reported: a careful client), release it, pause briefly. The history of acquires and releases is judged by the mutex checker (the strict view: a holder
 // believes it holds the lock until it releases) and the lease checker (the claimed view: only within the
 // validity the client reported).
 #include "harness/random.h"
@@ -18,18 +18,23 @@ class LockWorkload : public Workload {
     const int64_t hold_max = env.config.effective_hold_ms_max();
     while (!env.stop.load()) {
       const std::string key = "lock-" + std::to_string(uniform(env.rng, 0, env.config.keys - 1));
+      const auto invoked = std::chrono::steady_clock::now();
       LockResult a = record_lock_op(env, "acquire", key, [&] { return env.client.acquire(key, ttl); });
       if (a.outcome == OpType::kInfo) return ProcessExit::kRetired;
       if (a.outcome == OpType::kFail) {
-        // Busy: back off a little so that a held lock is not hammered, then try again.
-        sleep_unless_stopped(env.stop, std::chrono::milliseconds(uniform(env.rng, 1, 10)));
+        // Busy: back off a little, with jitter, so that a held lock is not hammered, then try again.
+        sleep_unless_stopped(env.stop, busy_backoff(env.rng));
         continue;
       }
-      env.pause_point();  // client-pause: a holder stopped here for longer than the TTL still thinks it holds
+      // A careful client: the hold it means to make is cut to end inside the validity it was told.
+      const Lease lease(a, invoked, ttl);
+      const auto hold = lease.fit(std::chrono::milliseconds(uniform(env.rng, 0, hold_max)));
+      env.pause_point();  // client-pause: a holder stopped here for longer than its lease still thinks it holds
       // Hold: the process believes it holds the lock and uses the resource. Cut short at the end of the run.
-      sleep_unless_stopped(env.stop, std::chrono::milliseconds(uniform(env.rng, 0, hold_max)));
+      sleep_unless_stopped(env.stop, hold);
       LockResult r = record_lock_op(env, "release", key, [&] { return env.client.release(key); });
       if (r.outcome == OpType::kInfo) return ProcessExit::kRetired;
+      sleep_unless_stopped(env.stop, after_release_pause(env.rng));
     }
     return ProcessExit::kStopped;
   }

@@ -1,5 +1,7 @@
 #include "workloads/workload.h"
 
+#include "harness/random.h"
+
 #include <algorithm>
 #include <thread>
 
@@ -20,6 +22,28 @@ LockResult record_lock_op(ProcessEnv& env, const std::string& f, const std::stri
   op.error = r.error;
   env.history.record(op);
   return r;
+}
+
+Lease::Lease(const LockResult& r, std::chrono::steady_clock::time_point invoked, std::chrono::milliseconds ttl) {
+  const auto now = std::chrono::steady_clock::now();
+  const auto lease_end = r.validity_ms ? now + std::chrono::milliseconds(*r.validity_ms) : invoked + ttl;
+  const auto length = std::chrono::duration_cast<std::chrono::milliseconds>(lease_end - now);
+  // The release must leave before the lease ends: 5% of it, at least 10 ms (scheduling and the request).
+  const auto margin = std::max<std::chrono::milliseconds>(std::chrono::milliseconds(10), length / 20);
+  use_until_ = lease_end - margin;
+}
+
+std::chrono::milliseconds Lease::remaining() const {
+  const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(use_until_ - std::chrono::steady_clock::now());
+  return std::max(left, std::chrono::milliseconds(0));
+}
+
+std::chrono::milliseconds busy_backoff(std::mt19937_64& rng) {
+  return std::chrono::milliseconds(uniform(rng, 2, 20));
+}
+
+std::chrono::milliseconds after_release_pause(std::mt19937_64& rng) {
+  return std::chrono::milliseconds(uniform(rng, 10, 40));
 }
 
 bool sleep_unless_stopped(const std::atomic<bool>& stop, std::chrono::milliseconds d) {

@@ -3,6 +3,7 @@
 // info: its state is unknown, so as in Jepsen a fresh process id takes its place with a fresh client).
 #pragma once
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <functional>
@@ -68,6 +69,27 @@ class Workload {
 // token and validity it reported, fail, or info). Returns the LockResult.
 LockResult record_lock_op(ProcessEnv& env, const std::string& f, const std::string& key,
                           const std::function<LockResult()>& call);
+
+// What a careful client knows after an ok acquire (or extend): until when it may use the lock. A client that
+// got validity_ms stays inside it: the lease ends validity_ms after the acquire returned (validity is what
+// remains at the end of the acquire). A client that got none assumes ttl - the acquire's own duration.
+// Use ends `margin` before the lease does, so that the release (or the write) is sent while the lease holds.
+class Lease {
+ public:
+  Lease(const LockResult& r, std::chrono::steady_clock::time_point invoked, std::chrono::milliseconds ttl);
+  // How long from now the holder may still use the lock (never negative).
+  std::chrono::milliseconds remaining() const;
+  // d cut so that it ends before the lease does.
+  std::chrono::milliseconds fit(std::chrono::milliseconds d) const { return std::min(d, remaining()); }
+
+ private:
+  std::chrono::steady_clock::time_point use_until_;
+};
+
+// The randomised pauses of a fair client: after a failed acquire (the lock is busy) and after a release (a
+// holder does not grab the lock again at once, so the waiters get their turn).
+std::chrono::milliseconds busy_backoff(std::mt19937_64& rng);
+std::chrono::milliseconds after_release_pause(std::mt19937_64& rng);
 
 // Sleeps for d, in short steps, returning early (false) when env.stop is set. True when it slept it all.
 bool sleep_unless_stopped(const std::atomic<bool>& stop, std::chrono::milliseconds d);
