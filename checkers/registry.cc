@@ -8,18 +8,22 @@ std::unique_ptr<Checker> make_lease_checker();
 std::unique_ptr<Checker> make_fencing_checker();
 std::unique_ptr<Checker> make_lost_updates_checker();
 std::unique_ptr<Checker> make_stats_checker();
+std::unique_ptr<Checker> make_faults_checker();
 
 const std::vector<CheckerInfo>& checker_registry() {
   static const std::vector<CheckerInfo> registry = {
       {"mutex", "linearizability of acquire/release/extend against an owner-aware mutex, per key (WGL search)",
        make_mutex_checker},
-      {"lease", "no two processes' lease windows (acquire ok .. invoke + validity_ms, extends, release) overlap",
+      {"lease", "no two processes' lease windows (acquire ok .. ok + validity_ms, extends, release) overlap",
        make_lease_checker},
       {"fencing", "tokens increase in real-time order per key; no write with a stale token is accepted",
        make_fencing_checker},
       {"lost-updates", "acknowledged adds / increments are in the final read; stale reads; unexpected elements",
        make_lost_updates_checker},
-      {"stats", "op counts, latency percentiles and throughput per second (always valid)", make_stats_checker},
+      {"stats", "op counts, latency percentiles and throughput per second (valid once any op completed)",
+       make_stats_checker},
+      {"faults", "the planned faults took effect (client-pause armed vs fired); judged whenever a nemesis runs",
+       make_faults_checker},
   };
   return registry;
 }

@@ -81,6 +81,11 @@ void validate(const RunConfig& c) {
   require(c.wait_replicas >= 0, "--wait", c.wait_replicas, "must be >= 0");
   require(c.checker_timeout_s > 0, "--checker-timeout", c.checker_timeout_s, "must be > 0 seconds");
   if (c.lock == "external" && c.client_cmd.empty()) throw ConfigError("--client-cmd: required with --lock external");
+  if (make_workload(c.workload)->needs_fencing() && !find_lock_algorithm(c.lock)->hands_out_tokens && !c.fencing) {
+    throw ConfigError("--workload " + c.workload + ": the resource accepts only writes that carry a fencing token, and "
+                      "--lock " + c.lock + " hands out tokens only if its client does; add --fencing if it does "
+                      "(otherwise every write would be refused and nothing would be checked)");
+  }
   if (c.results_dir.empty()) throw ConfigError("--results: must not be empty");
   for (char ch : c.label) {
     if (!std::isalnum(static_cast<unsigned char>(ch)) && ch != '-' && ch != '_' && ch != '.') {

@@ -341,7 +341,11 @@ nlohmann::json check_history(const RunConfig& cfg, const History& h) {
   opts.timeout = std::chrono::milliseconds(static_cast<int64_t>(cfg.checker_timeout_s * 1000));
   Validity overall = Validity::kValid;
   nlohmann::json checkers = nlohmann::json::array();
-  for (const auto& name : workload->checkers()) {
+  std::vector<std::string> names = workload->checkers();
+  // Whenever a nemesis runs, whether its faults took effect is judged too: a fault that never happened is not a
+  // test passed.
+  if (!cfg.nemesis.empty()) names.push_back("faults");
+  for (const auto& name : names) {
     auto c = make_checker(name);
     CheckResult r;
     if (!c) {

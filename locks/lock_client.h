@@ -59,6 +59,9 @@ struct LockAlgorithm {
   const char* description;   // one line: what it is
   const char* known_defects; // one line: what it is known to get wrong
   std::function<std::unique_ptr<LockClient>(const LockOptions&)> make;
+  // True when the harness can make it hand out fencing tokens (LockOptions.fencing); false when that is up to
+  // a client outside the harness (external), which a fencing workload then needs --fencing to vouch for.
+  bool hands_out_tokens = true;
 };
 
 // The registry (locks/registry.cc): one line per algorithm.

@@ -51,7 +51,7 @@ const std::vector<LockAlgorithm>& lock_algorithms() {
       {"external", "a lock client in any language: a subprocess per client speaking JSON lines on stdin/stdout "
        "(--client-cmd)",
        "whatever the client gets wrong; a crash, a malformed answer or a missed deadline is recorded as info",
-       make_external_lock},
+       make_external_lock, /*hands_out_tokens=*/false},
   };
   return registry;
 }

@@ -1,7 +1,8 @@
 // Nemesis `client-pause`: the "GC pause" of Kleppmann's analysis. The lock holder stops, right after its
 // acquire succeeded, for longer than the TTL (pause_ms, 2 x TTL by default) and then carries on as if it still
 // held the lock: a lock with a TTL cannot prevent that, a fencing token checked by the resource can.
-// Start arms a pause (nemesis/client_pauses.h) for client slots: random targeting one random slot, holder
+// Start arms a pause (nemesis/client_pauses.h) for client slots: random targeting one random slot (widened to
+// every slot after half the period if it has not fired), holder
 // targeting every slot (so the next process to acquire, the new holder, takes it at once). The first process of
 // those slots to reach its pause point during the fault period pauses; the stop op disarms what did not fire
 // and reports, in detail.paused, which process paused and for how long (a pause in progress runs to its end).
@@ -26,7 +27,9 @@ class ClientPause : public Nemesis {
     p.stop_f = "client-resume";
     p.duration_ms = ctx.interval_ms;
     if (!ctx.slots.empty()) p.targets = json::array({u::pick(ctx.slots, rng)});
-    p.detail = {{"pause_ms", 2 * ctx.ttl_ms}};
+    // If the drawn slot has not reached its pause point (taken the lock) within half the period, the first
+    // process of any slot to do so pauses instead: a planned pause must take effect.
+    p.detail = {{"pause_ms", 2 * ctx.ttl_ms}, {"any_slot_after_ms", ctx.interval_ms / 2}};
     return p;
   }
 
@@ -53,7 +56,9 @@ class ClientPause : public Nemesis {
         slots.push_back(std::stoi(t.substr(1)));
       }
       const int64_t pause_ms = detail.value("pause_ms", int64_t{2 * env.config.ttl_ms});
-      const int64_t id = pauses.arm(slots, std::chrono::milliseconds(pause_ms));
+      std::optional<std::chrono::milliseconds> widen;
+      if (detail.contains("any_slot_after_ms")) widen = std::chrono::milliseconds(detail["any_slot_after_ms"].get<int64_t>());
+      const int64_t id = pauses.arm(slots, std::chrono::milliseconds(pause_ms), widen);
       detail["arm"] = id;
       return u::complete(op, OpType::kOk, op.value.value("targets", json::array()), detail);
     }

@@ -9,7 +9,8 @@ ClientPauses::ClientPauses(int concurrency) : concurrency_(concurrency) {
   if (concurrency < 1) throw std::invalid_argument("ClientPauses: concurrency must be >= 1");
 }
 
-int64_t ClientPauses::arm(const std::vector<int>& slots, std::chrono::milliseconds pause) {
+int64_t ClientPauses::arm(const std::vector<int>& slots, std::chrono::milliseconds pause,
+                          std::optional<std::chrono::milliseconds> widen_after) {
   if (slots.empty()) throw std::invalid_argument("ClientPauses::arm: no slot");
   if (pause.count() <= 0) throw std::invalid_argument("ClientPauses::arm: the pause must be > 0 ms");
   for (int s : slots) {
@@ -19,7 +20,8 @@ int64_t ClientPauses::arm(const std::vector<int>& slots, std::chrono::millisecon
     }
   }
   std::lock_guard<std::mutex> lock(mu_);
-  Arm a{next_id_++, slots, pause};
+  Arm a{next_id_++, slots, pause, std::nullopt};
+  if (widen_after) a.any_slot_from = std::chrono::steady_clock::now() + *widen_after;
   arms_.push_back(a);
   return a.id;
 }
@@ -62,8 +64,10 @@ bool ClientPauses::armed() const {
 std::chrono::milliseconds ClientPauses::pause_point(Process p, const std::atomic<bool>& stop) {
   const int slot = static_cast<int>(p % concurrency_);
   std::unique_lock<std::mutex> lock(mu_);
+  const auto now = std::chrono::steady_clock::now();
   auto it = std::find_if(arms_.begin(), arms_.end(), [&](const Arm& a) {
-    return std::find(a.slots.begin(), a.slots.end(), slot) != a.slots.end();
+    return std::find(a.slots.begin(), a.slots.end(), slot) != a.slots.end() ||
+           (a.any_slot_from && now >= *a.any_slot_from);
   });
   if (it == arms_.end() || stop.load()) return std::chrono::milliseconds(0);
   const auto start = std::chrono::steady_clock::now();

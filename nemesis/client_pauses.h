@@ -8,6 +8,8 @@
 // point takes it (one arm, one pause) and blocks there for the armed length. An external client
 // (--lock external) is a subprocess that only runs the lock ops, driven by the same worker thread, so pausing
 // that thread pauses the holder's use of the lock in the same way.
+// An arm aimed at a random slot widens to every slot if that slot has not reached a pause point within
+// widen_after (it may be starved of the lock), so a planned pause takes effect.
 // TODO(external): also SIGSTOP/SIGCONT the external client's subprocess, for clients that do work of their
 // own while they hold a lock (a lease-extending watchdog thread): LockClient exposes no pid today.
 //
@@ -47,8 +49,11 @@ class ClientPauses {
   int concurrency() const { return concurrency_; }
 
   // Arms one pause of length `pause` for the first process of `slots` to reach a pause point. Returns its id.
+  // With widen_after, an arm that has not fired by then is taken by the first process of any slot to reach its
+  // pause point (a random target that does not get the lock must not make the fault vanish).
   // REQUIRES: every slot in [0, concurrency), pause > 0.
-  int64_t arm(const std::vector<int>& slots, std::chrono::milliseconds pause);
+  int64_t arm(const std::vector<int>& slots, std::chrono::milliseconds pause,
+              std::optional<std::chrono::milliseconds> widen_after = std::nullopt);
   // Disarms every arm that has not fired. Pauses in progress run to their end.
   void disarm_all();
   // Ends every pause in progress now and disarms every arm. Never throws.
@@ -70,6 +75,7 @@ class ClientPauses {
     int64_t id;
     std::vector<int> slots;
     std::chrono::milliseconds pause;
+    std::optional<std::chrono::steady_clock::time_point> any_slot_from;
   };
 
   const int concurrency_;

@@ -65,6 +65,9 @@ TEST(CliTest, UnknownFlagsAndBadValuesNameTheFlag) {
   expect_usage_error({"test-all", "--parallel", "0"}, "--parallel");
   expect_usage_error({"test-all", "--matrix", "/nonexistent.json"}, "cannot open");
   expect_usage_error({"run", "--seeds", "0"}, "--seeds");
+  // A fencing workload with a lock whose tokens the harness cannot vouch for: nothing would be checked.
+  expect_usage_error({"run", "--workload", "fenced-set", "--lock", "external", "--client-cmd", "true"},
+                     "--workload fenced-set: the resource accepts only writes that carry a fencing token");
 }
 
 TEST(CliTest, ListNamesTheRegisteredParts) {

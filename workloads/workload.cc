@@ -28,8 +28,9 @@ Lease::Lease(const LockResult& r, std::chrono::steady_clock::time_point invoked,
   const auto now = std::chrono::steady_clock::now();
   const auto lease_end = r.validity_ms ? now + std::chrono::milliseconds(*r.validity_ms) : invoked + ttl;
   const auto length = std::chrono::duration_cast<std::chrono::milliseconds>(lease_end - now);
-  // The release must leave before the lease ends: 5% of it, at least 10 ms (scheduling and the request).
-  const auto margin = std::max<std::chrono::milliseconds>(std::chrono::milliseconds(10), length / 20);
+  // The release must leave before the lease ends: 10% of it, at least 20 ms (thread scheduling on a loaded
+  // machine, and the request itself).
+  const auto margin = std::max<std::chrono::milliseconds>(std::chrono::milliseconds(20), length / 10);
   use_until_ = lease_end - margin;
 }
 

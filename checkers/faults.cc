@@ -1,0 +1,86 @@
+// The `faults` checker: did the faults the run planned take effect? A run under a nemesis whose faults never
+// happened has tested nothing of what it claims, and must not pass as VALID. From the nemesis ops alone:
+//   a start op that completed ok applied its fault (info: it may have been applied only in part);
+//   client-pause is special: its start only arms a pause, which takes effect when a holder reaches its pause
+//   point; the stop op lists what fired (value.detail.paused).
+// Verdict: unknown when some kind of fault was started but never took effect ("client-pause armed 5 times, fired
+// 0"), or when the history has no fault at all; valid otherwise. Never invalid: it judges the test, not the lock.
+#include <map>
+#include <memory>
+
+#include "checkers/checker.h"
+
+namespace lockcheck {
+
+namespace {
+
+struct FaultCount {
+  int64_t started = 0;    // start ops invoked
+  int64_t applied = 0;    // start ops that completed ok
+  int64_t uncertain = 0;  // start ops that completed info
+  int64_t fired = 0;      // client-pause: pauses taken
+};
+
+class FaultsChecker : public Checker {
+ public:
+  std::string name() const override { return "faults"; }
+
+  CheckResult check(const History& h, const CheckOptions&) const override {
+    CheckResult r;
+    std::map<std::string, FaultCount> counts;
+    for (const Op& op : h) {
+      if (op.is_client() || !op.value.is_object()) continue;
+      const std::string fault = op.value.value("fault", "");
+      const std::string phase = op.value.value("phase", "");
+      if (fault.empty()) continue;
+      FaultCount& c = counts[fault];
+      if (phase == "start") {
+        if (op.is_invoke()) ++c.started;
+        if (op.is_ok()) ++c.applied;
+        if (op.is_info()) ++c.uncertain;
+      } else if (phase == "stop" && !op.is_invoke() && fault == "client-pause") {
+        const auto detail = op.value.value("detail", nlohmann::json::object());
+        if (detail.is_object() && detail.contains("paused") && detail["paused"].is_array())
+          c.fired += static_cast<int64_t>(detail["paused"].size());
+      }
+    }
+    nlohmann::json per = nlohmann::json::object();
+    std::string summary, never;
+    for (const auto& [fault, c] : counts) {
+      const bool is_pause = fault == "client-pause";
+      const int64_t effective = is_pause ? c.fired : c.applied + c.uncertain;
+      per[fault] = {{"started", c.started}, {"applied", c.applied}, {"uncertain", c.uncertain}};
+      if (is_pause) per[fault]["fired"] = c.fired;
+      std::string line = is_pause ? fault + " armed " + std::to_string(c.applied) + " time" +
+                                        (c.applied == 1 ? "" : "s") + ", fired " + std::to_string(c.fired)
+                                  : fault + " started " + std::to_string(c.started) + ", applied " +
+                                        std::to_string(c.applied) +
+                                        (c.uncertain ? " (+" + std::to_string(c.uncertain) + " in part)" : "");
+      summary += (summary.empty() ? "" : "; ") + line;
+      if (c.started > 0 && effective == 0) {
+        never += (never.empty() ? "" : "; ") + line;
+        r.anomalies.push_back({{"kind", "fault-never-took-effect"},
+                               {"severity", "note"},
+                               {"description", line + ": the run did not test what it planned"},
+                               {"ops", nlohmann::json::array()}});
+      }
+    }
+    r.stats = {{"faults", per}};
+    if (counts.empty()) {
+      r.valid = Validity::kUnknown;
+      r.summary = "nothing checked: no fault in the history";
+    } else if (!never.empty()) {
+      r.valid = Validity::kUnknown;
+      r.summary = "planned faults never took effect (" + never + "): the run did not test what it planned";
+    } else {
+      r.summary = summary;
+    }
+    return r;
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<Checker> make_faults_checker() { return std::make_unique<FaultsChecker>(); }
+
+}  // namespace lockcheck
