@@ -75,6 +75,10 @@ class ExternalLock : public LockClient {
   LockResult extend(const std::string& key, std::chrono::milliseconds ttl) override {
     return call("extend", key, ttl.count());
   }
+  std::optional<int> os_pid() const override {
+    if (!child_) return std::nullopt;
+    return static_cast<int>(child_->pid());
+  }
 
  private:
   LockResult call(const char* op, const std::string& key, int64_t ttl_ms) {

@@ -1,0 +1,239 @@
+// The shipped lock-library adapters (clients/, locks/adapters.cc) against real redis-server: acquire, exclude,
+// release and extend; a dead node (definite fail, nothing sent); a paused node (indeterminate: the request
+// may have landed). Also the adapter registry (options to flags, unknown keys) and client-pause's SIGSTOP of an
+// external client's process. An adapter that scripts/build-clients has not built is skipped with the reason,
+// except with CI=true, where that is a failure.
+#include <gtest/gtest.h>
+#include <signal.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+#include "harness/config.h"
+#include "harness/process.h"
+#include "locks/adapters.h"
+#include "lock_test_util.h"
+#include "nemesis/client_pauses.h"
+
+#ifndef LOCKCHECK_CLIENTS_DIR
+#define LOCKCHECK_CLIENTS_DIR ""
+#endif
+
+namespace lockcheck {
+namespace {
+
+using std::chrono::milliseconds;
+using testing_util::make_lock;
+using testing_util::TestCluster;
+
+bool in_ci() {
+  const char* ci = std::getenv("CI");
+  return ci && std::string(ci) == "true";
+}
+
+// The adapter's LockOptions: every node of c, client_cmd from the registry.
+LockOptions adapter_options(const TestCluster& c, const std::string& name, const nlohmann::json& opts = {}) {
+  LockOptions o = c.options(milliseconds(300));
+  o.extra["client_cmd"] = join_command_line(adapter_argv(*find_lock_adapter(name), opts));
+  o.extra["client_startup_ms"] = 10000;
+  return o;
+}
+
+class AdapterTest : public ::testing::TestWithParam<std::string> {
+ protected:
+  void SetUp() override {
+    ::setenv("LOCKCHECK_CLIENTS_DIR", LOCKCHECK_CLIENTS_DIR, 1);
+    const LockAdapter* a = find_lock_adapter(GetParam());
+    ASSERT_NE(a, nullptr);
+    std::ifstream probe(adapter_program(*a));
+    if (!probe) {
+      if (in_ci()) FAIL() << adapter_program(*a) << " is not built (CI=true: scripts/build-clients must build it)";
+      GTEST_SKIP() << adapter_program(*a) << " is not built (scripts/build-clients; needs " << a->toolchain << ")";
+    }
+  }
+  // redsync is Redlock over 3 nodes; the others use one node.
+  int nodes() const { return GetParam() == "redsync" ? 3 : 1; }
+  // How many nodes must be down or paused before an acquire cannot succeed.
+  int to_break() const { return GetParam() == "redsync" ? 2 : 1; }
+};
+
+TEST_P(AdapterTest, AcquiresExcludesExtendsAndReleases) {
+  TestCluster c(nodes());
+  auto a = make_lock(GetParam(), adapter_options(c, GetParam()));
+  auto b = make_lock(GetParam(), adapter_options(c, GetParam()));
+  const auto t0 = std::chrono::steady_clock::now();
+  LockResult r = a->acquire("lock-0", milliseconds(10000));
+  ASSERT_EQ(r.outcome, OpType::kOk) << r.error;
+  const auto took = std::chrono::duration_cast<milliseconds>(std::chrono::steady_clock::now() - t0).count();
+  std::cout << "[ adapter  ] " << GetParam() << ": first acquire (start-up included) " << took << " ms\n";
+  if (GetParam() == "redsync") {  // validity = TTL - elapsed - 0.01 TTL, remaining at the end of the acquire
+    ASSERT_TRUE(r.validity_ms.has_value());
+    EXPECT_GT(*r.validity_ms, 9000);
+    EXPECT_LE(*r.validity_ms, 9900);
+  } else {
+    EXPECT_FALSE(r.validity_ms.has_value());  // the library computes none
+  }
+  for (int n = 0; n < nodes(); ++n) EXPECT_TRUE(c.exists(n, "lock-0")) << "node " << n;
+  LockResult busy = b->acquire("lock-0", milliseconds(10000));
+  EXPECT_EQ(busy.outcome, OpType::kFail) << busy.error;
+  EXPECT_EQ(b->release("lock-0").outcome, OpType::kFail);  // b never held it
+  EXPECT_EQ(b->extend("lock-0", milliseconds(20000)).outcome, OpType::kFail);
+  LockResult ext = a->extend("lock-0", milliseconds(20000));
+  EXPECT_EQ(ext.outcome, OpType::kOk) << ext.error;
+  EXPECT_GT(c.conn(0)->command({"PTTL", "lock-0"}).integer().value_or(0), 10000);
+  EXPECT_EQ(a->release("lock-0").outcome, OpType::kOk);
+  for (int n = 0; n < nodes(); ++n) EXPECT_FALSE(c.exists(n, "lock-0")) << "node " << n;
+  EXPECT_EQ(a->release("lock-0").outcome, OpType::kFail);  // released already
+  LockResult rb = b->acquire("lock-0", milliseconds(10000));
+  EXPECT_EQ(rb.outcome, OpType::kOk) << rb.error;
+  EXPECT_EQ(b->release("lock-0").outcome, OpType::kOk);
+}
+
+TEST_P(AdapterTest, ExtendAfterExpiryFails) {
+  TestCluster c(nodes());
+  auto a = make_lock(GetParam(), adapter_options(c, GetParam()));
+  ASSERT_EQ(a->acquire("lock-0", milliseconds(200)).outcome, OpType::kOk);
+  std::this_thread::sleep_for(milliseconds(400));
+  EXPECT_EQ(a->extend("lock-0", milliseconds(1000)).outcome, OpType::kFail);
+}
+
+TEST_P(AdapterTest, DeadNodesAreADefiniteFail) {
+  TestCluster c(nodes());
+  // go-redis 9.23 dials in the background, 5 attempts 100 ms apart, while the command waits on its context: when
+  // redsync's per-try context (0.05 x TTL) ends first, all it reports is "context deadline exceeded", which
+  // cannot be told from a request in flight (indeterminate). With one dial attempt the refused dial itself is
+  // reported: a definite fail.
+  nlohmann::json opts = nlohmann::json::object();
+  if (GetParam() != "redis-py") opts["dialer_retries"] = 1;
+  auto a = make_lock(GetParam(), adapter_options(c, GetParam(), opts));
+  for (int n = 0; n < to_break(); ++n) c.cluster->kill(n);
+  LockResult r = a->acquire("lock-0", milliseconds(5000));
+  EXPECT_EQ(r.outcome, OpType::kFail) << r.error;  // connection refused: nothing was sent
+  if (GetParam() == "redsync") {
+    auto d = make_lock(GetParam(), adapter_options(c, GetParam()));  // go-redis's default retries
+    LockResult rd = d->acquire("lock-1", milliseconds(5000));
+    EXPECT_NE(rd.outcome, OpType::kOk) << rd.error;
+    std::cout << "[ adapter  ] redsync, dead quorum, go-redis retries: " << to_string(rd.outcome) << " (" << rd.error << ")\n";
+  }
+  for (int n = 0; n < to_break(); ++n) c.cluster->restart(n);
+  LockResult again = a->acquire("lock-0", milliseconds(5000));
+  EXPECT_EQ(again.outcome, OpType::kOk) << again.error;
+}
+
+TEST_P(AdapterTest, PausedNodesAreIndeterminate) {
+  TestCluster c(nodes());
+  auto a = make_lock(GetParam(), adapter_options(c, GetParam()));
+  ASSERT_EQ(a->acquire("warm-up", milliseconds(5000)).outcome, OpType::kOk);  // connections open
+  for (int n = 0; n < to_break(); ++n) c.cluster->pause(n);
+  LockResult r = a->acquire("lock-0", milliseconds(5000));
+  for (int n = 0; n < to_break(); ++n) c.cluster->resume(n);
+  EXPECT_EQ(r.outcome, OpType::kInfo) << r.error;  // sent, never answered: it may have happened
+}
+
+INSTANTIATE_TEST_SUITE_P(Shipped, AdapterTest, ::testing::Values("redsync", "redislock", "redis-py"),
+                         [](const auto& info) {
+                           std::string s = info.param;
+                           for (auto& ch : s) ch = ch == '-' ? '_' : ch;
+                           return s;
+                         });
+
+TEST(AdapterRegistry, OptionsBecomeFlagsAndUnknownKeysNameTheKnownOnes) {
+  const LockAdapter* rs = find_lock_adapter("redsync");
+  ASSERT_NE(rs, nullptr);
+  auto argv = adapter_argv(*rs, {{"tries", 3}, {"drift_factor", "0.02"}, {"setnx_on_extend", true}, {"fail_fast", false}});
+  std::string joined;
+  for (const auto& a : argv) joined += a + " ";
+  EXPECT_NE(joined.find("--tries 3"), std::string::npos) << joined;
+  EXPECT_NE(joined.find("--drift-factor 0.02"), std::string::npos) << joined;
+  EXPECT_NE(joined.find("--setnx-on-extend"), std::string::npos) << joined;
+  EXPECT_EQ(joined.find("--fail-fast"), std::string::npos) << joined;
+  try {
+    adapter_argv(*rs, {{"retries", 3}});
+    FAIL() << "an unknown key was accepted";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("retries"), std::string::npos);
+    EXPECT_NE(std::string(e.what()).find("tries, retry_delay_ms, drift_factor"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(adapter_argv(*rs, {{"tries", "many"}}), std::invalid_argument);
+  EXPECT_THROW(adapter_argv(*rs, {{"setnx_on_extend", 1}}), std::invalid_argument);
+  const LockAdapter* py = find_lock_adapter("redis-py");
+  ASSERT_NE(py, nullptr);
+  EXPECT_EQ(adapter_argv(*py, {}).front(), "/usr/bin/python3");
+}
+
+TEST(AdapterRegistry, CommandLinesSurviveSplitting) {
+  std::vector<std::string> argv = {"/a b/c's", "--x", "1.5", ""};
+  EXPECT_EQ(split_command_line(join_command_line(argv)), argv);
+}
+
+TEST(AdapterRegistry, EveryAdapterIsALockAndGoVersionsMatchGoMod) {
+  std::ifstream in(std::string(LOCKCHECK_SOURCE_DIR) + "/clients/go.mod");
+  std::stringstream mod;
+  mod << in.rdbuf();
+  for (const auto& a : lock_adapters()) {
+    EXPECT_NE(find_lock_algorithm(a.name), nullptr) << a.name;
+    if (std::string(a.toolchain) != "go") continue;
+    std::string v = a.version;
+    v = v.substr(0, v.find(' '));
+    EXPECT_NE(mod.str().find(v), std::string::npos) << a.name << " " << v << " is not in clients/go.mod";
+  }
+}
+
+TEST(LockOpts, ConfigValidationNamesTheKnownKeys) {
+  RunConfig c;
+  c.lock = "redlock";
+  c.lock_opts = {{"retry_count", 1}};
+  EXPECT_NO_THROW(validate(c));
+  c.lock_opts = {{"retry_cnt", 1}};
+  try {
+    validate(c);
+    FAIL() << "unknown key accepted";
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("retry_count, retry_delay_ms"), std::string::npos) << e.what();
+  }
+  c.lock = "single";
+  c.lock_opts = {{"x", 1}};
+  EXPECT_THROW(validate(c), ConfigError);
+  c.lock = "redlock";
+  c.lock_opts = {{"retry_count", 2}};
+  nlohmann::json extra = lock_extra(c, "/tmp/p0.stderr");
+  EXPECT_EQ(extra["retry_count"], 2);
+  EXPECT_EQ(extra["client_stderr_path"], "/tmp/p0.stderr");
+  ::setenv("LOCKCHECK_CLIENTS_DIR", LOCKCHECK_CLIENTS_DIR, 1);
+  c.lock = "redsync";
+  c.lock_opts = {{"tries", 2}};
+  resolve_lock(c);
+  EXPECT_NE(c.client_cmd.find("'--tries' '2'"), std::string::npos) << c.client_cmd;
+  EXPECT_FALSE(lock_extra(c).contains("tries"));  // an adapter's options are flags, not extra
+}
+
+// client-pause stops an external client's whole OS process (its library's threads too), then resumes it.
+TEST(ClientPauseProcess, StopsAndResumesTheClientProcess) {
+  ProcessSpec spec;
+  spec.argv = {"sleep", "30"};
+  ChildProcess child(spec);
+  ClientPauses pauses(1);
+  pauses.arm({0}, milliseconds(400));
+  std::atomic<bool> stop{false};
+  std::thread t([&] { pauses.pause_point(0, stop, static_cast<int>(child.pid())); });
+  ASSERT_TRUE(pauses.wait_fired(1, milliseconds(2000)));
+  auto state = [&] {
+    std::ifstream st("/proc/" + std::to_string(child.pid()) + "/stat");
+    std::string pid, comm, s;
+    st >> pid >> comm >> s;
+    return s;
+  };
+  std::this_thread::sleep_for(milliseconds(100));
+  EXPECT_EQ(state(), "T");  // stopped
+  t.join();
+  EXPECT_NE(state(), "T");  // continued
+  auto fired = pauses.fired();
+  ASSERT_EQ(fired.size(), 1u);
+  ASSERT_TRUE(fired[0].os_pid.has_value());
+  EXPECT_EQ(*fired[0].os_pid, static_cast<int>(child.pid()));
+}
+
+}  // namespace
+}  // namespace lockcheck
