@@ -11,6 +11,7 @@
 #include <sstream>
 #include <thread>
 
+#include "harness/cli.h"
 #include "harness/config.h"
 #include "harness/process.h"
 #include "harness/runner.h"
@@ -250,6 +251,27 @@ TEST(LockOpts, ConfigValidationNamesTheKnownKeys) {
   resolve_lock(c);
   EXPECT_NE(c.client_cmd.find("'--tries' '2'"), std::string::npos) << c.client_cmd;
   EXPECT_FALSE(lock_extra(c).contains("tries"));  // an adapter's options are flags, not extra
+}
+
+// --lock-opt on the command line: unknown keys, malformed pairs and --client-cmd with an adapter are exit 2.
+TEST(LockOpts, CommandLineErrorsAreExit2NamingTheKnownKeys) {
+  ::setenv("LOCKCHECK_CLIENTS_DIR", LOCKCHECK_CLIENTS_DIR, 1);
+  auto run = [](std::vector<std::string> args, std::string* err_text) {
+    std::ostringstream out, err;
+    int code = cli_main(args, out, err);
+    *err_text = err.str();
+    return code;
+  };
+  std::string err;
+  EXPECT_EQ(run({"run", "--lock", "redlock", "--lock-opt", "retries=2"}, &err), 2);
+  EXPECT_NE(err.find("retry_count, retry_delay_ms"), std::string::npos) << err;
+  EXPECT_EQ(run({"run", "--lock", "redsync", "--lock-opt", "tries"}, &err), 2);
+  EXPECT_NE(err.find("KEY=VALUE"), std::string::npos) << err;
+  EXPECT_EQ(run({"run", "--lock", "redsync", "--lock-opt", "triess=2"}, &err), 2);
+  EXPECT_NE(err.find("tries, retry_delay_ms"), std::string::npos) << err;
+  EXPECT_EQ(run({"run", "--lock", "redsync", "--client-cmd", "x"}, &err), 2);
+  EXPECT_EQ(run({"run", "--lock", "redis-py", "--lock-opt", "sleep_s=abc"}, &err), 2);
+  EXPECT_NE(err.find("not a number"), std::string::npos) << err;
 }
 
 // client-pause stops an external client's whole OS process (its library's threads too), then resumes it.
