@@ -45,6 +45,12 @@ std::string cell_text(const ScorecardCell& c) {
   if (c.verdict.empty()) return "";
   std::ostringstream o;
   o << c.verdict;
+  if (c.verdict == "error") {
+    o << " (" << c.error_runs << "/" << c.runs << " runs failed or hung";
+    if (!c.anomaly_seeds.empty()) o << "; " << c.anomaly_seeds.size() << " found an anomaly";
+    o << ")";
+    return o.str();
+  }
   if (!c.anomaly_seeds.empty()) {
     o << " " << c.anomaly_seeds.size() << "/" << c.runs << " (seed";
     if (c.anomaly_seeds.size() > 1) o << "s";
@@ -80,6 +86,7 @@ Scorecard build_scorecard(const Matrix& m, const std::vector<ScorecardRun>& runs
                     : r.exit_code == kExitInvalid ? "invalid"
                     : r.exit_code == kExitUnknown ? "unknown"
                                                   : "error";
+    if (v == "error") ++c.error_runs;
     if (v == "invalid") {
       c.anomaly_seeds.push_back(r.seed);
       if (!r.run_dir.empty()) {

@@ -53,10 +53,12 @@ TEST(Scorecard, LaysOutLibrariesByScenarioWithSeedsAndMedianTimeToFirst) {
   EXPECT_DOUBLE_EQ(s.cells[0][1].median_first_s, 3.0);
   EXPECT_EQ(s.cells[1][0].verdict, "unknown");  // one seed could not decide: not valid
   EXPECT_EQ(s.cells[1][1].verdict, "error");
+  EXPECT_EQ(s.cells[1][1].error_runs, 1u);
   const std::string md = scorecard_markdown(s);
   EXPECT_NE(md.find("| library | healthy | kill |"), std::string::npos) << md;
   EXPECT_NE(md.find("invalid 2/3 (seeds 1, 3), first after 3.0 s"), std::string::npos) << md;
   EXPECT_NE(md.find("valid 2/2"), std::string::npos) << md;
+  EXPECT_NE(md.find("error (1/1 runs failed or hung)"), std::string::npos) << md;
   const std::string html = scorecard_html(s, tmp.path());
   EXPECT_NE(html.find("href=\"a/report.html\">s1</a>"), std::string::npos) << html;
 }
