@@ -13,6 +13,7 @@
 
 #include "harness/cli.h"
 #include "harness/config.h"
+#include "harness/matrix.h"
 #include "harness/process.h"
 #include "harness/runner.h"
 #include "locks/adapters.h"
@@ -277,6 +278,44 @@ TEST(LockOpts, CommandLineErrorsAreExit2NamingTheKnownKeys) {
   EXPECT_EQ(run({"run", "--lock", "redsync", "--client-cmd", "x"}, &err), 2);
   EXPECT_EQ(run({"run", "--lock", "redis-py", "--lock-opt", "sleep_s=abc"}, &err), 2);
   EXPECT_NE(err.find("not a number"), std::string::npos) << err;
+}
+
+// "lock_opts" in a matrix entry: resolved into the adapter's command line; an unknown key names the entry.
+TEST(LockOpts, MatrixEntriesCarryLockOpts) {
+  ::setenv("LOCKCHECK_CLIENTS_DIR", LOCKCHECK_CLIENTS_DIR, 1);
+  if (!std::ifstream(std::string(LOCKCHECK_CLIENTS_DIR) + "/redsync")) GTEST_SKIP() << "redsync adapter not built";
+  nlohmann::json m = {{"name", "t"},
+                      {"entries", {{{"name", "rs"}, {"lock", "redsync"}, {"lock_opts", {{"tries", 2}}}, {"expect", "valid"}}}}};
+  Matrix parsed = parse_matrix(m, "/tmp");
+  EXPECT_NE(parsed.entries[0].config.client_cmd.find("'--tries' '2'"), std::string::npos);
+  m["entries"][0]["lock_opts"] = {{"bogus", 1}};
+  try {
+    parse_matrix(m, "/tmp");
+    FAIL() << "unknown key accepted";
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("matrix entry 'rs'"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("bogus"), std::string::npos) << e.what();
+  }
+}
+
+// An external client's stderr goes to client_stderr_path, its folder made if missing.
+TEST(ExternalStderr, KeptWhereTheOptionSays) {
+  ::setenv("LOCKCHECK_CLIENTS_DIR", LOCKCHECK_CLIENTS_DIR, 1);
+  if (!std::ifstream(std::string(LOCKCHECK_CLIENTS_DIR) + "/redis-py.py")) GTEST_SKIP() << "redis-py adapter not built";
+  testing_util::TempDir tmp;
+  LockOptions o;
+  o.nodes.push_back(Endpoint{"127.0.0.1", 1});
+  auto argv = adapter_argv(*find_lock_adapter("redis-py"), {});
+  argv.push_back("--bogus-flag");  // argparse complains on stderr and exits 2
+  o.extra["client_cmd"] = join_command_line(argv);
+  const std::string path = tmp.path() + "/clients/p0.stderr";
+  o.extra["client_stderr_path"] = path;
+  auto c = make_lock("external", o);
+  EXPECT_EQ(c->acquire("k", milliseconds(1000)).outcome, OpType::kInfo);  // argparse exits 2: info
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  EXPECT_NE(text.str().find("unrecognized arguments"), std::string::npos) << text.str();
 }
 
 // client-pause stops an external client's whole OS process (its library's threads too), then resumes it.
