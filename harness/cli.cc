@@ -2,6 +2,7 @@
 
 #include <boost/algorithm/string.hpp>
 #include <boost/program_options.hpp>
+#include <filesystem>
 #include <fstream>
 #include <iomanip>
 #include <optional>
@@ -16,6 +17,7 @@
 #include "harness/matrix.h"
 #include "harness/process.h"
 #include "harness/runner.h"
+#include "locks/adapters.h"
 #include "locks/lock_client.h"
 #include "nemesis/nemesis.h"
 #include "report/report.h"
@@ -46,7 +48,20 @@ const char* kUsage =
 
 struct RunFlags {
   std::string topology, persistence, nemesis;
+  std::vector<std::string> lock_opts;  // --lock-opt KEY=VALUE, repeatable
 };
+
+// --lock-opt KEY=VALUE into c.lock_opts; VALUE is JSON when it parses as JSON (3, 0.5, true), else a string.
+void parse_lock_opts(const std::vector<std::string>& opts, RunConfig& c) {
+  for (const auto& kv : opts) {
+    const auto eq = kv.find('=');
+    if (eq == std::string::npos || eq == 0) throw ConfigError("--lock-opt: '" + kv + "' is not KEY=VALUE");
+    const std::string key = kv.substr(0, eq), value = kv.substr(eq + 1);
+    if (c.lock_opts.contains(key)) throw ConfigError("--lock-opt: '" + key + "' given twice");
+    nlohmann::json v = nlohmann::json::parse(value, nullptr, false);
+    c.lock_opts[key] = v.is_discarded() ? nlohmann::json(value) : v;
+  }
+}
 
 po::options_description run_options(RunConfig& c, RunFlags& f) {
   po::options_description o("lockcheck run [FLAGS]");
@@ -72,6 +87,7 @@ po::options_description run_options(RunConfig& c, RunFlags& f) {
     ("op-timeout-ms", po::value(&c.op_timeout_ms)->default_value(c.op_timeout_ms), "per-request timeout of the lock clients")
     ("fencing", po::bool_switch(&c.fencing), "hand out fencing tokens with each acquire")
     ("client-cmd", po::value(&c.client_cmd), "command line of an external lock client (--lock external)")
+    ("lock-opt", po::value(&f.lock_opts)->composing(), "KEY=VALUE: an option of the lock (repeatable; see lockcheck list)")
     ("wait", po::value(&c.wait_replicas)->default_value(c.wait_replicas), "single-failover: WAIT for N replicas after SET")
     ("checker-timeout", po::value(&c.checker_timeout_s)->default_value(c.checker_timeout_s), "seconds of search before a checker answers unknown")
     ("seed", po::value(&c.seed)->default_value(0), "RNG seed (0: pick one; it is recorded)")
@@ -150,6 +166,11 @@ int cmd_run(const std::vector<std::string>& args, std::ostream& out, std::ostrea
   c.progress = vm.count("no-progress") == 0;
   c.argv = {"lockcheck", "run"};
   c.argv.insert(c.argv.end(), args.begin(), args.end());
+  parse_lock_opts(f.lock_opts, c);
+  if (find_lock_adapter(c.lock) && vm.count("client-cmd")) {
+    throw ConfigError("--client-cmd: --lock " + c.lock + " runs its shipped adapter (use --lock external for your own)");
+  }
+  resolve_lock(c);
   validate(c);
   (void)err;
   if (vm.count("seeds")) return run_seeds(c, vm["seeds"].as<int>(), out);
@@ -278,6 +299,20 @@ int cmd_list(const std::vector<std::string>& args, std::ostream& out) {
   for (const auto& a : lock_algorithms()) {
     out << "  " << std::left << std::setw(20) << a.name << a.description << "\n"
         << "  " << std::setw(20) << "" << "known defect: " << a.known_defects << "\n";
+  }
+  out << "lock libraries (--lock NAME runs the shipped adapter; --lock-opt KEY=VALUE sets its options):\n";
+  for (const auto& a : lock_adapters()) {
+    std::error_code ec;
+    const bool built = std::filesystem::exists(adapter_program(a), ec);
+    out << "  " << std::left << std::setw(20) << a.name << a.library << " " << a.version
+        << (built ? "" : "  [not built: scripts/build-clients]") << "\n";
+    for (const auto& o : a.options) {
+      out << "  " << std::setw(20) << "" << "  " << std::setw(20) << o.key << o.help << "\n";
+    }
+  }
+  out << "lock options of the built-in algorithms (--lock-opt KEY=VALUE):\n";
+  for (const auto& a : lock_algorithms()) {
+    if (*a.option_keys) out << "  " << std::left << std::setw(20) << a.name << a.option_keys << "\n";
   }
   out << "workloads (--workload):\n";
   for (const auto& w : workload_registry()) out << "  " << std::left << std::setw(20) << w.name << w.description << "\n";

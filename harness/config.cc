@@ -3,6 +3,9 @@
 #include <cctype>
 #include <set>
 
+#include <filesystem>
+
+#include "locks/adapters.h"
 #include "locks/lock_client.h"
 #include "nemesis/nemesis.h"
 #include "workloads/workload.h"
@@ -46,7 +49,62 @@ void require(bool ok, const char* flag, const T& value, const char* what) {
   if (!ok) throw ConfigError(std::string(flag) + ": " + std::to_string(value) + " " + what);
 }
 
+// --lock-opt keys: an adapter's flags, or the LockOptions.extra keys a built-in algorithm reads.
+void validate_lock_opts(const RunConfig& c) {
+  if (!c.lock_opts.is_object()) throw ConfigError("--lock-opt: lock_opts must be a JSON object");
+  if (const LockAdapter* a = find_lock_adapter(c.lock)) {
+    try {
+      adapter_argv(*a, c.lock_opts);
+    } catch (const std::invalid_argument& e) {
+      throw ConfigError(std::string("--lock-opt: ") + e.what());
+    }
+    std::error_code ec;
+    if (!std::filesystem::exists(adapter_program(*a), ec)) {
+      throw ConfigError(std::string("--lock ") + a->name + ": the adapter is not built (" + adapter_program(*a) +
+                        " is missing; run scripts/build-clients, which needs " + a->toolchain + ")");
+    }
+    return;
+  }
+  const LockAlgorithm* algo = find_lock_algorithm(c.lock);
+  const std::string keys = algo ? algo->option_keys : "";
+  for (auto it = c.lock_opts.begin(); it != c.lock_opts.end(); ++it) {
+    bool known = false;
+    size_t pos = 0;
+    while (pos <= keys.size()) {
+      size_t end = keys.find(',', pos);
+      if (end == std::string::npos) end = keys.size();
+      std::string k = keys.substr(pos, end - pos);
+      k.erase(0, k.find_first_not_of(' '));
+      if (k == it.key()) known = true;
+      pos = end + 1;
+    }
+    if (!known) {
+      throw ConfigError("--lock-opt: '" + it.key() + "' is not an option of " + c.lock + " (known: " +
+                        (keys.empty() ? std::string("none") : keys) + ")");
+    }
+  }
+}
+
 }  // namespace
+
+void resolve_lock(RunConfig& c) {
+  const LockAdapter* a = find_lock_adapter(c.lock);
+  if (!a) return;
+  try {
+    c.client_cmd = join_command_line(adapter_argv(*a, c.lock_opts));
+  } catch (const std::invalid_argument& e) {
+    throw ConfigError(std::string("--lock-opt: ") + e.what());
+  }
+}
+
+nlohmann::json lock_extra(const RunConfig& c, const std::string& stderr_path) {
+  nlohmann::json extra = {{"client_cmd", c.client_cmd}, {"wait_replicas", c.wait_replicas}};
+  if (!find_lock_adapter(c.lock) && c.lock_opts.is_object()) {
+    for (auto it = c.lock_opts.begin(); it != c.lock_opts.end(); ++it) extra[it.key()] = it.value();
+  }
+  if (!stderr_path.empty() && !extra.contains("client_stderr_path")) extra["client_stderr_path"] = stderr_path;
+  return extra;
+}
 
 void validate(const RunConfig& c) {
   if (c.cluster != "local" && c.cluster != "docker") {
@@ -86,6 +144,7 @@ void validate(const RunConfig& c) {
                       "--lock " + c.lock + " hands out tokens only if its client does; add --fencing if it does "
                       "(otherwise every write would be refused and nothing would be checked)");
   }
+  validate_lock_opts(c);
   if (c.results_dir.empty()) throw ConfigError("--results: must not be empty");
   for (char ch : c.label) {
     if (!std::isalnum(static_cast<unsigned char>(ch)) && ch != '-' && ch != '_' && ch != '.') {
@@ -115,6 +174,7 @@ void to_json(nlohmann::json& j, const RunConfig& c) {
       {"op_timeout_ms", c.op_timeout_ms},
       {"fencing", c.fencing},
       {"client_cmd", c.client_cmd},
+      {"lock_opts", c.lock_opts},
       {"wait_replicas", c.wait_replicas},
       {"checker_timeout_s", c.checker_timeout_s},
       {"seed", c.seed},
@@ -145,7 +205,7 @@ void from_json(const nlohmann::json& j, RunConfig& c) {
   static const std::set<std::string> known = {
       "cluster", "topology", "nodes", "persistence", "lock", "workload", "nemesis", "nemesis_targeting",
       "nemesis_interval_s", "restart_delay_ms", "time_limit_s", "concurrency", "keys", "ttl_ms", "hold_ms_max",
-      "work_ms", "op_timeout_ms", "fencing", "client_cmd", "wait_replicas", "checker_timeout_s", "seed",
+      "work_ms", "op_timeout_ms", "fencing", "client_cmd", "lock_opts", "wait_replicas", "checker_timeout_s", "seed",
       "label", "results_dir", "redis_server", "argv"};
   for (auto it = j.begin(); it != j.end(); ++it) {
     if (!known.count(it.key())) throw ConfigError("config: unknown field \"" + it.key() + "\"");
@@ -172,6 +232,8 @@ void from_json(const nlohmann::json& j, RunConfig& c) {
   get_field(j, "op_timeout_ms", c.op_timeout_ms);
   get_field(j, "fencing", c.fencing);
   get_field(j, "client_cmd", c.client_cmd);
+  get_field(j, "lock_opts", c.lock_opts);
+  if (!c.lock_opts.is_object()) throw ConfigError("config field \"lock_opts\": must be an object of KEY: VALUE");
   get_field(j, "wait_replicas", c.wait_replicas);
   get_field(j, "checker_timeout_s", c.checker_timeout_s);
   get_field(j, "seed", c.seed);
@@ -179,6 +241,7 @@ void from_json(const nlohmann::json& j, RunConfig& c) {
   get_field(j, "results_dir", c.results_dir);
   get_field(j, "redis_server", c.redis_server);
   get_field(j, "argv", c.argv);
+  resolve_lock(c);
 }
 
 Persistence persistence_from_string(const std::string& s) { return parse_persistence(s); }

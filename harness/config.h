@@ -39,7 +39,8 @@ struct RunConfig {
   int64_t work_ms = -1;                          // --work-ms (set workloads); -1 means ttl_ms / 3
   int64_t op_timeout_ms = 500;                   // --op-timeout-ms: per-request timeout of the clients
   bool fencing = false;                          // --fencing
-  std::string client_cmd;                        // --client-cmd (lock external)
+  std::string client_cmd;                        // --client-cmd (lock external; made by resolve_lock for adapters)
+  nlohmann::json lock_opts = nlohmann::json::object();  // --lock-opt KEY=VALUE: LockOptions.extra / adapter flags
   int wait_replicas = 0;                         // --wait N (single-failover)
   double checker_timeout_s = 60;                 // --checker-timeout
   uint64_t seed = 0;                             // --seed; 0 on the CLI means "pick one", then recorded
@@ -55,6 +56,14 @@ struct RunConfig {
 
 // Throws ConfigError naming the field when a value is out of range or unknown (lock, workload, nemesis ...).
 void validate(const RunConfig& c);
+
+// For a shipped adapter (--lock redsync, ...; locks/adapters.h): sets client_cmd to the adapter's command line
+// with its lock_opts as flags. Other locks: unchanged. Throws ConfigError on an unknown or ill-typed option.
+void resolve_lock(RunConfig& c);
+// LockOptions.extra for the run's lock clients: client_cmd, wait_replicas and, for built-in algorithms, the
+// lock_opts (an adapter's options are flags in its client_cmd instead). stderr_path: where an external client's
+// stderr goes ("" for /dev/null).
+nlohmann::json lock_extra(const RunConfig& c, const std::string& stderr_path = "");
 
 // Parse the enum flags; throw ConfigError naming the flag.
 Persistence persistence_from_string(const std::string& s);

@@ -1,4 +1,5 @@
 #include "harness/matrix.h"
+#include "harness/scorecard.h"
 
 #include <signal.h>
 #include <unistd.h>
@@ -235,7 +236,14 @@ void write_summary(const std::string& path, const Matrix& m, const std::vector<E
     }
     out << "</td></tr>\n";
   }
-  out << "</table></body></html>\n";
+  out << "</table>\n";
+  std::vector<ScorecardRun> runs;
+  for (const auto& j : jobs) {
+    if (j.exit_code != -1) runs.push_back({j.entry, j.seed, j.exit_code, j.run_dir});
+  }
+  const Scorecard card = build_scorecard(m, runs);
+  out << scorecard_html(card, base.string()) << "</body></html>\n";
+  if (!card.empty()) std::ofstream(base / "scorecard.md") << scorecard_markdown(card);
 }
 
 // The run folder a `lockcheck run` printed ("results: DIR").
@@ -270,6 +278,11 @@ Matrix parse_matrix(const nlohmann::json& j, const std::string& results_dir) {
     nlohmann::json cfg = defaults;
     for (auto f = e.begin(); f != e.end(); ++f) {
       if (f.key() == "name" || f.key() == "expect" || f.key() == "seeds") continue;
+      if (f.key() == "library" || f.key() == "scenario") {  // the scorecard's row and column
+        if (!f.value().is_string()) throw ConfigError(where + ": \"" + f.key() + "\" must be a string");
+        (f.key() == "library" ? me.library : me.scenario) = f.value().get<std::string>();
+        continue;
+      }
       cfg[f.key() == "time" ? "time_limit_s" : f.key()] = f.value();
     }
     try {

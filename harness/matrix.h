@@ -13,7 +13,8 @@
 //       "expect": {"lost-updates": "valid", "fencing": "valid"}}]}
 // Entry fields: name (required, unique; letters, digits, '-', '_', '.'), expect (required: "valid",
 // "invalid", or an object checker -> verdict), seeds (a count N: seeds 1..N, or a list of seeds; default 1),
-// time (alias of time_limit_s), and any config.json field.
+// time (alias of time_limit_s), library and scenario (a scorecard row and column, harness/scorecard.h), and any
+// config.json field.
 // Expectations: "valid" holds when every seed's run is valid; "invalid" when at least one seed's run found an
 // anomaly (anomalies are probabilistic; more seeds, more chances). Per checker likewise. A run that fails
 // (cluster error, exit 2 or 3) fails its entry whatever was expected.
@@ -37,6 +38,7 @@ struct MatrixEntry {
   std::vector<uint64_t> seeds;
   std::optional<Validity> expect;                // the run's verdict, or
   std::vector<std::pair<std::string, Validity>> expect_checkers;  // per checker
+  std::string library, scenario;  // the scorecard's row and column (harness/scorecard.h); empty: not in it
 };
 
 struct Matrix {

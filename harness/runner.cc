@@ -141,9 +141,9 @@ class Progress {
 class Workers {
  public:
   Workers(const RunConfig& cfg, Cluster& cluster, HistoryWriter& history, Workload& workload,
-          const std::atomic<bool>& stop, RunLog& log, ClientPauses& pauses)
+          const std::atomic<bool>& stop, RunLog& log, ClientPauses& pauses, std::string run_dir)
       : cfg_(cfg), cluster_(cluster), history_(history), workload_(workload), stop_(stop), log_(log),
-        pauses_(pauses) {}
+        pauses_(pauses), run_dir_(std::move(run_dir)) {}
   ~Workers() { join(); }
 
   void start() {
@@ -217,7 +217,7 @@ class Workers {
         lo.connect_timeout = std::chrono::milliseconds(std::min<int64_t>(cfg_.op_timeout_ms, 1000));
         lo.fencing = cfg_.fencing || workload_.needs_fencing();
         lo.seed = derive_seed(cfg_.seed, 1000 + static_cast<uint64_t>(p));
-        lo.extra = {{"client_cmd", cfg_.client_cmd}, {"wait_replicas", cfg_.wait_replicas}};
+        lo.extra = lock_extra(cfg_, run_dir_ + "/clients/p" + std::to_string(p) + ".stderr");
         auto client = algo->make(lo);
         ProcessEnv env{p, *client, history_, std::mt19937_64(derive_seed(cfg_.seed, static_cast<uint64_t>(p))),
                        stop_, cfg_, &pauses_};
@@ -241,6 +241,7 @@ class Workers {
   const std::atomic<bool>& stop_;
   RunLog& log_;
   ClientPauses& pauses_;
+  std::string run_dir_;
   // After an info op the slot's next process waits before its first op: a short randomised backoff that grows
   // with the retirements in a row, so an outage cannot turn into thousands of retirements a second.
   // streak: how many processes of this slot in a row were retired within a second of starting.
@@ -411,7 +412,7 @@ RunOutcome run_test(RunConfig cfg, std::ostream& out) {
       std::atomic<bool> stop{false};
       ClientPauses pauses(cfg.concurrency);
       NemesisDriver nemesis(cfg, *cluster, history, pauses, &log);
-      Workers workers(cfg, *cluster, history, *workload, stop, log, pauses);
+      Workers workers(cfg, *cluster, history, *workload, stop, log, pauses, dir);
       OnScopeExit stop_on_exit([&] {
         stop.store(true);
         nemesis.finish();

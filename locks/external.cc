@@ -13,12 +13,13 @@
 // The destructor kills and reaps the subprocess, so a retired process never leaves one behind.
 //
 // Options (LockOptions.extra): client_cmd (required), client_timeout_ms, client_startup_ms,
-// client_stderr_path (where the client's stderr goes, appended; default /dev/null).
+// client_stderr_path (where the client's stderr goes, appended, its folder made if missing; default /dev/null).
 #include <poll.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
+#include <filesystem>
 
 #include "harness/process.h"
 #include "locks/lock_extra.h"
@@ -62,6 +63,10 @@ class ExternalLock : public LockClient {
     spec.pipe_stdin = true;
     spec.pipe_stdout = true;
     spec.stderr_path = extra_value<std::string>(o, "client_stderr_path", "");
+    if (!spec.stderr_path.empty() && spec.stderr_path != "=stdout") {  // e.g. RUN_DIR/clients/p3.stderr
+      std::error_code ec;
+      std::filesystem::create_directories(std::filesystem::path(spec.stderr_path).parent_path(), ec);
+    }
     ignore_sigpipe();  // a write to a crashed client's stdin must fail with EPIPE, not kill the harness
     child_ = std::make_unique<ChildProcess>(spec);  // SpawnError names the program
   }
@@ -74,6 +79,10 @@ class ExternalLock : public LockClient {
   LockResult release(const std::string& key) override { return call("release", key, -1); }
   LockResult extend(const std::string& key, std::chrono::milliseconds ttl) override {
     return call("extend", key, ttl.count());
+  }
+  std::optional<int> os_pid() const override {
+    if (!child_) return std::nullopt;
+    return static_cast<int>(child_->pid());
   }
 
  private:

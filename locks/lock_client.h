@@ -52,6 +52,9 @@ class LockClient {
   virtual LockResult release(const std::string& key) = 0;
   // Extends the hold on key to ttl from now. Algorithms that cannot extend return fail("unsupported").
   virtual LockResult extend(const std::string& key, std::chrono::milliseconds ttl) = 0;
+  // The OS process that runs this client's lock library, when it is not lockcheck itself (an external client's
+  // subprocess): client faults act on it (client-pause stops it with SIGSTOP, client-crash kills it).
+  virtual std::optional<int> os_pid() const { return std::nullopt; }
 };
 
 struct LockAlgorithm {
@@ -59,6 +62,7 @@ struct LockAlgorithm {
   const char* description;   // one line: what it is
   const char* known_defects; // one line: what it is known to get wrong
   std::function<std::unique_ptr<LockClient>(const LockOptions&)> make;
+  const char* option_keys = "";  // the LockOptions.extra keys it reads (--lock-opt), comma separated
   // True when the harness can make it hand out fencing tokens (LockOptions.fencing); false when that is up to
   // a client outside the harness (external), which a fencing workload then needs --fencing to vouch for.
   bool hands_out_tokens = true;

@@ -38,20 +38,34 @@ const std::vector<LockAlgorithm>& lock_algorithms() {
       {"single-failover", "V3.1 on the master Sentinel names (--topology replicated); --wait N adds WAIT N after SET",
        "replication is asynchronous: a promoted replica that lacks the lock grants it again (WAIT narrows the "
        "window, does not close it)",
-       make_single_failover_lock},
+       make_single_failover_lock, "master_name, wait_replicas"},
       {"redlock", "Redlock: SET NX PX on N independent masters in parallel, quorum N/2+1, validity = TTL - "
        "elapsed - drift, retries after a random delay",
        "assumes bounded clock drift and pauses: a clock jump or an amnesic restart on one node of a quorum, or a "
        "pause past the validity, breaks mutual exclusion",
-       make_redlock},
+       make_redlock, "retry_count, retry_delay_ms, retry_jitter_ms, drift_factor, drift_ms, quorum"},
       {"redlock-sequential", "Redlock with the nodes contacted one after another (redis-rb, redlock-py, "
        "redis-plus-plus, Redisson's RedLock)",
        "as redlock; and every slow or dead node before the quorum eats into the validity (N x the latency)",
-       make_redlock_sequential},
+       make_redlock_sequential, "retry_count, retry_delay_ms, retry_jitter_ms, drift_factor, drift_ms, quorum"},
       {"external", "a lock client in any language: a subprocess per client speaking JSON lines on stdin/stdout "
        "(--client-cmd)",
        "whatever the client gets wrong; a crash, a malformed answer or a missed deadline is recorded as info",
-       make_external_lock, /*hands_out_tokens=*/false},
+       make_external_lock, "client_timeout_ms, client_startup_ms, client_stderr_path",
+       /*hands_out_tokens=*/false},
+      // Shipped adapters of real libraries (clients/, locks/adapters.cc): external clients whose --client-cmd
+      // lockcheck makes from the adapter registry and --lock-opt.
+      {"redsync", "library: go-redsync/redsync v4 (Go, Redlock over go-redis v9), adapter clients/redsync",
+       "Redlock's: amnesia on a fast restart, clock jumps, pauses past the validity; WithSetNXOnExtend re-creates "
+       "an expired lock on extend",
+       make_external_lock, "", /*hands_out_tokens=*/false},
+      {"redislock", "library: bsm/redislock (Go, one node over go-redis v9), adapter clients/redislock",
+       "one node is a single point of failure; no validity of its own: a paused holder outlives its lease",
+       make_external_lock, "", /*hands_out_tokens=*/false},
+      {"redis-py", "library: redis.lock.Lock of redis-py (Python, one node, Debian python3-redis), adapter "
+       "clients/redis-py",
+       "one node is a single point of failure; no validity of its own: a paused holder outlives its lease",
+       make_external_lock, "", /*hands_out_tokens=*/false},
   };
   return registry;
 }

@@ -67,6 +67,7 @@ class ClientPause : public Nemesis {
     for (const auto& f : pauses.fired(reported_)) {
       json p = {{"process", f.process}, {"slot", f.slot}, {"pause_ms", f.armed_for.count()}};
       if (f.lasted) p["lasted_ms"] = f.lasted->count();
+      if (f.os_pid) p["sigstop_pid"] = *f.os_pid;  // an external client's process was stopped, not just its thread
       paused.push_back(p);
       targets.push_back("p" + std::to_string(f.process));
       reported_ = std::max(reported_, f.arm_id);

@@ -1,5 +1,7 @@
 #include "nemesis/client_pauses.h"
 
+#include <signal.h>
+
 #include <algorithm>
 #include <stdexcept>
 
@@ -61,7 +63,8 @@ bool ClientPauses::armed() const {
   return !arms_.empty();
 }
 
-std::chrono::milliseconds ClientPauses::pause_point(Process p, const std::atomic<bool>& stop) {
+std::chrono::milliseconds ClientPauses::pause_point(Process p, const std::atomic<bool>& stop,
+                                                    std::optional<int> os_pid) {
   const int slot = static_cast<int>(p % concurrency_);
   std::unique_lock<std::mutex> lock(mu_);
   const auto now = std::chrono::steady_clock::now();
@@ -79,6 +82,7 @@ std::chrono::milliseconds ClientPauses::pause_point(Process p, const std::atomic
   f.slot = slot;
   f.armed_for = it->pause;
   f.started = start;
+  if (os_pid && *os_pid > 0 && ::kill(*os_pid, SIGSTOP) == 0) f.os_pid = os_pid;
   fired_.push_back(f);
   arms_.erase(it);  // one arm, one pause
   const size_t mine = fired_.size() - 1;
@@ -89,6 +93,7 @@ std::chrono::milliseconds ClientPauses::pause_point(Process p, const std::atomic
     if (now >= until) break;
     cv_.wait_for(lock, std::min<std::chrono::steady_clock::duration>(until - now, std::chrono::milliseconds(20)));
   }
+  if (fired_[mine].os_pid) ::kill(*fired_[mine].os_pid, SIGCONT);
   const auto lasted =
       std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - start);
   fired_[mine].lasted = lasted;

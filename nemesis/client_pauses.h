@@ -10,8 +10,9 @@
 // that thread pauses the holder's use of the lock in the same way.
 // An arm aimed at a random slot widens to every slot if that slot has not reached a pause point within
 // widen_after (it may be starved of the lock), so a planned pause takes effect.
-// TODO(external): also SIGSTOP/SIGCONT the external client's subprocess, for clients that do work of their
-// own while they hold a lock (a lease-extending watchdog thread): LockClient exposes no pid today.
+// An external client (LockClient::os_pid() set) is also stopped with SIGSTOP for the pause and resumed with
+// SIGCONT at its end (also when the run stops or release_all ends it early), so the library's own threads and
+// timers (a lease-renewing watchdog) stop too, as in a real GC pause.
 //
 // Bounds: a pause lasts at most its armed length and ends early when the run stops (the stop flag given to
 // pause_point) or release_all() is called. Thread-safe: one mutex; pause_point waits on a condition variable.
@@ -37,6 +38,7 @@ struct FiredPause {
   std::chrono::milliseconds armed_for{0};
   std::chrono::steady_clock::time_point started;
   std::optional<std::chrono::milliseconds> lasted;  // set once the pause has ended
+  std::optional<int> os_pid;                        // the client's OS process, stopped for the pause
 };
 
 class ClientPauses {
@@ -68,7 +70,9 @@ class ClientPauses {
 
   // Called by client process p at its pause point. Takes an armed pause for p's slot if there is one and
   // blocks for it (returns early when stop is set or on release_all). Returns how long it paused (0: none).
-  std::chrono::milliseconds pause_point(Process p, const std::atomic<bool>& stop);
+  // os_pid: the client's own OS process (LockClient::os_pid()), stopped (SIGSTOP) for the pause.
+  std::chrono::milliseconds pause_point(Process p, const std::atomic<bool>& stop,
+                                        std::optional<int> os_pid = std::nullopt);
 
  private:
   struct Arm {

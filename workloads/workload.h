@@ -42,7 +42,7 @@ struct ProcessEnv {
   // Blocks while the client-pause nemesis has a pause armed for this process's slot (bounded by the pause's
   // length; returns early when the run stops).
   void pause_point() {
-    if (pauses) pauses->pause_point(process, stop);
+    if (pauses) pauses->pause_point(process, stop, client.os_pid());
   }
 };
 

@@ -1,0 +1,147 @@
+// Package proto speaks lockcheck's external-client protocol (locks/README-external.md): one JSON request per
+// line on stdin, one JSON answer per line on stdout, flushed after each answer. Shared by the Go adapters.
+package proto
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"syscall"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Request is one harness -> client line.
+type Request struct {
+	Op          string   `json:"op"` // acquire, release, extend
+	Key         string   `json:"key"`
+	TTLms       int64    `json:"ttl_ms"`
+	Nodes       []string `json:"nodes"`
+	OpTimeoutMs int64    `json:"op_timeout_ms"`
+	Fencing     bool     `json:"fencing"`
+}
+
+// Answer is one client -> harness line.
+type Answer struct {
+	OK            bool   `json:"ok"`
+	Error         string `json:"error,omitempty"`
+	Indeterminate bool   `json:"indeterminate,omitempty"`
+	ValidityMs    *int64 `json:"validity_ms,omitempty"`
+}
+
+// OK is a plain success.
+func OK() Answer { return Answer{OK: true} }
+
+// OKUntil is a success that the library says holds until `until` (validity measured now, at the end of the op).
+func OKUntil(until time.Time) Answer {
+	v := time.Until(until).Milliseconds()
+	return Answer{OK: true, ValidityMs: &v}
+}
+
+// Fail is a definite failure: it certainly did not happen.
+func Fail(why string) Answer { return Answer{OK: false, Error: why} }
+
+// FromError maps a library error to fail (the request never reached Redis, or Redis answered) or indeterminate
+// (it may have reached Redis without an answer: a timeout, a connection lost after sending).
+func FromError(err error) Answer {
+	if Definite(err) {
+		return Answer{OK: false, Error: err.Error()}
+	}
+	return Answer{OK: false, Indeterminate: true, Error: err.Error()}
+}
+
+// Definite reports whether err certainly means that nothing took effect on the node: an error reply from
+// Redis, a refused or failed dial, a pool that had no connection to give. Everything else (timeouts, a context
+// that ended while the command was in flight, EOF, reset) may have reached Redis.
+func Definite(err error) bool {
+	var reply redis.Error
+	if errors.As(err, &reply) && !errors.Is(err, context.DeadlineExceeded) {
+		return true // an error reply: the command did not run
+	}
+	var op *net.OpError
+	if errors.As(err, &op) && op.Op == "dial" {
+		return true
+	}
+	if errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, redis.ErrPoolTimeout) || errors.Is(err, redis.ErrClosed) {
+		return true
+	}
+	return false
+}
+
+// Joined returns the errors err is made of (errors.Join), or err itself.
+func Joined(err error) []error {
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		return j.Unwrap()
+	}
+	return []error{err}
+}
+
+// Serve answers requests until stdin ends. handle must return within the harness's deadline.
+func Serve(handle func(Request) Answer) {
+	in := bufio.NewReaderSize(os.Stdin, 1<<16)
+	out := bufio.NewWriter(os.Stdout)
+	for {
+		line, err := in.ReadBytes('\n')
+		if len(line) > 0 {
+			var req Request
+			var ans Answer
+			if jerr := json.Unmarshal(line, &req); jerr != nil {
+				ans = Fail("bad request: " + jerr.Error())
+			} else {
+				ans = handle(req)
+			}
+			b, _ := json.Marshal(ans)
+			out.Write(append(b, '\n'))
+			out.Flush()
+		}
+		if err == io.EOF {
+			return
+		}
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "stdin:", err)
+			return
+		}
+	}
+}
+
+// RedisFlags are the go-redis client options every Go adapter takes.
+type RedisFlags struct {
+	MaxRetries int // go-redis MaxRetries (library default 3; -1 disables retries)
+	TimeoutMs  int // dial/read/write timeout; 0: the request's op_timeout_ms
+	PoolSize   int // 0: library default
+	// DialerRetries: go-redis dial attempts, 100 ms apart, made in the background while the command waits on
+	// its context (0: library default 5). With them, a dead node shows up as "context deadline exceeded".
+	DialerRetries int
+}
+
+// Register adds the go-redis flags to the command line.
+func (f *RedisFlags) Register() {
+	flag.IntVar(&f.MaxRetries, "max-retries", 3, "go-redis MaxRetries per command (library default 3; -1: none)")
+	flag.IntVar(&f.TimeoutMs, "redis-timeout-ms", 0, "go-redis dial/read/write timeout (0: the request's op_timeout_ms)")
+	flag.IntVar(&f.PoolSize, "pool-size", 0, "go-redis PoolSize (0: library default)")
+	flag.IntVar(&f.DialerRetries, "dialer-retries", 0, "go-redis DialerRetries (0: library default 5)")
+}
+
+// NewClient makes a go-redis client for addr with the flags (timeouts from the request unless set).
+func (f RedisFlags) NewClient(addr string, opTimeoutMs int64) *redis.Client {
+	t := time.Duration(opTimeoutMs) * time.Millisecond
+	if f.TimeoutMs > 0 {
+		t = time.Duration(f.TimeoutMs) * time.Millisecond
+	}
+	return redis.NewClient(&redis.Options{
+		Addr:          addr,
+		DialTimeout:   t,
+		ReadTimeout:   t,
+		WriteTimeout:  t,
+		MaxRetries:    f.MaxRetries,
+		PoolSize:      f.PoolSize,
+		DialerRetries: f.DialerRetries,
+	})
+}

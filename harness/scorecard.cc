@@ -1,0 +1,158 @@
+#include "harness/scorecard.h"
+
+#include <algorithm>
+#include <filesystem>
+#include <iomanip>
+#include <sstream>
+
+#include "harness/exit_codes.h"
+
+namespace lockcheck {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+size_t index_of(std::vector<std::string>& v, const std::string& s) {
+  auto it = std::find(v.begin(), v.end(), s);
+  if (it != v.end()) return static_cast<size_t>(it - v.begin());
+  v.push_back(s);
+  return v.size() - 1;
+}
+
+std::string esc(const std::string& s) {
+  std::string o;
+  for (char c : s) {
+    switch (c) {
+      case '&': o += "&amp;"; break;
+      case '<': o += "&lt;"; break;
+      case '>': o += "&gt;"; break;
+      case '"': o += "&quot;"; break;
+      default: o += c;
+    }
+  }
+  return o;
+}
+
+std::string seconds_text(double s) {
+  std::ostringstream o;
+  o << std::fixed << std::setprecision(1) << s << " s";
+  return o.str();
+}
+
+// "invalid 3/5 (seeds 1, 2, 4), first after 2.3 s"
+std::string cell_text(const ScorecardCell& c) {
+  if (c.verdict.empty()) return "";
+  std::ostringstream o;
+  o << c.verdict;
+  if (c.verdict == "error") {
+    o << " (" << c.error_runs << "/" << c.runs << " runs failed or hung";
+    if (!c.anomaly_seeds.empty()) o << "; " << c.anomaly_seeds.size() << " found an anomaly";
+    o << ")";
+    return o.str();
+  }
+  if (!c.anomaly_seeds.empty()) {
+    o << " " << c.anomaly_seeds.size() << "/" << c.runs << " (seed";
+    if (c.anomaly_seeds.size() > 1) o << "s";
+    for (size_t i = 0; i < c.anomaly_seeds.size(); ++i) o << (i ? ", " : " ") << c.anomaly_seeds[i];
+    o << ")";
+    if (c.median_first_s >= 0) o << ", first after " << seconds_text(c.median_first_s);
+  } else {
+    o << " " << c.runs << "/" << c.runs;
+  }
+  return o.str();
+}
+
+}  // namespace
+
+Scorecard build_scorecard(const Matrix& m, const std::vector<ScorecardRun>& runs) {
+  Scorecard s;
+  std::vector<std::pair<size_t, size_t>> where(m.entries.size(), {SIZE_MAX, SIZE_MAX});
+  for (size_t i = 0; i < m.entries.size(); ++i) {
+    const auto& e = m.entries[i];
+    if (e.library.empty() || e.scenario.empty()) continue;
+    where[i] = {index_of(s.rows, e.library), index_of(s.columns, e.scenario)};
+  }
+  s.cells.assign(s.rows.size(), std::vector<ScorecardCell>(s.columns.size()));
+  std::vector<std::vector<std::vector<double>>> firsts(s.rows.size(), std::vector<std::vector<double>>(s.columns.size()));
+  for (const auto& r : runs) {
+    if (r.entry >= where.size() || where[r.entry].first == SIZE_MAX) continue;
+    auto [row, col] = where[r.entry];
+    ScorecardCell& c = s.cells[row][col];
+    ++c.runs;
+    c.seeds.push_back(r.seed);
+    c.run_dirs.push_back(r.run_dir);
+    std::string v = r.exit_code == kExitValid     ? "valid"
+                    : r.exit_code == kExitInvalid ? "invalid"
+                    : r.exit_code == kExitUnknown ? "unknown"
+                                                  : "error";
+    if (v == "error") ++c.error_runs;
+    if (v == "invalid") {
+      c.anomaly_seeds.push_back(r.seed);
+      if (!r.run_dir.empty()) {
+        try {
+          if (auto ns = first_anomaly_ns(r.run_dir)) firsts[row][col].push_back(static_cast<double>(*ns) / 1e9);
+        } catch (const std::exception&) {  // a run without readable results: no time for it
+        }
+      }
+    }
+    // The cell's verdict: error over invalid over unknown over valid.
+    auto rank = [](const std::string& x) { return x == "error" ? 3 : x == "invalid" ? 2 : x == "unknown" ? 1 : 0; };
+    if (c.verdict.empty() || rank(v) > rank(c.verdict)) c.verdict = v;
+  }
+  for (size_t r = 0; r < s.rows.size(); ++r) {
+    for (size_t col = 0; col < s.columns.size(); ++col) {
+      auto& f = firsts[r][col];
+      if (f.empty()) continue;
+      std::sort(f.begin(), f.end());
+      const size_t n = f.size();
+      s.cells[r][col].median_first_s = n % 2 ? f[n / 2] : (f[n / 2 - 1] + f[n / 2]) / 2;
+    }
+  }
+  return s;
+}
+
+std::string scorecard_html(const Scorecard& s, const std::string& base) {
+  if (s.empty()) return "";
+  std::ostringstream o;
+  o << "<h2>Scorecard: library &times; scenario</h2>\n<p>Each cell: the verdict over its seeds (invalid if any seed "
+       "found an anomaly), the seeds that found one, the median time to the first anomaly, and the runs.</p>\n"
+       "<table><tr><th>library</th>";
+  for (const auto& c : s.columns) o << "<th>" << esc(c) << "</th>";
+  o << "</tr>\n";
+  for (size_t r = 0; r < s.rows.size(); ++r) {
+    o << "<tr><th>" << esc(s.rows[r]) << "</th>";
+    for (size_t c = 0; c < s.columns.size(); ++c) {
+      const ScorecardCell& cell = s.cells[r][c];
+      const char* cls = cell.verdict == "valid" ? "met" : cell.verdict == "invalid" ? "missed" : "";
+      o << "<td class=\"" << cls << "\">" << esc(cell_text(cell));
+      for (size_t k = 0; k < cell.run_dirs.size(); ++k) {
+        if (cell.run_dirs[k].empty()) continue;
+        const std::string rel = fs::relative(fs::absolute(cell.run_dirs[k]) / "report.html", base).string();
+        o << (k ? " " : "<br>") << "<a href=\"" << esc(rel) << "\">s" << cell.seeds[k] << "</a>";
+      }
+      o << "</td>";
+    }
+    o << "</tr>\n";
+  }
+  o << "</table>\n";
+  return o.str();
+}
+
+std::string scorecard_markdown(const Scorecard& s) {
+  if (s.empty()) return "";
+  std::ostringstream o;
+  o << "| library |";
+  for (const auto& c : s.columns) o << " " << c << " |";
+  o << "\n|---|";
+  for (size_t c = 0; c < s.columns.size(); ++c) o << "---|";
+  o << "\n";
+  for (size_t r = 0; r < s.rows.size(); ++r) {
+    o << "| " << s.rows[r] << " |";
+    for (size_t c = 0; c < s.columns.size(); ++c) o << " " << cell_text(s.cells[r][c]) << " |";
+    o << "\n";
+  }
+  return o.str();
+}
+
+}  // namespace lockcheck

@@ -1,0 +1,144 @@
+#include "locks/adapters.h"
+
+#include <unistd.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <stdexcept>
+
+namespace lockcheck {
+
+namespace {
+
+using K = AdapterOptionKind;
+
+// Options every go-redis based adapter takes (clients/internal/proto).
+std::vector<AdapterOption> with_go_redis(std::vector<AdapterOption> own) {
+  own.push_back({"max_retries", "--max-retries", K::kInt, "go-redis MaxRetries per command (library default 3; -1: none)"});
+  own.push_back({"redis_timeout_ms", "--redis-timeout-ms", K::kInt, "go-redis dial/read/write timeout (default: --op-timeout-ms)"});
+  own.push_back({"pool_size", "--pool-size", K::kInt, "go-redis PoolSize (0: library default)"});
+  own.push_back({"dialer_retries", "--dialer-retries", K::kInt,
+                 "go-redis DialerRetries, 100 ms apart (0: library default 5; a dead node then times out)"});
+  return own;
+}
+
+std::string kind_name(K k) { return k == K::kInt ? "an integer" : k == K::kFloat ? "a number" : "true or false"; }
+
+std::string known_keys(const LockAdapter& a) {
+  std::string s;
+  for (const auto& o : a.options) s += std::string(s.empty() ? "" : ", ") + o.key;
+  return s;
+}
+
+// A --lock-opt value arrives as a string ("3", "true"); config.json and matrix entries give JSON values.
+nlohmann::json as_json(const nlohmann::json& v) {
+  if (!v.is_string()) return v;
+  try {
+    return nlohmann::json::parse(v.get<std::string>());
+  } catch (const nlohmann::json::parse_error&) {
+    return v;
+  }
+}
+
+}  // namespace
+
+const std::vector<LockAdapter>& lock_adapters() {
+  static const std::vector<LockAdapter> registry = {
+      {"redsync", "github.com/go-redsync/redsync/v4 (go-redis v9 pools)", "v4.18.1 (go-redis v9.23.0)", "redsync", "",
+       "go",
+       with_go_redis({
+           {"tries", "--tries", K::kInt, "WithTries: attempts per acquire (adapter default 1; library default 32)"},
+           {"retry_delay_ms", "--retry-delay-ms", K::kInt, "WithRetryDelay (0: the library's random 50-250 ms)"},
+           {"drift_factor", "--drift-factor", K::kFloat, "WithDriftFactor (library default 0.01)"},
+           {"timeout_factor", "--timeout-factor", K::kFloat, "WithTimeoutFactor: per-try context (default 0.05 x TTL)"},
+           {"setnx_on_extend", "--setnx-on-extend", K::kBool, "WithSetNXOnExtend: extend re-creates an expired lock"},
+           {"fail_fast", "--fail-fast", K::kBool, "WithFailFast: answer as soon as a quorum agrees"},
+           {"shuffle_pools", "--shuffle-pools", K::kBool, "WithShufflePools"},
+       })},
+      {"redislock", "github.com/bsm/redislock (go-redis v9, one node)", "v0.9.4 (go-redis v9.23.0)", "redislock", "",
+       "go",
+       with_go_redis({
+           {"retry_count", "--retry-count", K::kInt, "LimitRetry(LinearBackoff) retries (library default: NoRetry)"},
+           {"retry_backoff_ms", "--retry-backoff-ms", K::kInt, "LinearBackoff between retries (default 100)"},
+           {"obtain_timeout_ms", "--obtain-timeout-ms", K::kInt, "Obtain's context deadline (0: the TTL, as the library)"},
+       })},
+      {"redis-py", "redis.lock.Lock of redis-py (Debian python3-redis, one node)", "4.3.4 (Debian bookworm)",
+       "redis-py.py", "/usr/bin/python3", "python3-redis",
+       {
+           {"blocking_timeout_s", "--blocking-timeout-s", K::kFloat, "Lock(blocking_timeout): retry this long (default: one try)"},
+           {"sleep_s", "--sleep-s", K::kFloat, "Lock(sleep) between blocking tries (default 0.1)"},
+           {"socket_timeout_ms", "--socket-timeout-ms", K::kInt, "Redis(socket_timeout) (default: --op-timeout-ms)"},
+           {"retry_on_timeout", "--retry-on-timeout", K::kBool, "Redis(retry_on_timeout=True)"},
+       }},
+  };
+  return registry;
+}
+
+const LockAdapter* find_lock_adapter(const std::string& name) {
+  for (const auto& a : lock_adapters()) {
+    if (name == a.name) return &a;
+  }
+  return nullptr;
+}
+
+std::string adapters_dir() {
+  if (const char* env = std::getenv("LOCKCHECK_CLIENTS_DIR"); env && *env) return env;
+  std::error_code ec;
+  auto exe = std::filesystem::read_symlink("/proc/self/exe", ec);
+  if (ec) return "build/clients";
+  return (exe.parent_path() / "clients").string();
+}
+
+std::string adapter_program(const LockAdapter& a) { return adapters_dir() + "/" + a.program; }
+
+std::vector<std::string> adapter_argv(const LockAdapter& a, const nlohmann::json& opts) {
+  std::vector<std::string> argv;
+  if (*a.interpreter) argv.push_back(a.interpreter);
+  argv.push_back(adapter_program(a));
+  if (opts.is_null()) return argv;
+  if (!opts.is_object()) throw std::invalid_argument("lock options must be a JSON object of KEY: VALUE");
+  for (auto it = opts.begin(); it != opts.end(); ++it) {
+    const AdapterOption* opt = nullptr;
+    for (const auto& o : a.options) {
+      if (it.key() == o.key) opt = &o;
+    }
+    if (!opt) {
+      throw std::invalid_argument("lock option '" + it.key() + "' is not known to " + a.name + " (known: " +
+                                  known_keys(a) + ")");
+    }
+    const nlohmann::json v = as_json(it.value());
+    const std::string bad = "lock option '" + it.key() + "' of " + a.name + ": " + it.value().dump() +
+                            " is not " + kind_name(opt->kind);
+    switch (opt->kind) {
+      case K::kBool:
+        if (!v.is_boolean()) throw std::invalid_argument(bad);
+        if (v.get<bool>()) argv.push_back(opt->flag);
+        break;
+      case K::kInt:
+        if (!v.is_number_integer()) throw std::invalid_argument(bad);
+        argv.push_back(opt->flag);
+        argv.push_back(std::to_string(v.get<int64_t>()));
+        break;
+      case K::kFloat:
+        if (!v.is_number() || !std::isfinite(v.get<double>())) throw std::invalid_argument(bad);
+        argv.push_back(opt->flag);
+        argv.push_back(v.dump());
+        break;
+    }
+  }
+  return argv;
+}
+
+std::string join_command_line(const std::vector<std::string>& argv) {
+  std::string line;
+  for (const auto& arg : argv) {
+    if (!line.empty()) line += ' ';
+    line += '\'';
+    for (char c : arg) line += c == '\'' ? std::string("'\\''") : std::string(1, c);
+    line += '\'';
+  }
+  return line;
+}
+
+}  // namespace lockcheck

@@ -1,0 +1,49 @@
+// Shipped lock-library adapters (clients/): real lock libraries wrapped in the external-client protocol
+// (locks/README-external.md), built by scripts/build-clients into build/clients/, and run as `--lock NAME`.
+// Each is an `external` lock whose command line lockcheck makes itself: the adapter's program plus one flag
+// per lock option (--lock-opt KEY=VALUE, "lock_opts" in config.json and matrix entries).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace lockcheck {
+
+enum class AdapterOptionKind { kInt, kFloat, kBool };
+
+struct AdapterOption {
+  const char* key;    // the lock option (snake_case)
+  const char* flag;   // the adapter's flag, e.g. --drift-factor
+  AdapterOptionKind kind;
+  const char* help;   // what it is, with the library's default
+};
+
+struct LockAdapter {
+  const char* name;      // --lock NAME
+  const char* library;   // e.g. github.com/go-redsync/redsync/v4
+  const char* version;   // pinned in clients/go.mod, or the Debian package's
+  const char* program;   // file in the clients directory (build/clients/)
+  const char* interpreter;  // "" for a binary, else e.g. /usr/bin/python3
+  const char* toolchain;    // what scripts/build-clients needs for it
+  std::vector<AdapterOption> options;
+};
+
+// The registry (locks/adapters.cc): one entry per shipped adapter.
+const std::vector<LockAdapter>& lock_adapters();
+const LockAdapter* find_lock_adapter(const std::string& name);  // nullptr when unknown
+
+// Where the built adapters live: $LOCKCHECK_CLIENTS_DIR, else clients/ next to the lockcheck executable
+// (build/clients/ for build/lockcheck).
+std::string adapters_dir();
+// The adapter's program path in adapters_dir().
+std::string adapter_program(const LockAdapter& a);
+// argv for the adapter with lock options `opts` (a JSON object of key -> value, values may be strings as
+// given by --lock-opt). Throws std::invalid_argument naming the key (and the known keys) on an unknown key
+// or a value of the wrong kind.
+std::vector<std::string> adapter_argv(const LockAdapter& a, const nlohmann::json& opts);
+// argv as one --client-cmd line (quoted for split_command_line).
+std::string join_command_line(const std::vector<std::string>& argv);
+
+}  // namespace lockcheck

@@ -1,0 +1,367 @@
+// The shipped lock-library adapters (clients/, locks/adapters.cc) against real redis-server: acquire, exclude,
+// release and extend; a dead node (definite fail, nothing sent); a paused node (indeterminate: the request
+// may have landed). Also the adapter registry (options to flags, unknown keys) and client-pause's SIGSTOP of an
+// external client's process. An adapter that scripts/build-clients has not built is skipped with the reason,
+// except with CI=true, where that is a failure.
+#include <gtest/gtest.h>
+#include <signal.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+#include "harness/cli.h"
+#include "harness/config.h"
+#include "harness/matrix.h"
+#include "harness/process.h"
+#include "harness/runner.h"
+#include "locks/adapters.h"
+#include "lock_test_util.h"
+#include "nemesis/client_pauses.h"
+
+#ifndef LOCKCHECK_CLIENTS_DIR
+#define LOCKCHECK_CLIENTS_DIR ""
+#endif
+
+namespace lockcheck {
+namespace {
+
+using std::chrono::milliseconds;
+using testing_util::make_lock;
+using testing_util::TestCluster;
+
+bool in_ci() {
+  const char* ci = std::getenv("CI");
+  return ci && std::string(ci) == "true";
+}
+
+// The adapter's LockOptions: every node of c, client_cmd from the registry.
+LockOptions adapter_options(const TestCluster& c, const std::string& name, const nlohmann::json& opts = {}) {
+  LockOptions o = c.options(milliseconds(300));
+  o.extra["client_cmd"] = join_command_line(adapter_argv(*find_lock_adapter(name), opts));
+  o.extra["client_startup_ms"] = 10000;
+  return o;
+}
+
+class AdapterTest : public ::testing::TestWithParam<std::string> {
+ protected:
+  void SetUp() override {
+    ::setenv("LOCKCHECK_CLIENTS_DIR", LOCKCHECK_CLIENTS_DIR, 1);
+    const LockAdapter* a = find_lock_adapter(GetParam());
+    ASSERT_NE(a, nullptr);
+    std::ifstream probe(adapter_program(*a));
+    if (!probe) {
+      if (in_ci()) FAIL() << adapter_program(*a) << " is not built (CI=true: scripts/build-clients must build it)";
+      GTEST_SKIP() << adapter_program(*a) << " is not built (scripts/build-clients; needs " << a->toolchain << ")";
+    }
+  }
+  // redsync is Redlock over 3 nodes; the others use one node.
+  int nodes() const { return GetParam() == "redsync" ? 3 : 1; }
+  // How many nodes must be down or paused before an acquire cannot succeed.
+  int to_break() const { return GetParam() == "redsync" ? 2 : 1; }
+};
+
+TEST_P(AdapterTest, AcquiresExcludesExtendsAndReleases) {
+  TestCluster c(nodes());
+  auto a = make_lock(GetParam(), adapter_options(c, GetParam()));
+  auto b = make_lock(GetParam(), adapter_options(c, GetParam()));
+  const auto t0 = std::chrono::steady_clock::now();
+  LockResult r = a->acquire("lock-0", milliseconds(10000));
+  ASSERT_EQ(r.outcome, OpType::kOk) << r.error;
+  const auto took = std::chrono::duration_cast<milliseconds>(std::chrono::steady_clock::now() - t0).count();
+  std::cout << "[ adapter  ] " << GetParam() << ": first acquire (start-up included) " << took << " ms\n";
+  if (GetParam() == "redsync") {  // validity = TTL - elapsed - 0.01 TTL, remaining at the end of the acquire
+    ASSERT_TRUE(r.validity_ms.has_value());
+    EXPECT_GT(*r.validity_ms, 9000);
+    EXPECT_LE(*r.validity_ms, 9900);
+  } else {
+    EXPECT_FALSE(r.validity_ms.has_value());  // the library computes none
+  }
+  for (int n = 0; n < nodes(); ++n) EXPECT_TRUE(c.exists(n, "lock-0")) << "node " << n;
+  LockResult busy = b->acquire("lock-0", milliseconds(10000));
+  EXPECT_EQ(busy.outcome, OpType::kFail) << busy.error;
+  EXPECT_EQ(b->release("lock-0").outcome, OpType::kFail);  // b never held it
+  EXPECT_EQ(b->extend("lock-0", milliseconds(20000)).outcome, OpType::kFail);
+  LockResult ext = a->extend("lock-0", milliseconds(20000));
+  EXPECT_EQ(ext.outcome, OpType::kOk) << ext.error;
+  EXPECT_GT(c.conn(0)->command({"PTTL", "lock-0"}).integer().value_or(0), 10000);
+  EXPECT_EQ(a->release("lock-0").outcome, OpType::kOk);
+  for (int n = 0; n < nodes(); ++n) EXPECT_FALSE(c.exists(n, "lock-0")) << "node " << n;
+  EXPECT_EQ(a->release("lock-0").outcome, OpType::kFail);  // released already
+  LockResult rb = b->acquire("lock-0", milliseconds(10000));
+  EXPECT_EQ(rb.outcome, OpType::kOk) << rb.error;
+  EXPECT_EQ(b->release("lock-0").outcome, OpType::kOk);
+}
+
+TEST_P(AdapterTest, ExtendAfterExpiryFails) {
+  TestCluster c(nodes());
+  nlohmann::json opts = nlohmann::json::object();
+  if (GetParam() == "redsync") opts["timeout_factor"] = 0.5;  // a per-try context of 0.05 x 300 ms is too short under load
+  auto a = make_lock(GetParam(), adapter_options(c, GetParam(), opts));
+  LockResult r = a->acquire("lock-0", milliseconds(300));
+  ASSERT_EQ(r.outcome, OpType::kOk) << r.error;
+  std::this_thread::sleep_for(milliseconds(600));
+  EXPECT_EQ(a->extend("lock-0", milliseconds(1000)).outcome, OpType::kFail);
+}
+
+// redsync's WithSetNXOnExtend (--lock-opt setnx_on_extend=true): extend re-creates an expired lock with SET NX,
+// the known defect (an extend "succeeds" on a lock that was lost). Without it the extend fails.
+TEST(RedsyncOptions, SetNXOnExtendRecreatesAnExpiredLock) {
+  ::setenv("LOCKCHECK_CLIENTS_DIR", LOCKCHECK_CLIENTS_DIR, 1);
+  if (!std::ifstream(std::string(LOCKCHECK_CLIENTS_DIR) + "/redsync")) {
+    if (in_ci()) FAIL() << "redsync adapter not built (CI=true)";
+    GTEST_SKIP() << "redsync adapter not built (scripts/build-clients; needs go)";
+  }
+  TestCluster c(3);
+  auto a = make_lock("redsync", adapter_options(c, "redsync", {{"setnx_on_extend", true}, {"timeout_factor", 0.5}}));
+  LockResult r = a->acquire("lock-0", milliseconds(300));
+  ASSERT_EQ(r.outcome, OpType::kOk) << r.error;
+  std::this_thread::sleep_for(milliseconds(600));
+  for (int n = 0; n < 3; ++n) EXPECT_FALSE(c.exists(n, "lock-0"));
+  LockResult ext = a->extend("lock-0", milliseconds(5000));
+  EXPECT_EQ(ext.outcome, OpType::kOk) << ext.error;
+  for (int n = 0; n < 3; ++n) EXPECT_TRUE(c.exists(n, "lock-0")) << "node " << n;
+}
+
+TEST_P(AdapterTest, DeadNodesAreADefiniteFail) {
+  TestCluster c(nodes());
+  // go-redis 9.23 dials in the background, 5 attempts 100 ms apart, while the command waits on its context: when
+  // redsync's per-try context (0.05 x TTL) ends first, all it reports is "context deadline exceeded", which
+  // cannot be told from a request in flight (indeterminate). With one dial attempt the refused dial itself is
+  // reported: a definite fail.
+  nlohmann::json opts = nlohmann::json::object();
+  if (GetParam() != "redis-py") opts["dialer_retries"] = 1;
+  auto a = make_lock(GetParam(), adapter_options(c, GetParam(), opts));
+  for (int n = 0; n < to_break(); ++n) c.cluster->kill(n);
+  LockResult r = a->acquire("lock-0", milliseconds(5000));
+  EXPECT_EQ(r.outcome, OpType::kFail) << r.error;  // connection refused: nothing was sent
+  if (GetParam() == "redsync") {
+    auto d = make_lock(GetParam(), adapter_options(c, GetParam()));  // go-redis's default retries
+    LockResult rd = d->acquire("lock-1", milliseconds(5000));
+    EXPECT_NE(rd.outcome, OpType::kOk) << rd.error;
+    std::cout << "[ adapter  ] redsync, dead quorum, go-redis retries: " << to_string(rd.outcome) << " (" << rd.error << ")\n";
+  }
+  for (int n = 0; n < to_break(); ++n) c.cluster->restart(n);
+  LockResult again = a->acquire("lock-0", milliseconds(5000));
+  EXPECT_EQ(again.outcome, OpType::kOk) << again.error;
+}
+
+TEST_P(AdapterTest, PausedNodesAreIndeterminate) {
+  TestCluster c(nodes());
+  auto a = make_lock(GetParam(), adapter_options(c, GetParam()));
+  ASSERT_EQ(a->acquire("warm-up", milliseconds(5000)).outcome, OpType::kOk);  // connections open
+  for (int n = 0; n < to_break(); ++n) c.cluster->pause(n);
+  LockResult r = a->acquire("lock-0", milliseconds(5000));
+  for (int n = 0; n < to_break(); ++n) c.cluster->resume(n);
+  EXPECT_EQ(r.outcome, OpType::kInfo) << r.error;  // sent, never answered: it may have happened
+}
+
+// Whole runs (run_test, as `lockcheck run --lock NAME`): healthy is valid; kill with a fast restart (no
+// persistence: the restarted node forgot the lock) aimed at the holder's nodes is found invalid within a few seeds.
+int run_adapter(const std::string& lock, int nodes, bool kill, uint64_t seed, const std::string& results) {
+  RunConfig cfg;
+  cfg.lock = lock;
+  cfg.nodes = nodes;
+  cfg.time_limit_s = kill ? 8 : 4;
+  // Healthy: a TTL that a loaded 2-core machine's scheduling delays cannot outlast (a release that arrives after
+  // the expiry fails, and the timeless mutex model then sees the next acquire as a double grant).
+  cfg.ttl_ms = kill ? 500 : 3000;
+  cfg.concurrency = 4;
+  cfg.seed = seed;
+  cfg.progress = false;
+  cfg.results_dir = results;
+  if (kill) {
+    cfg.nemesis = {"kill"};
+    cfg.nemesis_targeting = "holder";
+    cfg.restart_delay_ms = 0;
+    cfg.nemesis_interval_s = 2;
+  }
+  resolve_lock(cfg);
+  validate(cfg);
+  std::ostringstream out;
+  RunOutcome o = run_test(cfg, out);
+  std::cout << "[ adapter  ] " << lock << (kill ? " kill-fast-restart" : " healthy") << " seed " << seed
+            << ": exit " << o.exit_code << "\n";
+  return o.exit_code;
+}
+
+TEST_P(AdapterTest, HealthyRunIsValid) {
+  testing_util::TempDir results;
+  EXPECT_EQ(run_adapter(GetParam(), GetParam() == "redsync" ? 5 : 1, false, 1, results.path()), 0);
+}
+
+TEST_P(AdapterTest, KillWithFastRestartIsFoundInvalid) {
+  testing_util::TempDir results;
+  int exit = -1;
+  for (uint64_t seed = 1; seed <= 4 && exit != 1; ++seed) {
+    exit = run_adapter(GetParam(), GetParam() == "redsync" ? 5 : 1, true, seed, results.path());
+    ASSERT_NE(exit, 3) << "harness failure";
+  }
+  EXPECT_EQ(exit, 1) << "no anomaly in 4 seeds";
+}
+
+INSTANTIATE_TEST_SUITE_P(Shipped, AdapterTest, ::testing::Values("redsync", "redislock", "redis-py"),
+                         [](const auto& info) {
+                           std::string s = info.param;
+                           for (auto& ch : s) ch = ch == '-' ? '_' : ch;
+                           return s;
+                         });
+
+TEST(AdapterRegistry, OptionsBecomeFlagsAndUnknownKeysNameTheKnownOnes) {
+  const LockAdapter* rs = find_lock_adapter("redsync");
+  ASSERT_NE(rs, nullptr);
+  auto argv = adapter_argv(*rs, {{"tries", 3}, {"drift_factor", "0.02"}, {"setnx_on_extend", true}, {"fail_fast", false}});
+  std::string joined;
+  for (const auto& a : argv) joined += a + " ";
+  EXPECT_NE(joined.find("--tries 3"), std::string::npos) << joined;
+  EXPECT_NE(joined.find("--drift-factor 0.02"), std::string::npos) << joined;
+  EXPECT_NE(joined.find("--setnx-on-extend"), std::string::npos) << joined;
+  EXPECT_EQ(joined.find("--fail-fast"), std::string::npos) << joined;
+  try {
+    adapter_argv(*rs, {{"retries", 3}});
+    FAIL() << "an unknown key was accepted";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("retries"), std::string::npos);
+    EXPECT_NE(std::string(e.what()).find("tries, retry_delay_ms, drift_factor"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(adapter_argv(*rs, {{"tries", "many"}}), std::invalid_argument);
+  EXPECT_THROW(adapter_argv(*rs, {{"setnx_on_extend", 1}}), std::invalid_argument);
+  const LockAdapter* py = find_lock_adapter("redis-py");
+  ASSERT_NE(py, nullptr);
+  EXPECT_EQ(adapter_argv(*py, {}).front(), "/usr/bin/python3");
+}
+
+TEST(AdapterRegistry, CommandLinesSurviveSplitting) {
+  std::vector<std::string> argv = {"/a b/c's", "--x", "1.5", ""};
+  EXPECT_EQ(split_command_line(join_command_line(argv)), argv);
+}
+
+TEST(AdapterRegistry, EveryAdapterIsALockAndGoVersionsMatchGoMod) {
+  std::ifstream in(std::string(LOCKCHECK_SOURCE_DIR) + "/clients/go.mod");
+  std::stringstream mod;
+  mod << in.rdbuf();
+  for (const auto& a : lock_adapters()) {
+    EXPECT_NE(find_lock_algorithm(a.name), nullptr) << a.name;
+    if (std::string(a.toolchain) != "go") continue;
+    std::string v = a.version;
+    v = v.substr(0, v.find(' '));
+    EXPECT_NE(mod.str().find(v), std::string::npos) << a.name << " " << v << " is not in clients/go.mod";
+  }
+}
+
+TEST(LockOpts, ConfigValidationNamesTheKnownKeys) {
+  RunConfig c;
+  c.lock = "redlock";
+  c.lock_opts = {{"retry_count", 1}};
+  EXPECT_NO_THROW(validate(c));
+  c.lock_opts = {{"retry_cnt", 1}};
+  try {
+    validate(c);
+    FAIL() << "unknown key accepted";
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("retry_count, retry_delay_ms"), std::string::npos) << e.what();
+  }
+  c.lock = "single";
+  c.lock_opts = {{"x", 1}};
+  EXPECT_THROW(validate(c), ConfigError);
+  c.lock = "redlock";
+  c.lock_opts = {{"retry_count", 2}};
+  nlohmann::json extra = lock_extra(c, "/tmp/p0.stderr");
+  EXPECT_EQ(extra["retry_count"], 2);
+  EXPECT_EQ(extra["client_stderr_path"], "/tmp/p0.stderr");
+  ::setenv("LOCKCHECK_CLIENTS_DIR", LOCKCHECK_CLIENTS_DIR, 1);
+  c.lock = "redsync";
+  c.lock_opts = {{"tries", 2}};
+  resolve_lock(c);
+  EXPECT_NE(c.client_cmd.find("'--tries' '2'"), std::string::npos) << c.client_cmd;
+  EXPECT_FALSE(lock_extra(c).contains("tries"));  // an adapter's options are flags, not extra
+}
+
+// --lock-opt on the command line: unknown keys, malformed pairs and --client-cmd with an adapter are exit 2.
+TEST(LockOpts, CommandLineErrorsAreExit2NamingTheKnownKeys) {
+  ::setenv("LOCKCHECK_CLIENTS_DIR", LOCKCHECK_CLIENTS_DIR, 1);
+  auto run = [](std::vector<std::string> args, std::string* err_text) {
+    std::ostringstream out, err;
+    int code = cli_main(args, out, err);
+    *err_text = err.str();
+    return code;
+  };
+  std::string err;
+  EXPECT_EQ(run({"run", "--lock", "redlock", "--lock-opt", "retries=2"}, &err), 2);
+  EXPECT_NE(err.find("retry_count, retry_delay_ms"), std::string::npos) << err;
+  EXPECT_EQ(run({"run", "--lock", "redsync", "--lock-opt", "tries"}, &err), 2);
+  EXPECT_NE(err.find("KEY=VALUE"), std::string::npos) << err;
+  EXPECT_EQ(run({"run", "--lock", "redsync", "--lock-opt", "triess=2"}, &err), 2);
+  EXPECT_NE(err.find("tries, retry_delay_ms"), std::string::npos) << err;
+  EXPECT_EQ(run({"run", "--lock", "redsync", "--client-cmd", "x"}, &err), 2);
+  EXPECT_EQ(run({"run", "--lock", "redis-py", "--lock-opt", "sleep_s=abc"}, &err), 2);
+  EXPECT_NE(err.find("not a number"), std::string::npos) << err;
+}
+
+// "lock_opts" in a matrix entry: resolved into the adapter's command line; an unknown key names the entry.
+TEST(LockOpts, MatrixEntriesCarryLockOpts) {
+  ::setenv("LOCKCHECK_CLIENTS_DIR", LOCKCHECK_CLIENTS_DIR, 1);
+  if (!std::ifstream(std::string(LOCKCHECK_CLIENTS_DIR) + "/redsync")) GTEST_SKIP() << "redsync adapter not built";
+  nlohmann::json m = {{"name", "t"},
+                      {"entries", {{{"name", "rs"}, {"lock", "redsync"}, {"lock_opts", {{"tries", 2}}}, {"expect", "valid"}}}}};
+  Matrix parsed = parse_matrix(m, "/tmp");
+  EXPECT_NE(parsed.entries[0].config.client_cmd.find("'--tries' '2'"), std::string::npos);
+  m["entries"][0]["lock_opts"] = {{"bogus", 1}};
+  try {
+    parse_matrix(m, "/tmp");
+    FAIL() << "unknown key accepted";
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("matrix entry 'rs'"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("bogus"), std::string::npos) << e.what();
+  }
+}
+
+// An external client's stderr goes to client_stderr_path, its folder made if missing.
+TEST(ExternalStderr, KeptWhereTheOptionSays) {
+  ::setenv("LOCKCHECK_CLIENTS_DIR", LOCKCHECK_CLIENTS_DIR, 1);
+  if (!std::ifstream(std::string(LOCKCHECK_CLIENTS_DIR) + "/redis-py.py")) GTEST_SKIP() << "redis-py adapter not built";
+  testing_util::TempDir tmp;
+  LockOptions o;
+  o.nodes.push_back(Endpoint{"127.0.0.1", 1});
+  auto argv = adapter_argv(*find_lock_adapter("redis-py"), {});
+  argv.push_back("--bogus-flag");  // argparse complains on stderr and exits 2
+  o.extra["client_cmd"] = join_command_line(argv);
+  const std::string path = tmp.path() + "/clients/p0.stderr";
+  o.extra["client_stderr_path"] = path;
+  auto c = make_lock("external", o);
+  EXPECT_EQ(c->acquire("k", milliseconds(1000)).outcome, OpType::kInfo);  // argparse exits 2: info
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  EXPECT_NE(text.str().find("unrecognized arguments"), std::string::npos) << text.str();
+}
+
+// client-pause stops an external client's whole OS process (its library's threads too), then resumes it.
+TEST(ClientPauseProcess, StopsAndResumesTheClientProcess) {
+  ProcessSpec spec;
+  spec.argv = {"sleep", "30"};
+  ChildProcess child(spec);
+  ClientPauses pauses(1);
+  pauses.arm({0}, milliseconds(400));
+  std::atomic<bool> stop{false};
+  std::thread t([&] { pauses.pause_point(0, stop, static_cast<int>(child.pid())); });
+  ASSERT_TRUE(pauses.wait_fired(1, milliseconds(2000)));
+  auto state = [&] {
+    std::ifstream st("/proc/" + std::to_string(child.pid()) + "/stat");
+    std::string pid, comm, s;
+    st >> pid >> comm >> s;
+    return s;
+  };
+  std::this_thread::sleep_for(milliseconds(100));
+  EXPECT_EQ(state(), "T");  // stopped
+  t.join();
+  EXPECT_NE(state(), "T");  // continued
+  auto fired = pauses.fired();
+  ASSERT_EQ(fired.size(), 1u);
+  ASSERT_TRUE(fired[0].os_pid.has_value());
+  EXPECT_EQ(*fired[0].os_pid, static_cast<int>(child.pid()));
+}
+
+}  // namespace
+}  // namespace lockcheck
