@@ -16,6 +16,7 @@
 #include "harness/matrix.h"
 #include "harness/process.h"
 #include "harness/runner.h"
+#include "harness/ssh_cluster.h"
 #include "locks/lock_client.h"
 #include "nemesis/nemesis.h"
 #include "report/report.h"
@@ -37,7 +38,7 @@ const char* kUsage =
     "  rerun RUN_DIR   the stored configuration and seed again\n"
     "  test-all        a matrix of configurations with expected verdicts (JUnit XML, HTML summary)\n"
     "  export          write a history as Jepsen EDN ops or Porcupine operations\n"
-    "  clean           remove Docker containers, networks and volumes left by killed runs\n"
+    "  clean           remove Docker containers, networks and volumes left by killed runs (--hosts: ssh hosts)\n"
     "  list            lock algorithms, workloads, nemeses and checkers, one line each\n"
     "\n"
     "`lockcheck COMMAND --help` describes a command's flags.\n"
@@ -53,7 +54,8 @@ po::options_description run_options(RunConfig& c, RunFlags& f) {
   // clang-format off
   o.add_options()
     ("help,h", "this help")
-    ("cluster", po::value(&c.cluster)->default_value(c.cluster), "local (redis-server processes) or docker")
+    ("cluster", po::value(&c.cluster)->default_value(c.cluster), "local (redis-server processes), docker, or ssh (--hosts)")
+    ("hosts", po::value(&c.hosts), "hosts file of --cluster ssh (JSON; scripts/ssh-testbed writes one)")
     ("topology", po::value(&f.topology)->default_value(to_string(c.topology)), "independent (N masters) or replicated (master, replicas, 3 Sentinels)")
     ("nodes", po::value(&c.nodes)->default_value(c.nodes), "number of Redis nodes")
     ("persistence", po::value(&f.persistence)->default_value(to_string(c.persistence)), "none, aof-everysec or aof-always")
@@ -238,12 +240,14 @@ int cmd_export(const std::vector<std::string>& args, std::ostream& out) {
 
 int cmd_clean(const std::vector<std::string>& args, std::ostream& out) {
   po::options_description desc("lockcheck clean: remove containers, networks and volumes left by runs that were killed");
-  desc.add_options()("help,h", "this help");
+  std::string hosts;
+  desc.add_options()("help,h", "this help")("hosts", po::value(&hosts), "instead: what killed --cluster ssh runs left on these hosts");
   auto vm = parse(args, desc);
   if (vm.count("help")) {
     out << desc;
     return kExitValid;
   }
+  if (vm.count("hosts")) return ssh_clean(hosts, out);
   return docker_clean(out);
 }
 
