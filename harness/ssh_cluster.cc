@@ -124,6 +124,20 @@ std::string info_replication(const Endpoint& ep, milliseconds timeout) {
   return out;
 }
 
+// Remote helper scripts: constant text run as `sh -c SCRIPT sh ARGS...`; everything variable is a quoted
+// positional argument, never spliced into the script.
+// Start: $1 pid file, $2 a file to remove first ("" none: the RDB of a node without persistence), then the
+// command. The server daemonizes; waits (at most 10 s) for its pid file and prints the pid.
+constexpr const char* kStartScript =
+    "p=$1; shift; [ -n \"$1\" ] && rm -f -- \"$1\"; shift; rm -f -- \"$p\"; \"$@\" || exit $?; i=0; "
+    "while [ ! -s \"$p\" ] && [ $i -lt 200 ]; do sleep 0.05; i=$((i+1)); done; cat -- \"$p\"";
+// Kill: $1 pid. SIGKILL (a stopped process gets SIGCONT too), then waits (at most 10 s) until the process is
+// gone or a zombie, so that its port is free. Fails when it is still there.
+constexpr const char* kKillScript =
+    "kill -s CONT \"$1\" 2>/dev/null; kill -s KILL \"$1\" 2>/dev/null; i=0; "
+    "while [ -e /proc/$1 ] && ! grep -q '^State:.*Z' /proc/$1/status 2>/dev/null && [ $i -lt 200 ]; do "
+    "sleep 0.05; i=$((i+1)); done; ! { [ -e /proc/$1 ] && ! grep -q '^State:.*Z' /proc/$1/status 2>/dev/null; }";
+
 // Runs f(h) for every h in hs at once; rethrows the first error after all have finished.
 template <typename F>
 void for_hosts(const std::vector<size_t>& hs, F f) {
@@ -369,28 +383,25 @@ void SshCluster::setup_host(size_t h) {
   auto up = hosts_[h].cmds.upload(stage, rdir);
   up.insert(up.begin() + 1, "-r");
   scp_check(h, up);
+  fs::remove_all(path("ssh/" + host.name));  // the staging copy (the shim is large)
 }
 
 void SshCluster::start_proc(Proc& p, const std::string& program_path) {
   const std::string rd = remote_dir(p.host) + "/" + p.name;
   const bool sentinel = p.name[0] == 's';
-  std::vector<std::string> argv = {"env", "LD_PRELOAD=" + remote_dir(p.host) + "/libclockshim.so",
+  std::vector<std::string> argv = {"sh", "-c", kStartScript, "sh", rd + "/redis.pid",
+                                   config_.persistence == Persistence::kNone && !sentinel ? rd + "/data/dump.rdb" : "",
+                                   "env", "LD_PRELOAD=" + remote_dir(p.host) + "/libclockshim.so",
                                    std::string(kClockFileEnv) + "=" + rd + "/clock", program_path, rd + "/redis.conf"};
   if (sentinel) argv.push_back("--sentinel");
-  ssh_check(p.host, argv);
-  // daemonize yes: the pid file appears once the server runs.
-  const auto deadline = std::chrono::steady_clock::now() + options_.ready_timeout;
-  std::string out;
-  while (true) {
-    auto r = run_argv(hosts_[p.host].cmds.run({"cat", rd + "/redis.pid"}), options_.call_timeout);
-    out = trim(r.out);
-    if (r.ok() && !out.empty() && std::all_of(out.begin(), out.end(), ::isdigit)) break;
-    if (std::chrono::steady_clock::now() > deadline || stop_requested_) {
-      auto log = run_argv(hosts_[p.host].cmds.run({"tail", "-n", "5", rd + "/redis.log"}), options_.call_timeout);
-      throw ClusterError("ssh cluster: " + p.name + " on " + hosts_[p.host].host().name +
-                         " wrote no pid file within the ready timeout; its log ends: " + trim(log.out));
-    }
-    std::this_thread::sleep_for(milliseconds(50));
+  std::string err;
+  auto r = run_argv(hosts_[p.host].cmds.run(argv), options_.call_timeout);
+  const std::string out = trim(r.out);
+  if (!r.ok() || out.empty() || !std::all_of(out.begin(), out.end(), ::isdigit)) {
+    auto log = run_argv(hosts_[p.host].cmds.run({"tail", "-n", "5", rd + "/redis.log"}), options_.call_timeout);
+    throw ClusterError("ssh cluster: " + p.name + " on " + hosts_[p.host].host().name + " did not start (" +
+                       (r.timed_out ? std::string("timed out") : "exit " + std::to_string(r.exit_code)) + ": " +
+                       trim(r.err) + "); its log ends: " + trim(log.out));
   }
   p.pid = std::atoi(out.c_str());
   p.killed = false;
@@ -507,11 +518,7 @@ void SshCluster::kill(size_t n) {
   check_node(n);
   Proc& p = procs_[n];
   if (p.killed) return;
-  std::string err;
-  if (!ssh_try(p.host, {"kill", "-s", "KILL", std::to_string(p.pid)}, false, &err)) {
-    // Exited by itself already (a crash): down is what kill asked for.
-    if (ssh_try(p.host, {"kill", "-0", std::to_string(p.pid)})) throw ClusterError("ssh cluster: " + err);
-  }
+  ssh_check(p.host, {"sh", "-c", kKillScript, "sh", std::to_string(p.pid)});
   p.killed = true;
   p.paused = false;
 }
@@ -521,18 +528,9 @@ void SshCluster::restart(size_t n) {
   check_node(n);
   Proc& p = procs_[n];
   if (!p.killed) {
-    ssh_try(p.host, {"kill", "-s", "KILL", std::to_string(p.pid)});
+    ssh_check(p.host, {"sh", "-c", kKillScript, "sh", std::to_string(p.pid)});
     p.killed = true;
   }
-  // Bounded wait until the old process is gone (its port must be free).
-  const auto deadline = std::chrono::steady_clock::now() + options_.ready_timeout;
-  while (ssh_try(p.host, {"kill", "-0", std::to_string(p.pid)})) {
-    if (std::chrono::steady_clock::now() > deadline) throw ClusterError("ssh cluster: " + p.name + " did not die");
-    std::this_thread::sleep_for(milliseconds(50));
-  }
-  const std::string rd = remote_dir(p.host) + "/" + p.name;
-  ssh_check(p.host, {"rm", "-f", "--", rd + "/redis.pid"});
-  if (config_.persistence == Persistence::kNone) ssh_check(p.host, {"rm", "-f", "--", rd + "/data/dump.rdb"});
   start_proc(p, hosts_[p.host].host().redis_server);
   wait_ready(nodes_[n].endpoint, "node " + nodes_[n].name);
 }
@@ -645,15 +643,7 @@ void SshCluster::cut(const std::string& a, const std::string& b) {
                          hosts_[node_host_[na]].host().name + " (give the hosts file as many hosts as nodes)");
     }
     cuts_.insert(std::minmax(a, b));
-    std::string error;
-    for (size_t h : {node_host_[na], node_host_[nb]}) {
-      try {
-        sync_rules(h);
-      } catch (const ClusterError& e) {
-        error = e.what();
-      }
-    }
-    if (!error.empty()) throw ClusterError(error);
+    for_hosts({node_host_[na], node_host_[nb]}, [this](size_t h) { sync_rules(h); });  // both at once
     return;
   }
   if ((ca >= 0 && nb != std::string::npos) || (na != std::string::npos && cb >= 0)) {
@@ -676,16 +666,10 @@ void SshCluster::heal(const std::string& a, const std::string& b) {
   if (na != std::string::npos && nb != std::string::npos) {
     cuts_.erase(std::minmax(a, b));
     node_delays_.erase(std::minmax(a, b));
-    std::string error;
-    for (size_t h : {node_host_[na], node_host_[nb]}) {
-      try {
-        if (host_state_[h].chain_made) sync_rules(h);
-        sync_delays(h);
-      } catch (const ClusterError& e) {
-        error = e.what();
-      }
-    }
-    if (!error.empty()) throw ClusterError(error);
+    for_hosts({node_host_[na], node_host_[nb]}, [this](size_t h) {
+      if (host_state_[h].chain_made) sync_rules(h);
+      sync_delays(h);
+    });
     return;
   }
   if ((ca >= 0 && nb != std::string::npos) || (na != std::string::npos && cb >= 0)) {
@@ -706,13 +690,15 @@ void SshCluster::heal_all() {
   cuts_.clear();
   node_delays_.clear();
   std::string error;
-  for (size_t h = 0; h < hosts_.size(); ++h) {
-    try {
+  std::vector<size_t> all;
+  for (size_t h = 0; h < hosts_.size(); ++h) all.push_back(h);
+  try {
+    for_hosts(all, [this](size_t h) {
       if (host_state_[h].chain_made) sync_rules(h);
       sync_delays(h);
-    } catch (const ClusterError& e) {
-      error = e.what();
-    }
+    });
+  } catch (const ClusterError& e) {
+    error = e.what();
   }
   try {
     proxy_->heal_all();
@@ -750,11 +736,13 @@ void SshCluster::sync_delays(size_t h) {
   if (dev.empty()) throw ClusterError("ssh cluster: no route from " + name + " to " + want.begin()->first);
   int64_t delay = 0, jitter = 0;
   for (const auto& [ip, d] : want) delay = std::max(delay, d.first), jitter = std::max(jitter, d.second);
-  ssh_check(h, {"tc", "qdisc", "add", "dev", dev, "root", "handle", "1:", "prio", "bands", "4", "priomap", "1", "2",
-                "2", "2", "1", "2", "0", "0", "1", "1", "1", "1", "1", "1", "1", "1"},
-            true);
-  st.netem_dev = dev;
   std::string err;
+  if (!ssh_try(h, {"tc", "qdisc", "add", "dev", dev, "root", "handle", "1:", "prio", "bands", "4", "priomap", "1",
+                   "2", "2", "2", "1", "2", "0", "0", "1", "1", "1", "1", "1", "1", "1", "1"},
+               true, &err)) {
+    throw ClusterError("ssh cluster: delay not available on " + name + " (tc prio: " + err + ")");
+  }
+  st.netem_dev = dev;
   std::vector<std::string> netem = {"tc", "qdisc", "add", "dev", dev, "parent", "1:4", "handle", "40:", "netem",
                                     "delay", std::to_string(delay) + "ms"};
   if (jitter > 0) netem.push_back(std::to_string(jitter) + "ms");
