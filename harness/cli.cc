@@ -14,6 +14,7 @@
 #include "harness/exit_codes.h"
 #include "harness/history.h"
 #include "harness/matrix.h"
+#include "harness/matrix_shard.h"
 #include "harness/process.h"
 #include "harness/runner.h"
 #include "harness/ssh_cluster.h"
@@ -37,6 +38,7 @@ const char* kUsage =
     "  report RUN_DIR  re-render a run's report.html (--index: results/index.html)\n"
     "  rerun RUN_DIR   the stored configuration and seed again\n"
     "  test-all        a matrix of configurations with expected verdicts (JUnit XML, HTML summary)\n"
+    "  merge DIR...    join the folders of test-all --shard K/N runs into one JUnit, summary and exit status\n"
     "  export          write a history as Jepsen EDN ops or Porcupine operations\n"
     "  clean           remove Docker containers, networks and volumes left by killed runs (--hosts: ssh hosts)\n"
     "  list            lock algorithms, workloads, nemeses and checkers, one line each\n"
@@ -260,6 +262,7 @@ int cmd_test_all(const std::vector<std::string>& args, std::ostream& out) {
     ("matrix", po::value(&o.matrix)->default_value(o.matrix), "matrix file, or a shipped one: default, quick")
     ("junit", po::value(&o.junit_path), "write JUnit XML here (default: in the summary folder)")
     ("parallel", po::value(&o.parallel)->default_value(o.parallel), "runs at a time")
+    ("shard", po::value(&o.shard), "K/N: run only share K of N of the runs (then: lockcheck merge)")
     ("results", po::value(&o.results_dir)->default_value(o.results_dir), "results folder");
   // clang-format on
   auto vm = parse(args, desc);
@@ -268,6 +271,25 @@ int cmd_test_all(const std::vector<std::string>& args, std::ostream& out) {
     return kExitValid;
   }
   return test_all(o, out);
+}
+
+int cmd_merge(const std::vector<std::string>& args, std::ostream& out) {
+  MergeOptions o;
+  po::options_description desc("lockcheck merge DIR... [FLAGS]: join test-all shards' folders into one result");
+  desc.add_options()("help,h", "this help")("junit", po::value(&o.junit_path), "write JUnit XML here (default: in the merged folder)")(
+      "results", po::value(&o.results_dir)->default_value(o.results_dir), "results folder for the merged folder");
+  po::options_description all(desc);
+  all.add_options()("dirs", po::value(&o.dirs), "");
+  po::positional_options_description pos;
+  pos.add("dirs", -1);
+  po::variables_map vm;
+  po::store(po::command_line_parser(args).options(all).positional(pos).run(), vm);
+  po::notify(vm);
+  if (vm.count("help")) {
+    out << desc;
+    return kExitValid;
+  }
+  return merge_test_all(o, out);
 }
 
 int cmd_list(const std::vector<std::string>& args, std::ostream& out) {
@@ -314,6 +336,7 @@ int cli_main(const std::vector<std::string>& args, std::ostream& out, std::ostre
     if (cmd == "clean") return cmd_clean(rest, out);
     if (cmd == "export") return cmd_export(rest, out);
     if (cmd == "test-all") return cmd_test_all(rest, out);
+    if (cmd == "merge") return cmd_merge(rest, out);
     err << "lockcheck: unknown command '" << cmd << "'\n\n" << kUsage;
     return kExitUsage;
   } catch (const po::error& e) {
