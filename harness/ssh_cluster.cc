@@ -75,8 +75,19 @@ docker::CommandResult run_argv(const std::vector<std::string>& argv, millisecond
   o.timeout = timeout;
   o.stdin_data = input;
   std::vector<std::string> args(argv.begin() + 1, argv.end());
+  static const bool trace = [] {
+    const char* v = std::getenv("LOCKCHECK_SSH_TRACE");
+    return v != nullptr && v[0] != '\0' && std::string(v) != "0";
+  }();
   try {
-    return docker::run_program(program(argv[0]), args, o);
+    const auto t0 = std::chrono::steady_clock::now();
+    docker::CommandResult r = docker::run_program(program(argv[0]), args, o);
+    if (trace) {
+      auto ms = std::chrono::duration_cast<milliseconds>(std::chrono::steady_clock::now() - t0).count();
+      std::fprintf(stderr, "lockcheck: %s ... %s -> exit %d in %lld ms\n", argv[0].c_str(), argv.back().c_str(),
+                   r.exit_code, static_cast<long long>(ms));
+    }
+    return r;
   } catch (const ClusterError&) {
     throw;
   } catch (const std::exception& e) {
@@ -137,6 +148,14 @@ constexpr const char* kKillScript =
     "kill -s CONT \"$1\" 2>/dev/null; kill -s KILL \"$1\" 2>/dev/null; i=0; "
     "while [ -e /proc/$1 ] && ! grep -q '^State:.*Z' /proc/$1/status 2>/dev/null && [ $i -lt 200 ]; do "
     "sleep 0.05; i=$((i+1)); done; ! { [ -e /proc/$1 ] && ! grep -q '^State:.*Z' /proc/$1/status 2>/dev/null; }";
+
+// Teardown: $1 the run's iptables chain ("" none), $2 the interface with our root qdisc ("" none), then the
+// pids of the host's nodes (SIGCONT then SIGKILL; one already gone is fine). Fails when a removal failed.
+constexpr const char* kTeardownScript =
+    "c=$1; dev=$2; shift 2; ok=0; if [ $# -gt 0 ]; then kill -s CONT \"$@\" 2>/dev/null; kill -s KILL \"$@\" 2>/dev/null; fi; "
+    "if [ -n \"$c\" ]; then iptables -D INPUT -j \"$c\"; iptables -D OUTPUT -j \"$c\"; "
+    "iptables -F \"$c\" && iptables -X \"$c\" || ok=1; fi; "
+    "if [ -n \"$dev\" ]; then tc qdisc del dev \"$dev\" root || ok=1; fi; exit $ok";
 
 // Runs f(h) for every h in hs at once; rethrows the first error after all have finished.
 template <typename F>
@@ -455,25 +474,13 @@ void SshCluster::stop_locked() noexcept {
   try {
     for_hosts(used, [&](size_t h) {
       std::string err;
-      std::vector<std::string> pids;
-      for (const auto& p : procs_) {
-        if (p.host == h && p.pid > 0) pids.push_back(std::to_string(p.pid));
-      }
-      if (!pids.empty()) {
-        // Best effort: a node killed by a fault is gone already (kill then fails for it alone).
-        std::vector<std::string> cont = {"kill", "-s", "CONT"}, kill = {"kill", "-s", "KILL"};
-        cont.insert(cont.end(), pids.begin(), pids.end());
-        kill.insert(kill.end(), pids.begin(), pids.end());
-        ssh_try(h, cont);
-        ssh_try(h, kill);
-      }
       HostState& st = host_state_[h];
-      if (st.chain_made && !ssh_try(h, {"iptables-restore", "--noflush"}, true, &err, remove_chain_rules(chain()))) {
-        warn(err);
+      // One call: SIGCONT + SIGKILL to the host's nodes, the chain and the qdisc removed.
+      std::vector<std::string> argv = {"sh", "-c", kTeardownScript, "sh", st.chain_made ? chain() : "", st.netem_dev};
+      for (const auto& p : procs_) {
+        if (p.host == h && p.pid > 0) argv.push_back(std::to_string(p.pid));
       }
-      if (!st.netem_dev.empty() && !ssh_try(h, {"tc", "qdisc", "del", "dev", st.netem_dev, "root"}, true, &err)) {
-        warn(err);
-      }
+      if (!ssh_try(h, argv, true, &err)) warn(err);
       for (const auto& p : procs_) {
         if (p.host != h) continue;
         const std::string local = path("nodes/" + p.name + ".log");
