@@ -205,11 +205,11 @@ SshCluster::SshCluster(const RunConfig& config, std::string run_dir, SshClusterO
   }
   if (config_.topology == Topology::kReplicated) {
     for (int s = 0; s < options_.sentinels; ++s) {
-      const size_t h = static_cast<size_t>(s) % H;
+      const size_t h = static_cast<size_t>(config_.nodes + s) % H;  // after the nodes: own hosts when there are enough
       NodeInfo info;
       info.name = "s" + std::to_string(s + 1);
       info.role = NodeRole::kSentinel;
-      info.endpoint = {file_.hosts[h].address, kSentinelBasePort + static_cast<int>(s / H)};
+      info.endpoint = {file_.hosts[h].address, kSentinelBasePort + static_cast<int>((config_.nodes + s) / H)};
       info.log_path = path("nodes/" + info.name + ".log");
       sentinels_.push_back(info);
       procs_.push_back({info.name, h});
@@ -588,6 +588,13 @@ size_t SshCluster::node_index(const std::string& party) const {
   return std::string::npos;
 }
 
+size_t SshCluster::party_host(const std::string& party) const {
+  for (const auto& p : procs_) {
+    if (p.name == party) return p.host;
+  }
+  return std::string::npos;
+}
+
 int SshCluster::client_slot(const std::string& party) const {
   if (party.size() < 2 || party.size() > 7 || party[0] != 'c') return -1;
   for (size_t i = 1; i < party.size(); ++i) {
@@ -612,7 +619,7 @@ void SshCluster::sync_rules(size_t h) {
   HostState& st = host_state_[h];
   std::set<std::string> want;
   for (const auto& [a, b] : cuts_) {
-    size_t ha = node_host_[node_index(a)], hb = node_host_[node_index(b)];
+    size_t ha = party_host(a), hb = party_host(b);
     if (ha == h) want.insert(hosts_[hb].host().address);
     if (hb == h) want.insert(hosts_[ha].host().address);
   }
@@ -643,14 +650,15 @@ void SshCluster::cut(const std::string& a, const std::string& b) {
   if (!started_ || stopped_) throw ClusterError("ssh cluster: not running");
   size_t na = node_index(a), nb = node_index(b);
   int ca = client_slot(a), cb = client_slot(b);
-  if (na != std::string::npos && nb != std::string::npos) {
-    if (na == nb) return;
-    if (node_host_[na] == node_host_[nb]) {
+  const size_t ha = party_host(a), hb = party_host(b);  // nodes and Sentinels
+  if (ha != std::string::npos && hb != std::string::npos) {
+    if (a == b) return;
+    if (ha == hb) {
       throw ClusterError("ssh cluster: cannot cut " + a + " from " + b + ": both run on host " +
-                         hosts_[node_host_[na]].host().name + " (give the hosts file as many hosts as nodes)");
+                         hosts_[ha].host().name + " (give the hosts file as many hosts as nodes)");
     }
     cuts_.insert(std::minmax(a, b));
-    for_hosts({node_host_[na], node_host_[nb]}, [this](size_t h) { sync_rules(h); });  // both at once
+    for_hosts({ha, hb}, [this](size_t h) { sync_rules(h); });  // both at once
     return;
   }
   if ((ca >= 0 && nb != std::string::npos) || (na != std::string::npos && cb >= 0)) {
@@ -670,10 +678,11 @@ void SshCluster::heal(const std::string& a, const std::string& b) {
   if (!started_ || stopped_) throw ClusterError("ssh cluster: not running");
   size_t na = node_index(a), nb = node_index(b);
   int ca = client_slot(a), cb = client_slot(b);
-  if (na != std::string::npos && nb != std::string::npos) {
+  const size_t ha = party_host(a), hb = party_host(b);
+  if (ha != std::string::npos && hb != std::string::npos) {
     cuts_.erase(std::minmax(a, b));
     node_delays_.erase(std::minmax(a, b));
-    for_hosts({node_host_[na], node_host_[nb]}, [this](size_t h) {
+    for_hosts({ha, hb}, [this](size_t h) {
       if (host_state_[h].chain_made) sync_rules(h);
       sync_delays(h);
     });
@@ -721,7 +730,7 @@ void SshCluster::sync_delays(size_t h) {
   HostState& st = host_state_[h];
   std::map<std::string, std::pair<int64_t, int64_t>> want;
   for (const auto& [pair, d] : node_delays_) {
-    size_t ha = node_host_[node_index(pair.first)], hb = node_host_[node_index(pair.second)];
+    size_t ha = party_host(pair.first), hb = party_host(pair.second);
     if (ha == h) want[hosts_[hb].host().address] = d;
     if (hb == h) want[hosts_[ha].host().address] = d;
   }
@@ -779,18 +788,19 @@ void SshCluster::set_delay(const std::string& a, const std::string& b, milliseco
     }
     return;
   }
-  if (na != std::string::npos && nb != std::string::npos) {
-    if (na == nb) return;
-    if (node_host_[na] == node_host_[nb]) {
-      throw ClusterError("ssh cluster: cannot delay " + a + " and " + b + ": both run on one host");
-    }
-    if (delay.count() == 0 && jitter.count() == 0) {
+  const size_t ha = party_host(a), hb = party_host(b);  // nodes and Sentinels
+  if (ha != std::string::npos && hb != std::string::npos) {
+    if (a == b) return;
+    const bool remove = delay.count() == 0 && jitter.count() == 0;
+    if (remove && !node_delays_.count(std::minmax(a, b))) return;  // nothing to remove
+    if (ha == hb) throw ClusterError("ssh cluster: cannot delay " + a + " and " + b + ": both run on one host");
+    if (remove) {
       node_delays_.erase(std::minmax(a, b));
     } else {
       node_delays_[std::minmax(a, b)] = {delay.count(), jitter.count()};
     }
     std::string error;
-    for (size_t h : {node_host_[na], node_host_[nb]}) {
+    for (size_t h : {ha, hb}) {
       try {
         sync_delays(h);
       } catch (const ClusterError& e) {

@@ -19,7 +19,7 @@
 //                                    (persistence none: the data dir's RDB is removed first, so it comes back empty)
 //   clock            8 bytes written into the node's offset file with dd conv=notrunc (one write(2) into the
 //                    page the shim maps)
-//   node <-> node    iptables DROP by the peer host's address in the run's chain on both hosts. Rules are per
+//   node <-> node    (and node/Sentinel <-> Sentinel) iptables DROP by the peer host's address in the run's chain on both hosts. Rules are per
 //                    host: two nodes on one host cannot be cut from each other (ClusterError), and a cut also
 //                    holds for a Sentinel on the same host. Give as many hosts as nodes for exact cuts.
 //   node <-> node delay   tc netem on both hosts (one delay per host towards its delayed peers); on a kernel
@@ -123,6 +123,7 @@ class SshCluster final : public Cluster {
   void sync_delays(size_t h);
   void signal_proc(const Proc& p, const char* sig);
   size_t node_index(const std::string& party) const;
+  size_t party_host(const std::string& party) const;  // host of a node or Sentinel; npos otherwise
   int client_slot(const std::string& party) const;
   void check_node(size_t n) const;
   std::string path(const std::string& rel) const;

@@ -14,7 +14,9 @@
 //       "work_dir": "/var/tmp/lockcheck",             // required: absolute; each run makes a folder in it
 //       "base_port": 6379,                             // optional: first Redis port on the host
 //       "sudo": false}]}                               // optional: prefix privileged commands with `sudo -n`
-// Nodes are placed round-robin: node i on host i % H, port base_port + i / H (Sentinel s likewise, from 26379).
+// Nodes are placed round-robin: node i (0-based) on host i % H, port base_port + i / H; Sentinels continue the
+// round after the nodes (Sentinel s on host (nodes + s) % H, port 26379 + (nodes + s) / H). Network faults act
+// per host, so exact partitions need a host per node (and per Sentinel): N hosts >= nodes (+ Sentinels).
 //
 // Remote commands. OpenSSH hands the remote side one command string that the login shell interprets, so each
 // argv element is quoted for a POSIX shell (shell_quote) and the elements are joined: the remote shell gets

@@ -220,6 +220,33 @@ TEST_F(SshClusterTest, RedlockUnderPartitionAndKillIsRecordedCheckedAndLeavesNot
   EXPECT_EQ(cout_.str().find("removed"), std::string::npos) << cout_.str();
 }
 
+TEST_F(SshClusterTest, FailoverSplitBrainRunsOnTheHosts) {
+  // Master, one replica and three Sentinels: one host each of the five.
+  testing_util::TempDir results;
+  std::ostringstream out, err;
+  int code = cli_main({"run", "--cluster", "ssh", "--hosts", hosts_, "--topology", "replicated", "--nodes", "2",
+                       "--lock", "single-failover", "--nemesis", "failover", "--nemesis-interval", "3",
+                       "--time-limit", "15", "--seed", "3", "--no-progress", "--results", results.str()},
+                      out, err);
+  EXPECT_TRUE(code == kExitValid || code == kExitInvalid) << code << "\n" << out.str() << err.str();
+  std::string run_dir;
+  for (auto& e : fs::directory_iterator(results.str())) {
+    if (fs::is_directory(e.path())) run_dir = e.path().string();
+  }
+  ASSERT_FALSE(run_dir.empty());
+  std::ifstream h(run_dir + "/history.jsonl");
+  std::string hist((std::istreambuf_iterator<char>(h)), std::istreambuf_iterator<char>());
+  EXPECT_NE(hist.find("\"type\":\"ok\",\"f\":\"failover\""), std::string::npos) << "no failover was made";
+  bool promoted = false;
+  for (const char* s : {"s1", "s2", "s3"}) {
+    std::ifstream log(run_dir + "/nodes/" + s + ".log");
+    std::string text((std::istreambuf_iterator<char>(log)), std::istreambuf_iterator<char>());
+    promoted = promoted || text.find("+switch-master") != std::string::npos;
+  }
+  EXPECT_TRUE(promoted) << "no Sentinel promoted the replica";
+  EXPECT_EQ(leftovers(), "");
+}
+
 TEST_F(SshClusterTest, CleanRemovesWhatAKilledRunLeft) {
   testing_util::TempDir results;
   ProcessSpec spec;
