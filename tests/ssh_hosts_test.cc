@@ -8,6 +8,7 @@
 
 #include "harness/config.h"
 #include "harness/process.h"
+#include "harness/ssh_cluster.h"
 #include "test_util.h"
 
 namespace lockcheck {
@@ -191,6 +192,39 @@ TEST(SshHostsTest, SshCommandLines) {
   // No known_hosts file: new host keys are accepted once, never asked about.
   SshCommands open(h.hosts[0], "", "/tmp/s", std::chrono::seconds(3));
   EXPECT_TRUE(contains(open.run({"true"}), "StrictHostKeyChecking=accept-new"));
+}
+
+TEST(SshHostsTest, NodesAndSentinelsArePlacedRoundRobin) {
+  testing_util::TempDir dir;
+  const std::string file = dir.str() + "/hosts.json";
+  std::ofstream(file) << R"({"hosts": [{"address": "10.0.0.1", "key": "/k", "work_dir": "/w", "base_port": 7000},
+                                       {"address": "10.0.0.2", "key": "/k", "work_dir": "/w"},
+                                       {"address": "10.0.0.3", "key": "/k", "work_dir": "/w"}]})";
+  RunConfig c;
+  c.cluster = "ssh";
+  c.hosts = file;
+  c.nodes = 5;
+  SshCluster five(c, dir.str() + "/run");  // nothing is started: no SSH here
+  ASSERT_EQ(five.nodes().size(), 5u);
+  EXPECT_EQ(five.nodes()[0].endpoint, (Endpoint{"10.0.0.1", 7000}));
+  EXPECT_EQ(five.nodes()[2].endpoint, (Endpoint{"10.0.0.3", 6379}));
+  EXPECT_EQ(five.nodes()[3].endpoint, (Endpoint{"10.0.0.1", 7001}));  // second round: next port
+  EXPECT_EQ(five.host_of(4).address, "10.0.0.2");
+  EXPECT_TRUE(five.sentinels().empty());
+  EXPECT_EQ(five.chain(), "LC-" + five.run_id());
+  EXPECT_LE(five.chain().size(), 28u);  // iptables' limit on chain names
+
+  c.topology = Topology::kReplicated;
+  c.nodes = 2;
+  SshCluster replicated(c, dir.str() + "/run2");
+  ASSERT_EQ(replicated.sentinels().size(), 3u);
+  EXPECT_EQ(replicated.nodes()[1].role, NodeRole::kReplica);
+  EXPECT_EQ(replicated.sentinels()[0].endpoint, (Endpoint{"10.0.0.3", 26379}));  // after the nodes
+  EXPECT_EQ(replicated.sentinels()[1].endpoint, (Endpoint{"10.0.0.1", 26380}));
+  EXPECT_EQ(replicated.sentinels()[2].endpoint, (Endpoint{"10.0.0.2", 26380}));
+  // Not started: faults say so instead of reaching for a host.
+  EXPECT_THROW(replicated.kill(0), ClusterError);
+  EXPECT_THROW(replicated.cut("n1", "n2"), ClusterError);
 }
 
 }  // namespace
