@@ -294,6 +294,7 @@ void SshCluster::start_locked() {
   if (::mkdir(control_dir_.c_str(), 0700) != 0 && errno != EEXIST) {
     throw ClusterError("ssh cluster: cannot create " + control_dir_ + ": " + std::strerror(errno));
   }
+  std::ofstream(control_dir_ + "/owner") << ::getpid() << "\n";  // for `lockcheck clean` after a SIGKILL
   std::vector<size_t> used;
   for (size_t h = 0; h < hosts_.size(); ++h) {
     if (host_state_[h].used) used.push_back(h);
@@ -900,6 +901,18 @@ int ssh_clean(const std::string& hosts_file, std::ostream& out) {
   }
   boost::system::error_code ec;
   fs::remove_all(control_dir, ec);
+  // This machine's control-socket folders of runs killed here (their masters died with them).
+  for (fs::directory_iterator it("/tmp", ec), end; !ec && it != end; it.increment(ec)) {
+    const std::string name = it->path().filename().string();
+    if (name.rfind("lcssh-", 0) != 0 || name.rfind("lcssh-clean-", 0) == 0) continue;
+    std::ifstream owner((it->path() / "owner").string());
+    long pid = 0;
+    if (!(owner >> pid) || pid <= 0) continue;
+    if (::kill(static_cast<pid_t>(pid), 0) == 0 || errno == EPERM) continue;
+    boost::system::error_code rm_ec;
+    fs::remove_all(it->path(), rm_ec);
+    out << (rm_ec ? "cannot remove " : "removed ") << it->path().string() << " (control sockets of a killed run)\n";
+  }
   return status;
 }
 

@@ -3,8 +3,9 @@
 // and reach the nodes over the network. scripts/ssh-testbed makes such hosts on one machine.
 //
 // What a run creates, and stop() removes (also after an error or SIGINT/SIGTERM):
-//   here     <run_dir>/ssh/ (staging, ssh logs), a control socket folder /tmp/lcssh-<run id>/, one ssh master
-//            connection per host (a child process: ControlMaster, every other call multiplexed through it)
+//   here     <run_dir>/ssh/ (staging, ssh logs), a control socket folder /tmp/lcssh-<run id>/ (with owner: our
+//            pid), one ssh master connection per host (a child process: ControlMaster, every other call
+//            multiplexed through it; a master lost to a terminal's Ctrl-C only makes later calls connect anew)
 //   per host <work_dir>/lockcheck-<run id>/ with owner (pid and host of the lockcheck process), the clock shim
 //            libclockshim.so, and per node nX/: redis.conf, clock (the shim's offset file), data/, redis.log,
 //            redis.pid; the redis-server processes (daemonized; pids kept here); an iptables chain LC-<run id>
@@ -12,11 +13,13 @@
 //            interface towards a peer (made on the first node<->node delay).
 // stop() SIGKILLs the nodes (SIGCONT first), removes the chain and qdiscs, fetches each node's redis.log into
 // <run_dir>/nodes/, removes the remote folder and closes the masters. `lockcheck clean --hosts FILE` does the
-// same for runs whose owner process is gone.
+// same for runs whose owner process is gone (and removes their control-socket folders here).
 //
 // Faults:
-//   kill / restart / pause / resume  kill -s KILL|STOP|CONT <pid> over ssh; restart runs the same command again
-//                                    (persistence none: the data dir's RDB is removed first, so it comes back empty)
+//   kill / restart / pause / resume  kill -s KILL|STOP|CONT <pid> over ssh (kill waits until the process is
+//                    gone); restart runs the same command again (persistence none: the data dir's RDB is removed
+//                    first, so it comes back empty). Multi-step remote actions are constant `sh -c` scripts whose
+//                    variable parts are quoted positional arguments, never spliced into the script.
 //   clock            8 bytes written into the node's offset file with dd conv=notrunc (one write(2) into the
 //                    page the shim maps)
 //   node <-> node    (and node/Sentinel <-> Sentinel) iptables DROP by the peer host's address in the run's chain on both hosts. Rules are per

@@ -3,6 +3,7 @@
 // Redis, no remote folder). Needs root; skipped with a message otherwise, except under CI=true, where it fails.
 #include "harness/ssh_cluster.h"
 
+#include <signal.h>
 #include <unistd.h>
 
 #include <gtest/gtest.h>
@@ -221,12 +222,13 @@ TEST_F(SshClusterTest, RedlockUnderPartitionAndKillIsRecordedCheckedAndLeavesNot
 }
 
 TEST_F(SshClusterTest, FailoverSplitBrainRunsOnTheHosts) {
-  // Master, one replica and three Sentinels: one host each of the five.
+  // Master, one replica and three Sentinels: one host each of the five. The master stays cut for 8 s, well past
+  // Sentinel's down-after (3 s), so that a promotion happens even on a loaded machine.
   testing_util::TempDir results;
   std::ostringstream out, err;
   int code = cli_main({"run", "--cluster", "ssh", "--hosts", hosts_, "--topology", "replicated", "--nodes", "2",
-                       "--lock", "single-failover", "--nemesis", "failover", "--nemesis-interval", "3",
-                       "--time-limit", "15", "--seed", "3", "--no-progress", "--results", results.str()},
+                       "--lock", "single-failover", "--nemesis", "failover", "--nemesis-interval", "8",
+                       "--time-limit", "20", "--seed", "3", "--no-progress", "--results", results.str()},
                       out, err);
   EXPECT_TRUE(code == kExitValid || code == kExitInvalid) << code << "\n" << out.str() << err.str();
   std::string run_dir;
@@ -269,6 +271,14 @@ TEST_F(SshClusterTest, CleanRemovesWhatAKilledRunLeft) {
   EXPECT_EQ(code, 0) << out.str() << err.str();
   EXPECT_NE(out.str().find("removed"), std::string::npos) << out.str();
   EXPECT_EQ(leftovers(), "") << out.str();
+  // Nor the killed run's control-socket folder here.
+  for (auto& e : fs::directory_iterator("/tmp")) {
+    const std::string name = e.path().filename().string();
+    if (name.rfind("lcssh-", 0) != 0) continue;
+    std::ifstream owner((e.path() / "owner").string());
+    long pid = 0;
+    if (owner >> pid) EXPECT_TRUE(::kill(static_cast<pid_t>(pid), 0) == 0) << "left: " << e.path();
+  }
 }
 
 }  // namespace
