@@ -15,9 +15,11 @@
 #include "harness/exit_codes.h"
 #include "harness/history.h"
 #include "harness/matrix.h"
+#include "harness/matrix_shard.h"
 #include "harness/process.h"
 #include "harness/runner.h"
 #include "locks/adapters.h"
+#include "harness/ssh_cluster.h"
 #include "locks/lock_client.h"
 #include "nemesis/nemesis.h"
 #include "report/report.h"
@@ -38,8 +40,9 @@ const char* kUsage =
     "  report RUN_DIR  re-render a run's report.html (--index: results/index.html)\n"
     "  rerun RUN_DIR   the stored configuration and seed again\n"
     "  test-all        a matrix of configurations with expected verdicts (JUnit XML, HTML summary)\n"
+    "  merge DIR...    join the folders of test-all --shard K/N runs into one JUnit, summary and exit status\n"
     "  export          write a history as Jepsen EDN ops or Porcupine operations\n"
-    "  clean           remove Docker containers, networks and volumes left by killed runs\n"
+    "  clean           remove Docker containers, networks and volumes left by killed runs (--hosts: ssh hosts)\n"
     "  list            lock algorithms, workloads, nemeses and checkers, one line each\n"
     "\n"
     "`lockcheck COMMAND --help` describes a command's flags.\n"
@@ -68,7 +71,8 @@ po::options_description run_options(RunConfig& c, RunFlags& f) {
   // clang-format off
   o.add_options()
     ("help,h", "this help")
-    ("cluster", po::value(&c.cluster)->default_value(c.cluster), "local (redis-server processes) or docker")
+    ("cluster", po::value(&c.cluster)->default_value(c.cluster), "local (redis-server processes), docker, or ssh (--hosts)")
+    ("hosts", po::value(&c.hosts), "hosts file of --cluster ssh (JSON; scripts/ssh-testbed writes one)")
     ("topology", po::value(&f.topology)->default_value(to_string(c.topology)), "independent (N masters) or replicated (master, replicas, 3 Sentinels)")
     ("nodes", po::value(&c.nodes)->default_value(c.nodes), "number of Redis nodes")
     ("persistence", po::value(&f.persistence)->default_value(to_string(c.persistence)), "none, aof-everysec or aof-always")
@@ -259,12 +263,14 @@ int cmd_export(const std::vector<std::string>& args, std::ostream& out) {
 
 int cmd_clean(const std::vector<std::string>& args, std::ostream& out) {
   po::options_description desc("lockcheck clean: remove containers, networks and volumes left by runs that were killed");
-  desc.add_options()("help,h", "this help");
+  std::string hosts;
+  desc.add_options()("help,h", "this help")("hosts", po::value(&hosts), "instead: what killed --cluster ssh runs left on these hosts");
   auto vm = parse(args, desc);
   if (vm.count("help")) {
     out << desc;
     return kExitValid;
   }
+  if (vm.count("hosts")) return ssh_clean(hosts, out);
   return docker_clean(out);
 }
 
@@ -277,6 +283,7 @@ int cmd_test_all(const std::vector<std::string>& args, std::ostream& out) {
     ("matrix", po::value(&o.matrix)->default_value(o.matrix), "matrix file, or a shipped one: default, quick")
     ("junit", po::value(&o.junit_path), "write JUnit XML here (default: in the summary folder)")
     ("parallel", po::value(&o.parallel)->default_value(o.parallel), "runs at a time")
+    ("shard", po::value(&o.shard), "K/N: run only share K of N of the runs (then: lockcheck merge)")
     ("results", po::value(&o.results_dir)->default_value(o.results_dir), "results folder");
   // clang-format on
   auto vm = parse(args, desc);
@@ -285,6 +292,25 @@ int cmd_test_all(const std::vector<std::string>& args, std::ostream& out) {
     return kExitValid;
   }
   return test_all(o, out);
+}
+
+int cmd_merge(const std::vector<std::string>& args, std::ostream& out) {
+  MergeOptions o;
+  po::options_description desc("lockcheck merge DIR... [FLAGS]: join test-all shards' folders into one result");
+  desc.add_options()("help,h", "this help")("junit", po::value(&o.junit_path), "write JUnit XML here (default: in the merged folder)")(
+      "results", po::value(&o.results_dir)->default_value(o.results_dir), "results folder for the merged folder");
+  po::options_description all(desc);
+  all.add_options()("dirs", po::value(&o.dirs), "");
+  po::positional_options_description pos;
+  pos.add("dirs", -1);
+  po::variables_map vm;
+  po::store(po::command_line_parser(args).options(all).positional(pos).run(), vm);
+  po::notify(vm);
+  if (vm.count("help")) {
+    out << desc;
+    return kExitValid;
+  }
+  return merge_test_all(o, out);
 }
 
 int cmd_list(const std::vector<std::string>& args, std::ostream& out) {
@@ -345,6 +371,7 @@ int cli_main(const std::vector<std::string>& args, std::ostream& out, std::ostre
     if (cmd == "clean") return cmd_clean(rest, out);
     if (cmd == "export") return cmd_export(rest, out);
     if (cmd == "test-all") return cmd_test_all(rest, out);
+    if (cmd == "merge") return cmd_merge(rest, out);
     err << "lockcheck: unknown command '" << cmd << "'\n\n" << kUsage;
     return kExitUsage;
   } catch (const po::error& e) {

@@ -2,12 +2,14 @@
 
 #include "harness/docker_cluster.h"
 #include "harness/local_cluster.h"
+#include "harness/ssh_cluster.h"
 
 namespace lockcheck {
 
 std::unique_ptr<Cluster> make_cluster(const RunConfig& cfg, const std::string& run_dir) {
   if (cfg.cluster == "local") return std::make_unique<LocalCluster>(LocalClusterOptions::from(cfg, run_dir));
   if (cfg.cluster == "docker") return std::make_unique<DockerCluster>(cfg, run_dir);
+  if (cfg.cluster == "ssh") return std::make_unique<SshCluster>(cfg, run_dir);
   throw ClusterError("cluster backend '" + cfg.cluster + "' is not available in this build");
 }
 

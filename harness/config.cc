@@ -6,6 +6,7 @@
 #include <filesystem>
 
 #include "locks/adapters.h"
+#include "harness/ssh_hosts.h"
 #include "locks/lock_client.h"
 #include "nemesis/nemesis.h"
 #include "workloads/workload.h"
@@ -107,9 +108,11 @@ nlohmann::json lock_extra(const RunConfig& c, const std::string& stderr_path) {
 }
 
 void validate(const RunConfig& c) {
-  if (c.cluster != "local" && c.cluster != "docker") {
-    throw ConfigError("--cluster: '" + c.cluster + "' is not one of local, docker");
+  if (c.cluster != "local" && c.cluster != "docker" && c.cluster != "ssh") {
+    throw ConfigError("--cluster: '" + c.cluster + "' is not one of local, docker, ssh");
   }
+  if (c.cluster == "ssh") load_ssh_hosts(c.hosts);  // throws ConfigError naming the file and field
+  if (c.cluster != "ssh" && !c.hosts.empty()) throw ConfigError("--hosts: only with --cluster ssh");
   require(c.nodes >= 1 && c.nodes <= 15, "--nodes", c.nodes, "must be between 1 and 15");
   if (c.topology == Topology::kReplicated && c.nodes < 2) {
     throw ConfigError("--nodes: the replicated topology needs a master and at least one replica");
@@ -156,6 +159,7 @@ void validate(const RunConfig& c) {
 void to_json(nlohmann::json& j, const RunConfig& c) {
   j = nlohmann::json{
       {"cluster", c.cluster},
+      {"hosts", c.hosts},
       {"topology", to_string(c.topology)},
       {"nodes", c.nodes},
       {"persistence", to_string(c.persistence)},
@@ -203,7 +207,7 @@ void get_field(const nlohmann::json& j, const char* name, T& out) {
 void from_json(const nlohmann::json& j, RunConfig& c) {
   if (!j.is_object()) throw ConfigError("config: must be a JSON object");
   static const std::set<std::string> known = {
-      "cluster", "topology", "nodes", "persistence", "lock", "workload", "nemesis", "nemesis_targeting",
+      "cluster", "hosts", "topology", "nodes", "persistence", "lock", "workload", "nemesis", "nemesis_targeting",
       "nemesis_interval_s", "restart_delay_ms", "time_limit_s", "concurrency", "keys", "ttl_ms", "hold_ms_max",
       "work_ms", "op_timeout_ms", "fencing", "client_cmd", "lock_opts", "wait_replicas", "checker_timeout_s", "seed",
       "label", "results_dir", "redis_server", "argv"};
@@ -211,6 +215,7 @@ void from_json(const nlohmann::json& j, RunConfig& c) {
     if (!known.count(it.key())) throw ConfigError("config: unknown field \"" + it.key() + "\"");
   }
   get_field(j, "cluster", c.cluster);
+  get_field(j, "hosts", c.hosts);
   std::string topology = to_string(c.topology), persistence = to_string(c.persistence);
   get_field(j, "topology", topology);
   c.topology = parse_topology(topology);

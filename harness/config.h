@@ -21,7 +21,8 @@ class ConfigError : public std::invalid_argument {
 };
 
 struct RunConfig {
-  std::string cluster = "local";                 // --cluster local|docker
+  std::string cluster = "local";                 // --cluster local|docker|ssh
+  std::string hosts;                             // --hosts FILE: the ssh backend's hosts (harness/ssh_hosts.h)
   Topology topology = Topology::kIndependent;    // --topology independent|replicated
   int nodes = 5;                                 // --nodes: lock nodes (replicated: master + replicas)
   Persistence persistence = Persistence::kNone;  // --persistence none|aof-everysec|aof-always

@@ -19,6 +19,7 @@
 
 #include "harness/exit_codes.h"
 #include "harness/history.h"
+#include "harness/matrix_shard.h"
 #include "harness/process.h"
 #include "harness/runner.h"
 #include "harness/signals.h"
@@ -340,15 +341,20 @@ int test_all(const TestAllOptions& opts, std::ostream& out) {
   fs::create_directories(dir + "/logs");
   const std::string binary = opts.lockcheck_binary.empty() ? self_exe() : opts.lockcheck_binary;
 
+  const ShardSpec shard = parse_shard(opts.shard);
   std::vector<Job> jobs;
+  size_t run_number = 0;
   for (size_t i = 0; i < m.entries.size(); ++i) {
     for (uint64_t s : m.entries[i].seeds) {
+      if (!in_shard(run_number++, shard)) continue;
       Job j;
       j.entry = i;
       j.seed = s;
       jobs.push_back(j);
     }
   }
+  write_shard_files(dir, opts.matrix, m.name, shard, jobs.size());
+  if (shard.sharded()) out << "test-all: shard " << shard.k << "/" << shard.n << " of " << run_number << " runs\n";
   out << "test-all: " << m.name << ": " << m.entries.size() << " entries, " << jobs.size() << " runs, " << opts.parallel
       << " at a time\n" << std::flush;
 
@@ -369,6 +375,19 @@ int test_all(const TestAllOptions& opts, std::ostream& out) {
         cf << nlohmann::json(cfg).dump(2) << "\n";
       }
       const auto t0 = std::chrono::steady_clock::now();
+      if (opts.replay) {  // `lockcheck merge`: the run was made by a shard
+        if (const JobRecord* r = opts.replay->find(e.name, job.seed)) {
+          job.exit_code = r->exit_code;
+          job.seconds = r->seconds;
+          job.run_dir = r->run_dir;
+          job.results = r->results;
+          std::lock_guard<std::mutex> lock(mu);
+          append_job_record(dir, {e.name, job.seed, job.exit_code, job.seconds, job.run_dir, job.results});
+          out << "  " << std::left << std::setw(32) << (e.name + " s" + std::to_string(job.seed)) << " exit "
+              << job.exit_code << " (recorded)\n";
+        }
+        continue;
+      }
       try {
         ProcessSpec spec;
         spec.argv = {binary, "run", "--config", stem + ".config.json", "--no-progress"};
@@ -403,6 +422,7 @@ int test_all(const TestAllOptions& opts, std::ostream& out) {
         }
       }
       std::lock_guard<std::mutex> lock(mu);
+      append_job_record(dir, {e.name, job.seed, job.exit_code, job.seconds, job.run_dir, job.results});
       out << "  " << std::left << std::setw(32) << (e.name + " s" + std::to_string(job.seed)) << " exit " << job.exit_code
           << " (" << (job.results.is_object() ? job.results.value("valid", "?") : "no results") << ", " << std::fixed
           << std::setprecision(1) << job.seconds << " s)\n" << std::flush;
@@ -411,6 +431,14 @@ int test_all(const TestAllOptions& opts, std::ostream& out) {
   std::vector<std::thread> pool;
   for (int i = 0; i < opts.parallel; ++i) pool.emplace_back(worker);
   for (auto& t : pool) t.join();
+  if (shard.sharded()) {  // judged by `lockcheck merge` over all shards
+    bool failed = false;
+    for (const auto& j : jobs) failed = failed || (j.exit_code != kExitValid && j.exit_code != kExitInvalid && j.exit_code != kExitUnknown);
+    out << "\nshard " << shard.k << "/" << shard.n << ": " << jobs.size() << " runs in " << dir
+        << " (lockcheck merge joins the shards' folders)\n";
+    if (interrupt.interrupted()) return 128 + interrupt.signal_number();
+    return failed ? kExitHarness : kExitValid;
+  }
 
   std::vector<EntryOutcome> outcomes;
   std::vector<double> seconds(m.entries.size(), 0);

@@ -51,12 +51,16 @@ Matrix parse_matrix(const nlohmann::json& j, const std::string& results_dir);
 // Reads FILE, or a shipped matrix by name ("default", "quick": harness/matrix/NAME.json).
 Matrix load_matrix(const std::string& file_or_name, const std::string& results_dir);
 
+class JobRecords;  // harness/matrix_shard.h
+
 struct TestAllOptions {
   std::string matrix = "default";
   std::string junit_path;          // empty: <summary dir>/junit.xml
   int parallel = 1;
   std::string results_dir = "results";
   std::string lockcheck_binary;    // the binary that runs each entry (default: this one)
+  std::string shard;               // --shard K/N: run only that share (harness/matrix_shard.h); "" all
+  const JobRecords* replay = nullptr;  // `lockcheck merge`: take each run from here instead of running it
 };
 
 // Runs every entry, prints expected vs found per entry, writes JUnit XML and summary.html.

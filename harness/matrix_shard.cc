@@ -1,0 +1,142 @@
+#include "harness/matrix_shard.h"
+
+#include <boost/filesystem.hpp>
+#include <fstream>
+#include <set>
+
+#include "harness/config.h"
+#include "harness/matrix.h"
+
+namespace fs = boost::filesystem;
+
+namespace lockcheck {
+
+namespace {
+
+nlohmann::json read_json_file(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw ConfigError(path + ": cannot open");
+  try {
+    return nlohmann::json::parse(in);
+  } catch (const nlohmann::json::parse_error& e) {
+    throw ConfigError(path + ": not valid JSON (" + e.what() + ")");
+  }
+}
+
+// The file test-all reads for `matrix` (a path, or a shipped matrix's name): as load_matrix resolves it.
+std::string matrix_file(const std::string& matrix) {
+  if (matrix.find('/') != std::string::npos || matrix.find('.') != std::string::npos) return matrix;
+  const char* dir = std::getenv("LOCKCHECK_MATRIX_DIR");
+  return std::string(dir ? dir : LOCKCHECK_SOURCE_DIR "/harness/matrix") + "/" + matrix + ".json";
+}
+
+}  // namespace
+
+ShardSpec parse_shard(const std::string& s) {
+  ShardSpec spec;
+  if (s.empty()) return spec;
+  const auto slash = s.find('/');
+  auto number = [&](const std::string& part) {
+    if (part.empty() || part.size() > 4 || part.find_first_not_of("0123456789") != std::string::npos) return -1;
+    return std::stoi(part);
+  };
+  if (slash == std::string::npos || (spec.k = number(s.substr(0, slash))) < 1 ||
+      (spec.n = number(s.substr(slash + 1))) < 1 || spec.n > 1000 || spec.k > spec.n) {
+    throw ConfigError("--shard: '" + s + "' is not K/N with 1 <= K <= N <= 1000 (e.g. 2/4)");
+  }
+  return spec;
+}
+
+void write_shard_files(const std::string& dir, const std::string& matrix, const std::string& matrix_name,
+                       const ShardSpec& shard, size_t runs) {
+  fs::copy_file(matrix_file(matrix), fs::path(dir) / "matrix.json", fs::copy_option::overwrite_if_exists);
+  std::ofstream(dir + "/shard.json") << nlohmann::json{{"matrix", matrix_name}, {"shard", shard.k},
+                                                       {"shards", shard.n}, {"runs", runs}}.dump(2)
+                                     << "\n";
+}
+
+void append_job_record(const std::string& dir, const JobRecord& r) {
+  std::string rel;
+  if (!r.run_dir.empty()) rel = fs::relative(fs::absolute(r.run_dir), fs::absolute(dir)).string();
+  std::ofstream(dir + "/jobs.jsonl", std::ios::app)
+      << nlohmann::json{{"entry", r.entry}, {"seed", r.seed}, {"exit_code", r.exit_code}, {"seconds", r.seconds},
+                        {"run_dir", rel}, {"results", r.results}}.dump()
+      << "\n";
+}
+
+std::vector<JobRecord> read_job_records(const std::string& dir) {
+  std::vector<JobRecord> out;
+  const std::string path = dir + "/jobs.jsonl";
+  std::ifstream in(path);
+  if (!in) return out;  // a shard whose runs all failed to start, or none finished
+  std::string line;
+  size_t n = 0;
+  while (std::getline(in, line)) {
+    ++n;
+    if (line.empty()) continue;
+    try {
+      nlohmann::json j = nlohmann::json::parse(line);
+      JobRecord r;
+      r.entry = j.at("entry").get<std::string>();
+      r.seed = j.at("seed").get<uint64_t>();
+      r.exit_code = j.at("exit_code").get<int>();
+      r.seconds = j.at("seconds").get<double>();
+      const std::string rel = j.at("run_dir").get<std::string>();
+      if (!rel.empty()) r.run_dir = (fs::path(dir) / rel).lexically_normal().string();
+      r.results = j.value("results", nlohmann::json());
+      out.push_back(std::move(r));
+    } catch (const std::exception& e) {
+      throw ConfigError(path + ":" + std::to_string(n) + ": not a run record (" + e.what() + ")");
+    }
+  }
+  return out;
+}
+
+int merge_test_all(const MergeOptions& opts, std::ostream& out) {
+  if (opts.dirs.empty()) throw ConfigError("merge: give the test-all folders of the shards (DIR...)");
+  nlohmann::json matrix;
+  std::string matrix_name;
+  int shards = 0;
+  std::set<int> seen;
+  JobRecords records;
+  for (const auto& dir : opts.dirs) {
+    if (!fs::exists(dir + "/shard.json")) {
+      throw ConfigError("merge: " + dir + " is not a test-all folder (no shard.json)");
+    }
+    nlohmann::json info = read_json_file(dir + "/shard.json");
+    nlohmann::json m = read_json_file(dir + "/matrix.json");
+    int k = info.value("shard", 0), n = info.value("shards", 0);
+    if (matrix.is_null()) {
+      matrix = m;
+      matrix_name = info.value("matrix", "");
+      shards = n;
+    } else if (m != matrix) {
+      throw ConfigError("merge: " + dir + " ran a different matrix than " + opts.dirs.front());
+    } else if (n != shards) {
+      throw ConfigError("merge: " + dir + " is shard " + std::to_string(k) + "/" + std::to_string(n) + ", but " +
+                        opts.dirs.front() + " was split in " + std::to_string(shards));
+    }
+    if (!seen.insert(k).second) throw ConfigError("merge: shard " + std::to_string(k) + " given twice (" + dir + ")");
+    for (auto& r : read_job_records(dir)) records.add(std::move(r));
+  }
+  for (int k = 1; k <= shards; ++k) {
+    if (!seen.count(k)) {
+      out << "merge: shard " << k << "/" << shards << " of " << matrix_name << " is missing: its runs count as not run\n";
+    }
+  }
+  // The merged matrix file, then test-all on the recorded runs (it runs nothing).
+  fs::create_directories(opts.results_dir);
+  const std::string merged_matrix = (fs::path(opts.results_dir) / ("merge-" + matrix_name + ".matrix.json")).string();
+  std::ofstream(merged_matrix) << matrix.dump(2) << "\n";
+  out << "merge: " << opts.dirs.size() << " folder(s), " << records.size() << " recorded runs\n";
+  TestAllOptions t;
+  t.matrix = merged_matrix;
+  t.results_dir = opts.results_dir;
+  t.junit_path = opts.junit_path;
+  t.replay = &records;
+  const int status = test_all(t, out);
+  fs::remove(merged_matrix);
+  return status;
+}
+
+}  // namespace lockcheck
