@@ -435,6 +435,25 @@ TEST(MutexUseView, AnotherGrantWithinTheLeaseIsADoubleGrant) {
   EXPECT_NE(r.anomalies[0]["description"].get<std::string>().find("within its lease"), std::string::npos);
 }
 
+// The harness's own thread woke late (a loaded machine) after a release planned inside the lease: unknown, named
+// harness-stall, never an anomaly of the lock.
+TEST(MutexUseView, AReleaseMadeLateByTheHarnessIsAStallNotAnAnomaly) {
+  HistoryBuilder b;
+  b.at_ms(0).invoke(0, "acquire");
+  b.at_ms(1).ok(0, "acquire");
+  b.validity_ms(10);                                        // lease to 11 ms
+  b.at_ms(19).invoke(1, "acquire");
+  b.at_ms(20).ok(1, "acquire");
+  b.validity_ms(10);
+  b.at_ms(30).invoke(0, "release", "lock-0", {{"stalled_ms", 25}});  // planned for 5 ms
+  b.at_ms(31).fail(0, "release");
+  CheckResult r = check_use_view(b.history());
+  EXPECT_EQ(r.valid, Validity::kUnknown) << r.summary;
+  ASSERT_EQ(r.anomalies.size(), 1u);
+  EXPECT_EQ(r.anomalies[0]["kind"], "harness-stall");
+  EXPECT_NE(r.summary.find("woke 25 ms late"), std::string::npos) << r.summary;
+}
+
 // A failed extend ends the use: the holder stops, and a later grant to another process is no violation.
 TEST(MutexUseView, AFailedExtendEndsTheUse) {
   HistoryBuilder b;

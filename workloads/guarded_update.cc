@@ -87,13 +87,16 @@ class GuardedUpdate : public Workload {
       const Lease lease(a, invoked, ttl);
       const auto budget = lease.remaining() - std::chrono::milliseconds(kReadWriteMs);
       env.pause_point();  // client-pause: a holder stopped here past its lease reads and writes on regardless
+      const HoldTimer timer(std::max(std::min(work, budget), std::chrono::milliseconds(0)) +
+                            std::chrono::milliseconds(kReadWriteMs));
       if (budget >= std::chrono::milliseconds(0)) {
         // The process holds the lock (it believes): one update.
         if (update(env, *conn, res_key, a.token, std::min(work, budget)) == OpType::kInfo) {
           return ProcessExit::kRetired;
         }
       }
-      LockResult r = record_lock_op(env, "release", lock_key, [&] { return env.client.release(lock_key); });
+      LockResult r = record_lock_op(
+          env, "release", lock_key, [&] { return env.client.release(lock_key); }, timer.stalled(lease));
       if (r.outcome == OpType::kInfo) return ProcessExit::kRetired;
       sleep_unless_stopped(env.stop, after_release_pause(env.rng));
     }

@@ -31,8 +31,10 @@ class LockWorkload : public Workload {
       const auto hold = lease.fit(std::chrono::milliseconds(uniform(env.rng, 0, hold_max)));
       env.pause_point();  // client-pause: a holder stopped here for longer than its lease still thinks it holds
       // Hold: the process believes it holds the lock and uses the resource. Cut short at the end of the run.
+      const HoldTimer timer(hold);
       sleep_unless_stopped(env.stop, hold);
-      LockResult r = record_lock_op(env, "release", key, [&] { return env.client.release(key); });
+      LockResult r =
+          record_lock_op(env, "release", key, [&] { return env.client.release(key); }, timer.stalled(lease));
       if (r.outcome == OpType::kInfo) return ProcessExit::kRetired;
       sleep_unless_stopped(env.stop, after_release_pause(env.rng));
     }

@@ -8,12 +8,13 @@
 namespace lockcheck {
 
 LockResult record_lock_op(ProcessEnv& env, const std::string& f, const std::string& key,
-                          const std::function<LockResult()>& call) {
+                          const std::function<LockResult()>& call, nlohmann::json invoke_value) {
   Op op;
   op.process = env.process;
   op.type = OpType::kInvoke;
   op.f = f;
   op.key = key;
+  op.value = std::move(invoke_value);
   env.history.record(op);
   LockResult r = call();
   op.type = r.outcome;
@@ -37,6 +38,12 @@ Lease::Lease(const LockResult& r, std::chrono::steady_clock::time_point invoked,
 std::chrono::milliseconds Lease::remaining() const {
   const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(use_until_ - std::chrono::steady_clock::now());
   return std::max(left, std::chrono::milliseconds(0));
+}
+
+nlohmann::json HoldTimer::stalled(const Lease& lease) const {
+  const auto late = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - planned_end_);
+  if (late <= std::chrono::milliseconds(20) || lease.remaining() > std::chrono::milliseconds(0)) return nullptr;
+  return {{"stalled_ms", late.count()}};
 }
 
 std::chrono::milliseconds busy_backoff(std::mt19937_64& rng) {

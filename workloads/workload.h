@@ -41,8 +41,10 @@ struct ProcessEnv {
   // The pause point of Kleppmann's "GC pause": call it right after an ok acquire, before the lock is used.
   // Blocks while the client-pause nemesis has a pause armed for this process's slot (bounded by the pause's
   // length; returns early when the run stops).
-  void pause_point() {
-    if (pauses) pauses->pause_point(process, stop, client.os_pid());
+  // Returns how long it paused (0: no pause).
+  std::chrono::milliseconds pause_point() {
+    if (!pauses) return std::chrono::milliseconds(0);
+    return pauses->pause_point(process, stop, client.os_pid());
   }
 };
 
@@ -67,8 +69,11 @@ class Workload {
 
 // Records the invoke of (f, key) for env.process, runs call, and records its completion (ok with the
 // token and validity it reported, fail, or info). Returns the LockResult.
+// invoke_value: the invoke's value (null by default), e.g. {"stalled_ms": N} on a release the harness itself made
+// late (see HoldTimer).
 LockResult record_lock_op(ProcessEnv& env, const std::string& f, const std::string& key,
-                          const std::function<LockResult()>& call);
+                          const std::function<LockResult()>& call, nlohmann::json invoke_value = nullptr);
+
 
 // What a careful client knows after an ok acquire (or extend): until when it may use the lock. A client that
 // got validity_ms stays inside it: the lease ends validity_ms after the acquire returned (validity is what
@@ -84,6 +89,22 @@ class Lease {
 
  private:
   std::chrono::steady_clock::time_point use_until_;
+};
+
+// A holder's planned use, for telling the harness's own stalls from the faults under test. On a loaded machine
+// the holder's thread can wake hundreds of ms after its planned release: then it outlives its lease through no
+// fault of the lock. `stalled()` says so, as the value of the release's invoke ({"stalled_ms": N}), and the mutex
+// checker reports such a case as harness-stall (unknown), never as an anomaly of the lock.
+class HoldTimer {
+ public:
+  explicit HoldTimer(std::chrono::milliseconds hold)
+      : planned_end_(std::chrono::steady_clock::now() + hold) {}
+  // {"stalled_ms": N} when the thread woke more than 20 ms after the planned end and the lease had run out by
+  // then; null otherwise.
+  nlohmann::json stalled(const Lease& lease) const;
+
+ private:
+  std::chrono::steady_clock::time_point planned_end_;
 };
 
 // The randomised pauses of a fair client: after a failed acquire (the lock is busy) and after a release (a
