@@ -8,6 +8,7 @@ std::unique_ptr<Checker> make_lease_checker();
 std::unique_ptr<Checker> make_fencing_checker();
 std::unique_ptr<Checker> make_lost_updates_checker();
 std::unique_ptr<Checker> make_stats_checker();
+std::unique_ptr<Checker> make_liveness_checker();
 
 const std::vector<CheckerInfo>& checker_registry() {
   static const std::vector<CheckerInfo> registry = {
@@ -19,6 +20,9 @@ const std::vector<CheckerInfo>& checker_registry() {
        make_fencing_checker},
       {"lost-updates", "acknowledged adds / increments are in the final read; stale reads; unexpected elements",
        make_lost_updates_checker},
+      {"liveness", "outside faults, a key processes keep trying to acquire is granted within 2 x TTL + op timeout "
+       "(stuck lock, livelock)",
+       make_liveness_checker},
       {"stats", "op counts, latency percentiles and throughput per second (always valid)", make_stats_checker},
   };
   return registry;
