@@ -75,6 +75,9 @@ class ExternalLock : public LockClient {
   LockResult extend(const std::string& key, std::chrono::milliseconds ttl) override {
     return call("extend", key, ttl.count());
   }
+  std::optional<int> os_pid() const override {
+    return child_ ? std::optional<int>(child_->pid()) : std::nullopt;
+  }
 
  private:
   LockResult call(const char* op, const std::string& key, int64_t ttl_ms) {
