@@ -25,6 +25,14 @@ const std::vector<LockAlgorithm>& lock_algorithms() {
        "needs synchronised client clocks; a losing GETSET still moves the holder's expiry; DEL deletes a lock "
        "another client has stolen",
        make_getset_lock},
+      {"getset-skewed", "getset with client clocks off by up to +-400 ms (each client a fixed offset drawn from its seed)",
+       "a client whose clock runs ahead steals live locks (the recipe assumes synchronised clocks)",
+       [](const LockOptions& o) {
+         LockOptions s = o;
+         if (!s.extra.is_object()) s.extra = nlohmann::json::object();
+         if (!s.extra.contains("clock_skew_max_ms")) s.extra["clock_skew_max_ms"] = 400;
+         return make_getset_lock(s);
+       }},
       {"set-nx-ex-del", "V2.0: SET key 1 NX PX ttl in one command; release with plain DEL",
        "a holder that outlives its TTL deletes the next holder's lock with DEL",
        make_set_nx_ex_del_lock},
