@@ -183,7 +183,8 @@ class LivenessChecker : public Checker {
       std::sort(blocked.begin(), blocked.end(), [](const Busy& a, const Busy& b) { return a.from_ns < b.from_ns; });
       const std::vector<int64_t>& g = grants[key];
       // Walk the failed acquires in invoke order, tracking the free stretch each one falls in.
-      std::sort(fails.begin(), fails.end(), [](const Attempt& a, const Attempt& b) { return a.invoke_ns < b.invoke_ns; });
+      std::sort(fails.begin(), fails.end(),
+                [](const Attempt& a, const Attempt& b) { return a.invoke_ns < b.invoke_ns; });
       size_t next_block = 0;
       int64_t covered_to = 0, stretch_cause = -1;   // blocked up to here; what blocked it last
       int64_t stretch_from = -1;                    // current free stretch's start, -1: none yet

@@ -9,6 +9,7 @@ std::unique_ptr<Checker> make_fencing_checker();
 std::unique_ptr<Checker> make_lost_updates_checker();
 std::unique_ptr<Checker> make_stats_checker();
 std::unique_ptr<Checker> make_liveness_checker();
+std::unique_ptr<Checker> make_renewal_checker();
 
 const std::vector<CheckerInfo>& checker_registry() {
   static const std::vector<CheckerInfo> registry = {
@@ -23,6 +24,9 @@ const std::vector<CheckerInfo>& checker_registry() {
       {"liveness", "outside faults, a key processes keep trying to acquire is granted within 2 x TTL + op timeout "
        "(stuck lock, livelock)",
        make_liveness_checker},
+      {"renewal", "an ok extend after another process acquired the key since the extender's last lease is a "
+       "resurrected lock",
+       make_renewal_checker},
       {"stats", "op counts, latency percentiles and throughput per second (always valid)", make_stats_checker},
   };
   return registry;

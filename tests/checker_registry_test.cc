@@ -16,15 +16,16 @@ TEST(CheckerRegistry, Names) {
     ASSERT_NE(made, nullptr);
     EXPECT_EQ(made->name(), c.name);
   }
-  EXPECT_EQ(names, (std::vector<std::string>{"mutex", "lease", "fencing", "lost-updates", "liveness", "stats"}));
+  EXPECT_EQ(names, (std::vector<std::string>{"mutex", "lease", "fencing", "lost-updates", "liveness", "renewal", "stats"}));
   EXPECT_EQ(make_checker("no-such-checker"), nullptr);
 }
 
 TEST(CheckerRegistry, EveryCheckerAcceptsAnEmptyHistory) {
   for (const auto& c : checker_registry()) {
     CheckResult r = run_checker(*c.make(), History{}, CheckOptions{});
-    // liveness judges nothing without acquires: unknown, never valid.
-    const Validity expected = std::string(c.name) == "liveness" ? Validity::kUnknown : Validity::kValid;
+    // liveness and renewal judge nothing without acquires / extends: unknown, never valid.
+    const std::string n = c.name;
+    const Validity expected = n == "liveness" || n == "renewal" ? Validity::kUnknown : Validity::kValid;
     EXPECT_EQ(r.valid, expected) << c.name << ": " << r.summary;
     EXPECT_FALSE(r.summary.empty()) << c.name;
     EXPECT_TRUE(r.anomalies.is_array()) << c.name;

@@ -128,7 +128,8 @@ TEST_F(ClientCrashRedisTest, SetnxExpireCrashedBetweenItsCommandsLeavesAKeyWitho
   arm(*n, "mid-acquire");
   auto lock = client("setnx-expire");
   ProcessEnv env{0, *lock, *history_, std::mt19937_64(1), stop_, cfg_, &pauses_};
-  LockResult r = record_lock_op(env, "acquire", "lock-0", [&] { return lock->acquire("lock-0", std::chrono::milliseconds(500)); });
+  LockResult r = record_lock_op(env, "acquire", "lock-0",
+                                [&] { return lock->acquire("lock-0", std::chrono::milliseconds(500)); });
   EXPECT_EQ(r.outcome, OpType::kInfo);
   EXPECT_NE(r.error.find("between SETNX and EXPIRE"), std::string::npos) << r.error;
   RedisConn c(cluster_->nodes()[0].endpoint, std::chrono::milliseconds(500), std::chrono::milliseconds(500));
@@ -146,7 +147,8 @@ TEST_F(ClientCrashRedisTest, SingleCrashesAfterItsAcquireTookEffectAndMidRelease
   auto lock = client("single");
   ProcessEnv env{0, *lock, *history_, std::mt19937_64(1), stop_, cfg_, &pauses_};
   auto acquire = [&] {
-    return record_lock_op(env, "acquire", "lock-0", [&] { return lock->acquire("lock-0", std::chrono::milliseconds(800)); });
+    return record_lock_op(env, "acquire", "lock-0",
+                          [&] { return lock->acquire("lock-0", std::chrono::milliseconds(800)); });
   };
   EXPECT_EQ(acquire().outcome, OpType::kInfo);  // it took the lock, then died
   RedisConn c(cluster_->nodes()[0].endpoint, std::chrono::milliseconds(500), std::chrono::milliseconds(500));
@@ -158,8 +160,8 @@ TEST_F(ClientCrashRedisTest, SingleCrashesAfterItsAcquireTookEffectAndMidRelease
   arm(*n, "mid-release");
   auto other = client("single");
   ProcessEnv env2{1, *other, *history_, std::mt19937_64(2), stop_, cfg_, &pauses_};
-  ASSERT_EQ(record_lock_op(env2, "acquire", "lock-1", [&] { return other->acquire("lock-1", std::chrono::milliseconds(800)); }).outcome,
-            OpType::kOk);
+  auto take = [&] { return other->acquire("lock-1", std::chrono::milliseconds(800)); };
+  ASSERT_EQ(record_lock_op(env2, "acquire", "lock-1", take).outcome, OpType::kOk);
   EXPECT_EQ(record_lock_op(env2, "release", "lock-1", [&] { return other->release("lock-1"); }).outcome, OpType::kInfo);
   EXPECT_EQ(c.command({"EXISTS", "lock-1"}).integer(), 1);
 }
