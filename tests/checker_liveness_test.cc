@@ -224,8 +224,8 @@ TEST(LivenessChecker, WithoutTheConfigTheTtlComesFromTheHistory) {
   keep_failing(b, 60, 1000);
   CheckResult r = check(b.history(), 0, 0);
   ASSERT_EQ(r.valid, Validity::kInvalid) << r.summary;
-  EXPECT_EQ(r.stats["ttl_ms"], 100);
-  EXPECT_NE(r.summary.find("TTL taken as 100 ms"), std::string::npos) << r.summary;
+  EXPECT_EQ(r.stats["ttl_ms"], 99);
+  EXPECT_NE(r.summary.find("TTL taken as 99 ms"), std::string::npos) << r.summary;
   // No validity anywhere and no config: unknown.
   HistoryBuilder c;
   c.at_ms(0).invoke(0, "acquire");
