@@ -2,8 +2,13 @@
 // record_lock_op and setnx-expire against a real Redis (a crash between SETNX and EXPIRE leaves a key that never
 // expires).
 #include <gtest/gtest.h>
+#include <signal.h>
+
+#include <fstream>
+#include <thread>
 
 #include "harness/local_cluster.h"
+#include "harness/process.h"
 #include "harness/redis_conn.h"
 #include "locks/lock_client.h"
 #include "nemesis/client_pauses.h"
@@ -164,6 +169,41 @@ TEST_F(ClientCrashRedisTest, SingleCrashesAfterItsAcquireTookEffectAndMidRelease
   ASSERT_EQ(record_lock_op(env2, "acquire", "lock-1", take).outcome, OpType::kOk);
   EXPECT_EQ(record_lock_op(env2, "release", "lock-1", [&] { return other->release("lock-1"); }).outcome, OpType::kInfo);
   EXPECT_EQ(c.command({"EXISTS", "lock-1"}).integer(), 1);
+}
+
+// An external client (a subprocess) is killed with SIGKILL at the crash point: its release never happens.
+TEST_F(ClientCrashRedisTest, AnExternalClientIsKilledAtTheCrashPoint) {
+#ifndef LOCKCHECK_PYTHON
+  GTEST_SKIP() << "python3 not found at configure time";
+#else
+  LockOptions o;
+  o.nodes = {cluster_->nodes()[0].endpoint};
+  o.extra = {{"client_cmd", std::string(LOCKCHECK_PYTHON) + " " + LOCKCHECK_TEST_CLIENTS + "/example_client.py"},
+             {"client_startup_ms", 10000}};
+  auto lock = find_lock_algorithm("external")->make(o);
+  ASSERT_TRUE(lock->os_pid().has_value());
+  const int pid = *lock->os_pid();
+  auto n = make_nemesis("client-crash");
+  arm(*n, "mid-release");
+  ProcessEnv env{0, *lock, *history_, std::mt19937_64(1), stop_, cfg_, &pauses_};
+  auto take = [&] { return lock->acquire("lock-0", std::chrono::milliseconds(5000)); };
+  ASSERT_EQ(record_lock_op(env, "acquire", "lock-0", take).outcome, OpType::kOk);
+  LockResult r = record_lock_op(env, "release", "lock-0", [&] { return lock->release("lock-0"); });
+  EXPECT_EQ(r.outcome, OpType::kInfo);
+  // Killed (a zombie until the client is destroyed and reaps it), and the lock is still there.
+  std::string state;
+  for (int i = 0; i < 100 && state != "Z"; ++i) {  // SIGKILL takes effect asynchronously
+    std::ifstream st("/proc/" + std::to_string(pid) + "/stat");
+    std::string pid_s, comm;
+    st >> pid_s >> comm >> state;
+    if (state != "Z") std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  EXPECT_EQ(state, "Z");
+  RedisConn c(cluster_->nodes()[0].endpoint, std::chrono::milliseconds(500), std::chrono::milliseconds(500));
+  EXPECT_EQ(c.command({"EXISTS", "lock-0"}).integer(), 1);
+  lock.reset();
+  EXPECT_NE(::kill(pid, 0), 0);  // reaped
+#endif
 }
 
 }  // namespace
