@@ -24,6 +24,10 @@ Validity merge(Validity a, Validity b);
 struct CheckOptions {
   // Search budget for checkers that search (mutex); past it the verdict is unknown.
   std::chrono::milliseconds timeout{std::chrono::seconds(60)};
+  // The run's lock TTL and per-request op timeout (--ttl-ms, --op-timeout-ms), for checkers that judge time
+  // bounds (liveness). 0: not given; such a checker then derives what it can from the history and says so.
+  int64_t ttl_ms = 0;
+  int64_t op_timeout_ms = 0;
 };
 
 // What a checker found. Every anomaly is a JSON object with at least

@@ -8,6 +8,8 @@ std::unique_ptr<Checker> make_lease_checker();
 std::unique_ptr<Checker> make_fencing_checker();
 std::unique_ptr<Checker> make_lost_updates_checker();
 std::unique_ptr<Checker> make_stats_checker();
+std::unique_ptr<Checker> make_liveness_checker();
+std::unique_ptr<Checker> make_renewal_checker();
 std::unique_ptr<Checker> make_faults_checker();
 
 const std::vector<CheckerInfo>& checker_registry() {
@@ -20,6 +22,12 @@ const std::vector<CheckerInfo>& checker_registry() {
        make_fencing_checker},
       {"lost-updates", "acknowledged adds / increments are in the final read; stale reads; unexpected elements",
        make_lost_updates_checker},
+      {"liveness", "outside faults, a key processes keep trying to acquire is granted within 2 x TTL + op timeout "
+       "(stuck lock, livelock)",
+       make_liveness_checker},
+      {"renewal", "an ok extend after another process acquired the key since the extender's last lease is a "
+       "resurrected lock",
+       make_renewal_checker},
       {"stats", "op counts, latency percentiles and throughput per second (valid once any op completed)",
        make_stats_checker},
       {"faults", "the planned faults took effect (client-pause armed vs fired); judged whenever a nemesis runs",

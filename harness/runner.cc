@@ -340,6 +340,8 @@ nlohmann::json check_history(const RunConfig& cfg, const History& h) {
   if (!workload) throw ConfigError("unknown workload '" + cfg.workload + "'");
   CheckOptions opts;
   opts.timeout = std::chrono::milliseconds(static_cast<int64_t>(cfg.checker_timeout_s * 1000));
+  opts.ttl_ms = cfg.ttl_ms;
+  opts.op_timeout_ms = cfg.op_timeout_ms;
   Validity overall = Validity::kValid;
   nlohmann::json checkers = nlohmann::json::array();
   std::vector<std::string> names = workload->checkers();

@@ -6,10 +6,15 @@
 //  - GETSET overwrites the holder's value even for the client that then loses the race, moving the expiry;
 //  - DEL deletes the lock even when another client has stolen it in the meantime (a holder past its expiry);
 //  - under contention the value keeps being overwritten while nobody gets the lock.
+// Client clock skew (the recipe's assumption broken on purpose): extra["clock_skew_max_ms"] = M gives each
+// client a fixed offset drawn from [-M, M] with its seed (lock `getset-skewed`: M = 400 ms), added to every
+// reading of its clock. A client whose clock runs ahead takes live locks for expired ones and steals them.
 #include <map>
 
 #include "harness/process.h"
+#include "harness/random.h"
 #include "locks/fencing.h"
+#include "locks/lock_extra.h"
 #include "locks/single_node.h"
 
 namespace lockcheck {
@@ -36,11 +41,17 @@ std::optional<int64_t> parse_ms(const std::string& s) {
 class GetsetLock : public LockClient {
  public:
   explicit GetsetLock(const LockOptions& o)
-      : conn_(o.nodes.at(0), o.connect_timeout, o.op_timeout), fencing_(o.fencing) {}
+      : conn_(o.nodes.at(0), o.connect_timeout, o.op_timeout), fencing_(o.fencing) {
+    const int64_t skew_max = extra_int(o, "clock_skew_max_ms", 0, 0, 3600 * 1000);
+    if (skew_max > 0) {
+      std::mt19937_64 rng(derive_seed(o.seed, 77));
+      skew_ms_ = uniform(rng, -skew_max, skew_max);
+    }
+  }
 
   LockResult acquire(const std::string& key, std::chrono::milliseconds ttl) override {
     const auto start = std::chrono::steady_clock::now();
-    std::string expiry = std::to_string(wall_ms() + ttl.count());
+    std::string expiry = std::to_string(now_ms() + ttl.count());
     Reply r = conn_.command({"SETNX", key, expiry});
     if (!r.ok()) return transport_result(r);
     auto set = r.integer();
@@ -53,8 +64,8 @@ class GetsetLock : public LockClient {
       if (!old) return LockResult::fail("held (released meanwhile)");
       auto old_ms = parse_ms(*old);
       if (!old_ms) return LockResult::fail("held (value is not a timestamp)");
-      if (*old_ms >= wall_ms()) return LockResult::fail("held");
-      expiry = std::to_string(wall_ms() + ttl.count());
+      if (*old_ms >= now_ms()) return LockResult::fail("held");
+      expiry = std::to_string(now_ms() + ttl.count());
       Reply gs = conn_.command({"GETSET", key, expiry});
       if (!gs.ok()) return transport_result(gs);
       auto current = gs.str();
@@ -81,8 +92,11 @@ class GetsetLock : public LockClient {
   }
 
  private:
+  int64_t now_ms() const { return wall_ms() + skew_ms_; }
+
   RedisConn conn_;
   bool fencing_;
+  int64_t skew_ms_ = 0;  // this client's clock error
   std::map<std::string, std::string> held_;  // key -> the expiry value we wrote
 };
 

@@ -55,6 +55,19 @@ class LockClient {
   // The OS process that runs this client's lock library, when it is not lockcheck itself (an external client's
   // subprocess): client faults act on it (client-pause stops it with SIGSTOP, client-crash kills it).
   virtual std::optional<int> os_pid() const { return std::nullopt; }
+
+  // Crash points (the client-crash nemesis, nemesis/client_crashes.h). The workload installs a hook; a client
+  // whose recipe has several steps asks it at a named point inside an op (e.g. "mid-acquire" between SETNX and
+  // EXPIRE) and, when it answers true, dies there: it abandons the op (and its connection) without another
+  // command and returns info. No hook: never crashes.
+  using CrashHook = std::function<bool(const char* point)>;
+  void set_crash_hook(CrashHook hook) { crash_hook_ = std::move(hook); }
+
+ protected:
+  bool crash_point(const char* point) const { return crash_hook_ && crash_hook_(point); }
+
+ private:
+  CrashHook crash_hook_;
 };
 
 struct LockAlgorithm {

@@ -25,6 +25,15 @@ const std::vector<LockAlgorithm>& lock_algorithms() {
        "needs synchronised client clocks; a losing GETSET still moves the holder's expiry; DEL deletes a lock "
        "another client has stolen",
        make_getset_lock},
+      {"getset-skewed",
+       "getset with client clocks off by up to +-400 ms (each client a fixed offset drawn from its seed)",
+       "a client whose clock runs ahead steals live locks (the recipe assumes synchronised clocks)",
+       [](const LockOptions& o) {
+         LockOptions s = o;
+         if (!s.extra.is_object()) s.extra = nlohmann::json::object();
+         if (!s.extra.contains("clock_skew_max_ms")) s.extra["clock_skew_max_ms"] = 400;
+         return make_getset_lock(s);
+       }},
       {"set-nx-ex-del", "V2.0: SET key 1 NX PX ttl in one command; release with plain DEL",
        "a holder that outlives its TTL deletes the next holder's lock with DEL",
        make_set_nx_ex_del_lock},
@@ -35,6 +44,16 @@ const std::vector<LockAlgorithm>& lock_algorithms() {
       {"single", "V3.1: SET key token NX PX ttl on one node, random 20-byte token, compare-and-delete release",
        "one node is a single point of failure; a holder paused past the TTL keeps working after the lock expired",
        make_single_lock},
+      {"single-extend-setnx", "single whose extend re-creates an expired lock with SET NX (redsync's "
+       "WithSetNXOnExtend; lock option extend_mode=setnx)",
+       "an extend after the lock expired and another client held it succeeds: the client believes it held the "
+       "lock throughout (resurrected lock)",
+       [](const LockOptions& o) {
+         LockOptions s = o;
+         if (!s.extra.is_object()) s.extra = nlohmann::json::object();
+         s.extra["extend_mode"] = "setnx";
+         return make_single_lock(s);
+       }},
       {"single-failover", "V3.1 on the master Sentinel names (--topology replicated); --wait N adds WAIT N after SET",
        "replication is asynchronous: a promoted replica that lacks the lock grants it again (WAIT narrows the "
        "window, does not close it)",

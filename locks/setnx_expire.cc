@@ -6,6 +6,7 @@
 //  - the client ignores EXPIRE's outcome, as the recipe does: it holds the lock once SETNX said so.
 // EXPIRE is sent as PEXPIRE (its millisecond form) so that the run's --ttl-ms is honoured exactly.
 //
+// Crash point "mid-acquire" (client-crash nemesis): between SETNX and EXPIRE.
 // Test hook: extra["test_die_after_setnx"] = true makes acquire stop after SETNX, as a client that crashed
 // between the two commands (the acquire is reported info: the client is gone).
 #include <set>
@@ -35,6 +36,7 @@ class SetnxExpireLock : public LockClient {
     if (*set == 0) return LockResult::fail("held");
     held_.insert(key);
     if (die_after_setnx_) return LockResult::info("test hook: the client died between SETNX and EXPIRE");
+    if (crash_point("mid-acquire")) return LockResult::info("client crashed between SETNX and EXPIRE");
     // Whatever EXPIRE does, the recipe's client goes on as the holder.
     conn_.command({"PEXPIRE", key, std::to_string(ttl.count())});
     LockResult res = LockResult::ok();

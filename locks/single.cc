@@ -3,6 +3,11 @@
 // a single point of failure (a restart without persistence forgets the lock), and no protection once the TTL
 // expires under a holder that is still working (pause, slow write): that needs fencing (--fencing adds an
 // INCR of "<key>:fence" after each acquire, see locks/fencing.h).
+//
+// Extend: compare-and-pexpire (fails once the key expired or another client took it). Lock option
+// extra["extend_mode"] = "setnx" (lock `single-extend-setnx`) re-creates an expired lock with SET NX instead,
+// as redsync's WithSetNXOnExtend does: the extend then succeeds after another client held the lock and let it
+// go in between, and the client believes it held the lock throughout (a resurrected lock).
 #include <chrono>
 #include <map>
 
@@ -11,15 +16,33 @@
 #include "harness/redis_conn.h"
 #include "locks/fencing.h"
 #include "locks/lock_client.h"
+#include "locks/lock_extra.h"
 
 namespace lockcheck {
 
 namespace {
 
+// KEYS[1] key; ARGV[1] token, ARGV[2] ttl ms. Ours: PEXPIRE; gone: SET NX PX again (1); someone else's: 0.
+const char* const kPexpireOrSetnxScript =
+    "local v = redis.call('get', KEYS[1]) "
+    "if v == ARGV[1] then return redis.call('pexpire', KEYS[1], ARGV[2]) end "
+    "if v == false then redis.call('set', KEYS[1], ARGV[1], 'PX', ARGV[2], 'NX') return 1 end "
+    "return 0";
+
+bool extend_with_setnx(const LockOptions& o) {
+  const std::string mode = extra_value<std::string>(o, "extend_mode", "pexpire");
+  if (mode != "pexpire" && mode != "setnx") {
+    throw std::invalid_argument("lock option \"extend_mode\": '" + mode + "' is not one of pexpire, setnx");
+  }
+  return mode == "setnx";
+}
+
 class SingleLock : public LockClient {
  public:
   explicit SingleLock(const LockOptions& o)
-      : conn_(o.nodes.at(0), o.connect_timeout, o.op_timeout), fencing_(o.fencing) {}
+      : conn_(o.nodes.at(0), o.connect_timeout, o.op_timeout),
+        fencing_(o.fencing),
+        extend_setnx_(extend_with_setnx(o)) {}
 
   LockResult acquire(const std::string& key, std::chrono::milliseconds ttl) override {
     const auto start = std::chrono::steady_clock::now();
@@ -52,7 +75,8 @@ class SingleLock : public LockClient {
     auto it = tokens_.find(key);
     if (it == tokens_.end()) return LockResult::fail("not held by this client");
     const auto start = std::chrono::steady_clock::now();
-    Reply r = conn_.command({"EVAL", kCompareAndPexpireScript, "1", key, it->second, std::to_string(ttl.count())});
+    Reply r = conn_.command({"EVAL", extend_setnx_ ? kPexpireOrSetnxScript : kCompareAndPexpireScript, "1", key,
+                             it->second, std::to_string(ttl.count())});
     LockResult res = finish_compare(r, key, /*forget=*/false);
     if (res.outcome == OpType::kOk) {
       auto elapsed = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - start);
@@ -74,6 +98,7 @@ class SingleLock : public LockClient {
 
   RedisConn conn_;
   bool fencing_;
+  bool extend_setnx_;
   std::map<std::string, std::string> tokens_;
 };
 

@@ -27,6 +27,7 @@
 #include <vector>
 
 #include "harness/op.h"
+#include "nemesis/client_crashes.h"
 
 namespace lockcheck {
 
@@ -49,6 +50,9 @@ class ClientPauses {
   ClientPauses& operator=(const ClientPauses&) = delete;
 
   int concurrency() const { return concurrency_; }
+  // The client-crash nemesis's arms live here too: this object is the run's one client-side fault hook,
+  // shared by the nemesis driver and the workers.
+  ClientCrashes& crashes() { return crashes_; }
 
   // Arms one pause of length `pause` for the first process of `slots` to reach a pause point. Returns its id.
   // With widen_after, an arm that has not fired by then is taken by the first process of any slot to reach its
@@ -83,6 +87,7 @@ class ClientPauses {
   };
 
   const int concurrency_;
+  ClientCrashes crashes_{concurrency_};
   mutable std::mutex mu_;
   mutable std::condition_variable cv_;
   int64_t next_id_ = 1;

@@ -11,6 +11,7 @@ std::unique_ptr<Nemesis> make_kill_nemesis();
 std::unique_ptr<Nemesis> make_clock_nemesis();
 std::unique_ptr<Nemesis> make_client_pause_nemesis();
 std::unique_ptr<Nemesis> make_failover_nemesis();
+std::unique_ptr<Nemesis> make_client_crash_nemesis();
 
 const std::vector<NemesisInfo>& nemesis_registry() {
   static const std::vector<NemesisInfo> registry = {
@@ -27,6 +28,10 @@ const std::vector<NemesisInfo>& nemesis_registry() {
        make_clock_nemesis},
       {"client-pause", "the lock holder stops right after its acquire for 2x the TTL, then carries on (GC pause)",
        make_client_pause_nemesis},
+      {"client-crash",
+       "a client process dies without releasing (modes mid-acquire: between SETNX and EXPIRE, after-acquire, "
+       "mid-release); its op ends info",
+       make_client_crash_nemesis},
       {"failover",
        "replicated topology: take the master away so Sentinel promotes a replica (modes kill, pause, partition)",
        make_failover_nemesis},

@@ -60,7 +60,7 @@ TEST(MatrixTest, RejectsBadMatricesNamingTheEntry) {
 }
 
 TEST(MatrixTest, ShippedMatricesParse) {
-  for (const char* name : {"quick", "default"}) {
+  for (const char* name : {"quick", "default", "findings"}) {
     Matrix m = load_matrix(name, "results");
     EXPECT_FALSE(m.entries.empty()) << name;
   }

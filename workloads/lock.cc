@@ -41,7 +41,7 @@ class LockWorkload : public Workload {
     return ProcessExit::kStopped;
   }
 
-  std::vector<std::string> checkers() const override { return {"mutex", "lease", "stats"}; }
+  std::vector<std::string> checkers() const override { return {"mutex", "lease", "liveness", "stats"}; }
 };
 
 }  // namespace

@@ -8,6 +8,7 @@ std::unique_ptr<Workload> make_lock_workload();
 std::unique_ptr<Workload> make_lock_set_workload();
 std::unique_ptr<Workload> make_fenced_set_workload();
 std::unique_ptr<Workload> make_counter_workload();
+std::unique_ptr<Workload> make_renew_workload();
 
 const std::vector<WorkloadInfo>& workload_registry() {
   static const std::vector<WorkloadInfo> registry = {
@@ -19,6 +20,9 @@ const std::vector<WorkloadInfo>& workload_registry() {
        make_fenced_set_workload},
       {"counter", "under the lock: GET a counter from a resource Redis, work, SET it to one more",
        make_counter_workload},
+      {"renew", "hold a lock for 1-1.5 TTLs by extending it before its validity runs out (a watchdog); stop at a "
+       "failed extend; judged by mutex, lease, renewal, liveness and stats",
+       make_renew_workload},
   };
   return registry;
 }

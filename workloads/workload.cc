@@ -1,11 +1,26 @@
 #include "workloads/workload.h"
 
-#include "harness/random.h"
+#include <signal.h>
 
 #include <algorithm>
 #include <thread>
 
+#include "harness/random.h"
+
 namespace lockcheck {
+
+namespace {
+
+// The client-crash nemesis's crash points around an op (nemesis/client_crashes.h). True when the process
+// crashes at `point`: an external client's subprocess is killed there with SIGKILL; a built-in client just
+// stops (its connection is abandoned with the retired process's client).
+bool crash_here(ProcessEnv& env, const char* point) {
+  if (!env.pauses || !env.pauses->crashes().crash_point(env.process, point)) return false;
+  if (auto pid = env.client.os_pid(); pid && *pid > 0) ::kill(*pid, SIGKILL);
+  return true;
+}
+
+}  // namespace
 
 LockResult record_lock_op(ProcessEnv& env, const std::string& f, const std::string& key,
                           const std::function<LockResult()>& call, nlohmann::json invoke_value) {
@@ -16,7 +31,26 @@ LockResult record_lock_op(ProcessEnv& env, const std::string& f, const std::stri
   op.key = key;
   op.value = std::move(invoke_value);
   env.history.record(op);
-  LockResult r = call();
+  if (env.pauses) {
+    // Lock recipes with several steps ask at their own points inside the op (e.g. between SETNX and EXPIRE).
+    ClientPauses* pauses = env.pauses;
+    const Process p = env.process;
+    env.client.set_crash_hook([pauses, p](const char* point) { return pauses->crashes().crash_point(p, point); });
+  }
+  LockResult r;
+  if (f == "release" && crash_here(env, "mid-release")) {
+    r = LockResult::info("client crashed (client-crash nemesis) before its release reached the lock");
+  } else {
+    r = call();
+  }
+  if (f == "acquire" && r.outcome == OpType::kOk) {
+    // A recipe without a point of its own inside the acquire crashes once it took effect, before the reply.
+    if (crash_here(env, "mid-acquire")) {
+      r = LockResult::info("client crashed (client-crash nemesis) while its acquire took effect");
+    } else if (crash_here(env, "after-acquire")) {
+      r = LockResult::info("client crashed (client-crash nemesis) right after its acquire succeeded");
+    }
+  }
   op.type = r.outcome;
   op.token = r.token;
   op.validity_ms = r.validity_ms;

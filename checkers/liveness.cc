@@ -1,0 +1,324 @@
+// The `liveness` checker: a key that processes keep trying to acquire is granted within a bound, outside
+// faults. The bound is B = 2 x TTL + op timeout (CheckOptions; when they are not given, the TTL is taken as the
+// longest validity the clients reported (TTL - elapsed: a few ms short) and the op timeout as the longest op
+// latency seen (which more than covers that), and the summary says so).
+//
+// Per key, the history says when the key may legitimately be taken ("busy"):
+//  - an ok acquire by p holds it from its ok until p's next release of the key is invoked (or p's next extend
+//    fails); an ok extend renews it. A holder that never releases (it crashed, was retired or the history
+//    ended) holds it until its last acquire or extend ok + TTL, when the lock must have expired;
+//  - an info acquire or extend may have taken or renewed it: busy until its completion + TTL (an acquire still
+//    open at the end: to the end); an info release may not have deleted it: busy until the last renewal + TTL;
+//  - node and network faults (every nemesis fault but the client-side ones, client-pause and client-crash,
+//    whose effects the rules above already cover) suspend the judgement from their start to their heal.
+// The rest of the time the key is free and judged: a free stretch starting at s in which acquires invoked at or
+// after s + B still failed (at least two failed acquires in the stretch) is an anomaly:
+//  - "stuck-lock" when the key is never granted again until the end of the history (e.g. a client died
+//    between SETNX and EXPIRE: the key never expires);
+//  - "livelock" when a grant ends the stretch (acquires kept failing for longer than B with no holder).
+// Each anomaly carries from_ns/to_ns (the stretch: from s to the last failed acquire) and the ops: the op that
+// began the stretch (the release, the crashed acquire ...) and the first and last failed acquires.
+//
+// Nothing judged (no acquire attempted while the key was free outside faults, or no TTL known) is unknown.
+#include <algorithm>
+#include <map>
+#include <memory>
+#include <set>
+
+#include "checkers/checker.h"
+#include "checkers/format.h"
+
+namespace lockcheck {
+
+namespace {
+
+constexpr size_t kMaxAnomalies = 1000;
+constexpr size_t kOpsPerEnd = 5;  // failed acquires listed at each end of a stretch
+
+// [from, to): the key may be held by someone (or a fault suspends the judgement); cause: the op that began it.
+struct Busy {
+  int64_t from_ns, to_ns;
+  int64_t cause;  // history index (a fault: its heal), -1 when unknown
+};
+
+struct Attempt {
+  int64_t invoke_ns, done_ns;
+  int64_t invoke, done;  // history indices
+  Process process;
+};
+
+bool client_side_fault(const std::string& fault) { return fault.rfind("client-", 0) == 0; }
+
+class LivenessChecker : public Checker {
+ public:
+  std::string name() const override { return "liveness"; }
+
+  CheckResult check(const History& h, const CheckOptions& opts) const override {
+    CheckResult r;
+    const std::vector<int64_t> pairs = pair_index(h);
+    const int64_t end_ns = h.empty() ? 0 : h.back().time_ns;
+
+    // The TTL and op timeout: given, or derived from the history.
+    int64_t ttl_ms = opts.ttl_ms, op_timeout_ms = opts.op_timeout_ms;
+    std::string derived;
+    if (ttl_ms <= 0 || op_timeout_ms <= 0) {
+      int64_t longest_validity_ns = 0, longest_latency_ns = 0;
+      for (size_t i = 0; i < h.size(); ++i) {
+        const Op& op = h[i];
+        if (!op.is_invoke() || !op.is_client() || pairs[i] < 0) continue;
+        const Op& done = h[static_cast<size_t>(pairs[i])];
+        const int64_t latency = done.time_ns - op.time_ns;
+        longest_latency_ns = std::max(longest_latency_ns, latency);
+        if (done.is_ok() && done.validity_ms && (op.f == "acquire" || op.f == "extend")) {
+          longest_validity_ns = std::max(longest_validity_ns, *done.validity_ms * 1000000);
+        }
+      }
+      if (ttl_ms <= 0 && longest_validity_ns > 0) {
+        ttl_ms = (longest_validity_ns + 999999) / 1000000;
+        derived += "TTL taken as " + std::to_string(ttl_ms) + " ms (longest validity reported)";
+      }
+      if (op_timeout_ms <= 0) {
+        op_timeout_ms = (longest_latency_ns + 999999) / 1000000;
+        derived += std::string(derived.empty() ? "" : ", ") + "op timeout taken as " +
+                   std::to_string(op_timeout_ms) + " ms (longest op latency seen)";
+      }
+    }
+    if (ttl_ms <= 0) {
+      r.valid = Validity::kUnknown;
+      r.summary = "the TTL is unknown (not given, and no acquire reported a validity): liveness not judged";
+      return r;
+    }
+    const int64_t ttl_ns = ttl_ms * 1000000;
+    const int64_t bound_ns = 2 * ttl_ns + op_timeout_ms * 1000000;
+
+    // Faults that suspend the judgement: [start invoke, stop completion].
+    std::vector<Busy> faults;
+    {
+      std::map<std::string, int64_t> open;  // fault name -> start time
+      for (size_t i = 0; i < h.size(); ++i) {
+        const Op& op = h[i];
+        if (op.process != kNemesis || !op.is_invoke() || !op.value.is_object()) continue;
+        const std::string fault = op.value.value("fault", "");
+        const std::string phase = op.value.value("phase", "");
+        if (client_side_fault(fault)) continue;
+        if (phase == "start") {
+          open.emplace(fault, op.time_ns);
+        } else if (phase == "stop") {
+          auto it = open.find(fault);
+          const int64_t done = pairs[i] >= 0 ? h[static_cast<size_t>(pairs[i])].time_ns : end_ns;
+          faults.push_back({it != open.end() ? it->second : op.time_ns, done, pairs[i] >= 0 ? pairs[i] : int64_t(i)});
+          if (it != open.end()) open.erase(it);
+        }
+      }
+      for (const auto& [fault, from] : open) faults.push_back({from, end_ns + 1, -1});  // never healed
+    }
+
+    // Per key: busy intervals and the acquire attempts.
+    std::map<std::string, std::vector<Busy>> busy;
+    std::map<std::string, std::vector<Attempt>> failed;  // failed acquires
+    std::map<std::string, std::vector<int64_t>> grants;  // ok acquire completion times
+    struct Hold {
+      int64_t from_ns, renewed_ns, cause;
+    };
+    std::map<std::pair<std::string, Process>, Hold> holding;
+    auto close_hold = [&](const std::string& key, Process p, int64_t to_ns) {
+      auto it = holding.find({key, p});
+      if (it == holding.end()) return;
+      busy[key].push_back({it->second.from_ns, std::max(it->second.from_ns, to_ns), it->second.cause});
+      holding.erase(it);
+    };
+    int64_t attempts = 0;
+    for (size_t i = 0; i < h.size(); ++i) {
+      const Op& op = h[i];
+      if (!op.is_invoke() || !op.is_client() || op.key.empty()) continue;
+      const bool acquire = op.f == "acquire", extend = op.f == "extend", release = op.f == "release";
+      if (!acquire && !extend && !release) continue;
+      const int64_t c = pairs[i];
+      const Op* done = c >= 0 ? &h[static_cast<size_t>(c)] : nullptr;
+      const auto who = std::make_pair(op.key, op.process);
+      const int64_t idx = static_cast<int64_t>(i);
+      if (acquire) {
+        ++attempts;
+        if (!done) {
+          busy[op.key].push_back({op.time_ns, end_ns + 1, idx});
+        } else if (done->is_ok()) {
+          close_hold(op.key, op.process, done->time_ns);
+          holding[who] = Hold{done->time_ns, done->time_ns, idx};
+          grants[op.key].push_back(done->time_ns);
+        } else if (done->is_info()) {
+          busy[op.key].push_back({op.time_ns, done->time_ns + ttl_ns, idx});
+        } else {
+          failed[op.key].push_back({op.time_ns, done->time_ns, idx, c, op.process});
+        }
+        continue;
+      }
+      auto held = holding.find(who);
+      if (extend) {
+        if (done && done->is_ok()) {
+          if (held != holding.end()) held->second.renewed_ns = done->time_ns;
+          else holding[who] = Hold{done->time_ns, done->time_ns, idx};  // re-created: it believes it holds it
+        } else if (!done || done->is_info()) {
+          if (held != holding.end()) close_hold(op.key, op.process, op.time_ns);
+          busy[op.key].push_back({op.time_ns, done ? done->time_ns + ttl_ns : end_ns + 1, idx});
+        } else if (held != holding.end()) {
+          close_hold(op.key, op.process, op.time_ns);  // lost: the holder stops using it
+        }
+        continue;
+      }
+      // release: the holder stops relying on the lock when it starts to release it.
+      if (held == holding.end()) continue;
+      const int64_t renewed = held->second.renewed_ns;
+      close_hold(op.key, op.process, op.time_ns);
+      if (!done || done->is_info()) busy[op.key].push_back({op.time_ns, done ? renewed + ttl_ns : end_ns + 1, idx});
+    }
+    // Holders that never released: until their last renewal + TTL.
+    for (const auto& [who, hold] : holding) {
+      busy[who.first].push_back({hold.from_ns, hold.renewed_ns + ttl_ns, hold.cause});
+    }
+
+    int64_t stuck = 0, livelocks = 0, judged_attempts = 0, longest_ns = 0;
+    for (auto& [key, fails] : failed) {
+      std::vector<Busy> blocked = busy[key];
+      blocked.insert(blocked.end(), faults.begin(), faults.end());
+      std::sort(blocked.begin(), blocked.end(), [](const Busy& a, const Busy& b) { return a.from_ns < b.from_ns; });
+      const std::vector<int64_t>& g = grants[key];
+      // Walk the failed acquires in invoke order, tracking the free stretch each one falls in.
+      std::sort(fails.begin(), fails.end(),
+                [](const Attempt& a, const Attempt& b) { return a.invoke_ns < b.invoke_ns; });
+      size_t next_block = 0;
+      int64_t covered_to = 0, stretch_cause = -1;   // blocked up to here; what blocked it last
+      int64_t stretch_from = -1;                    // current free stretch's start, -1: none yet
+      std::vector<const Attempt*> in_stretch;
+      bool late = false;  // an acquire in the stretch was invoked at or after from + bound
+      auto flush = [&]() {
+        if (stretch_from >= 0 && late && in_stretch.size() >= 2) {
+          const Attempt& last = *in_stretch.back();
+          const bool granted_after =
+              std::upper_bound(g.begin(), g.end(), stretch_from) != g.end();
+          const bool is_stuck = !granted_after;
+          (is_stuck ? stuck : livelocks) += 1;
+          const int64_t to = last.done_ns;
+          longest_ns = std::max(longest_ns, to - stretch_from);
+          if (r.anomalies.size() < kMaxAnomalies) {
+            std::set<Process> procs;
+            std::vector<int64_t> ops;
+            if (stretch_cause >= 0) ops.push_back(stretch_cause);
+            for (size_t k = 0; k < in_stretch.size(); ++k) {
+              procs.insert(in_stretch[k]->process);
+              if (k < kOpsPerEnd || k + kOpsPerEnd >= in_stretch.size()) {
+                ops.push_back(in_stretch[k]->invoke);
+                ops.push_back(in_stretch[k]->done);
+              }
+            }
+            std::sort(ops.begin(), ops.end());
+            ops.erase(std::unique(ops.begin(), ops.end()), ops.end());
+            std::string who;
+            for (Process p : procs) who += (who.empty() ? "" : ", ") + std::to_string(p);
+            std::string since = stretch_cause >= 0 ? " (since " + describe(h, stretch_cause) + ")" : "";
+            std::string d =
+                is_stuck ? key + " was never granted again: free from t=" + format_time_s(stretch_from) + since +
+                               ", " + std::to_string(in_stretch.size()) + " acquires by process" +
+                               (procs.size() > 1 ? "es " : " ") + who + " failed up to t=" + format_time_s(to) +
+                               " (bound 2 x TTL + op timeout = " + format_duration_ms(bound_ns) + ")"
+                         : key + " had no holder from t=" + format_time_s(stretch_from) + since + " but " +
+                               std::to_string(in_stretch.size()) + " acquires by process" +
+                               (procs.size() > 1 ? "es " : " ") + who + " failed for " +
+                               format_duration_ms(to - stretch_from) + " (bound 2 x TTL + op timeout = " +
+                               format_duration_ms(bound_ns) + ")";
+            nlohmann::json ps = nlohmann::json::array();
+            for (Process p : procs) ps.push_back(p);
+            r.anomalies.push_back({{"kind", is_stuck ? "stuck-lock" : "livelock"},
+                                   {"description", d},
+                                   {"ops", ops},
+                                   {"key", key},
+                                   {"processes", ps},
+                                   {"from_ns", stretch_from},
+                                   {"to_ns", to},
+                                   {"failed_acquires", in_stretch.size()},
+                                   {"stretch_ms", static_cast<double>(to - stretch_from) / 1e6}});
+          }
+        }
+        stretch_from = -1;
+        in_stretch.clear();
+        late = false;
+      };
+      for (const Attempt& a : fails) {
+        // Every block that began before this acquire's invoke: a block that reaches past the current stretch's
+        // start ends the stretch.
+        while (next_block < blocked.size() && blocked[next_block].from_ns <= a.invoke_ns) {
+          const Busy& b = blocked[next_block++];
+          if (b.to_ns <= covered_to) continue;
+          if (stretch_from >= 0 && b.from_ns >= stretch_from) flush();
+          covered_to = b.to_ns;
+          stretch_cause = b.cause;
+        }
+        if (a.invoke_ns < covered_to) continue;  // held, possibly held, or a fault: not judged
+        ++judged_attempts;
+        if (stretch_from < 0) stretch_from = covered_to;
+        in_stretch.push_back(&a);
+        if (a.invoke_ns >= stretch_from + bound_ns) late = true;
+      }
+      flush();
+    }
+    // Ok acquires outside faults were judged too (they are what a live lock looks like).
+    for (const auto& [key, g] : grants) {
+      for (int64_t t : g) {
+        const bool in_fault = std::any_of(faults.begin(), faults.end(),
+                                          [&](const Busy& f) { return t >= f.from_ns && t < f.to_ns; });
+        if (!in_fault) ++judged_attempts;
+      }
+    }
+
+    r.stats = {{"ttl_ms", ttl_ms},
+               {"op_timeout_ms", op_timeout_ms},
+               {"bound_ms", static_cast<double>(bound_ns) / 1e6},
+               {"acquires", attempts},
+               {"judged_acquires", judged_attempts},
+               {"fault_periods", faults.size()},
+               {"stuck_locks", stuck},
+               {"livelocks", livelocks},
+               {"longest_stretch_ms", static_cast<double>(longest_ns) / 1e6}};
+    const std::string note = derived.empty() ? "" : " [" + derived + "]";
+    if (stuck + livelocks > 0) {
+      r.valid = Validity::kInvalid;
+      std::string what;
+      if (stuck) what += std::to_string(stuck) + " stuck lock" + (stuck > 1 ? "s" : "");
+      if (livelocks) what += std::string(what.empty() ? "" : ", ") + std::to_string(livelocks) + " livelock" +
+                             (livelocks > 1 ? "s" : "");
+      r.summary = what + ": " + r.anomalies[0]["description"].get<std::string>() + note;
+    } else if (judged_attempts == 0) {
+      r.valid = Validity::kUnknown;
+      r.summary = attempts == 0 ? "no acquires: liveness not judged"
+                                : "no acquire outside faults while the lock was free: liveness not judged";
+      r.summary += note;
+    } else {
+      r.summary = "every key tried outside faults was granted within " + format_duration_ms(bound_ns) +
+                  " (2 x TTL + op timeout; " + std::to_string(judged_attempts) + " acquires judged)" + note;
+    }
+    return r;
+  }
+
+ private:
+  static std::string describe(const History& h, int64_t i) {
+    const Op& op = h[static_cast<size_t>(i)];
+    if (op.process == kNemesis) {
+      const std::string fault = op.value.is_object() ? op.value.value("fault", op.f) : op.f;
+      return "the " + fault + " fault healed at t=" + format_time_s(op.time_ns);
+    }
+    const auto pairs_note = [&]() -> std::string {
+      // The completion follows the invoke; find it cheaply (same process, next op of it).
+      for (size_t k = static_cast<size_t>(i) + 1; k < h.size(); ++k) {
+        if (h[k].process == op.process) return std::string(" ended ") + to_string(h[k].type);
+      }
+      return " never completed";
+    };
+    return "process " + std::to_string(op.process) + "'s " + op.f + " at t=" + format_time_s(op.time_ns) +
+           pairs_note();
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<Checker> make_liveness_checker() { return std::make_unique<LivenessChecker>(); }
+
+}  // namespace lockcheck

@@ -1,0 +1,132 @@
+// The `renewal` checker: judges extends. A process's lease on a key is renewed by its ok acquire and each ok
+// extend after it; a failed extend or a release ends it. An ok extend by p is a "resurrected-lock" when another
+// process q had an ok acquire of the key that completed after p's last renewal and before p's extend was
+// invoked: q held the lock in between, so p's extend did not extend anything; it re-created the lock (as an
+// extend by SET NX does once the key is gone), and p believes it held the lock throughout. An extend that fails
+// is the honest outcome (the client learns that the lock is lost) and is only counted.
+//
+// Extends by a process without a lease on the key (none acquired, or ended by a release or a failed extend) are
+// counted and skipped. No extend at all: unknown (nothing to judge).
+#include <algorithm>
+#include <map>
+#include <memory>
+
+#include "checkers/checker.h"
+#include "checkers/format.h"
+
+namespace lockcheck {
+
+namespace {
+
+constexpr size_t kMaxAnomalies = 1000;
+
+struct Grant {
+  int64_t ok_ns;
+  Process process;
+  int64_t invoke, ok;  // history indices
+};
+
+class RenewalChecker : public Checker {
+ public:
+  std::string name() const override { return "renewal"; }
+
+  CheckResult check(const History& h, const CheckOptions&) const override {
+    CheckResult r;
+    const std::vector<int64_t> pairs = pair_index(h);
+    std::map<std::string, std::vector<Grant>> acquires;          // ok acquires per key, in completion order
+    std::map<std::pair<std::string, Process>, Grant> lease;       // (key, p) -> p's last renewal
+    int64_t extends = 0, ok_extends = 0, failed = 0, info = 0, without_lease = 0, resurrected = 0;
+
+    for (size_t i = 0; i < h.size(); ++i) {
+      const Op& op = h[i];
+      if (!op.is_client() || op.key.empty()) continue;
+      const auto who = std::make_pair(op.key, op.process);
+      if (op.f == "acquire" && op.is_ok()) {
+        const int64_t inv = pairs[i];
+        Grant g{op.time_ns, op.process, inv >= 0 ? inv : static_cast<int64_t>(i), static_cast<int64_t>(i)};
+        acquires[op.key].push_back(g);
+        lease[who] = g;
+        continue;
+      }
+      if (op.f == "release" && op.is_invoke()) {
+        lease.erase(who);
+        continue;
+      }
+      if (op.f != "extend" || !op.is_invoke()) continue;
+      ++extends;
+      const int64_t c = pairs[i];
+      const Op* done = c >= 0 ? &h[static_cast<size_t>(c)] : nullptr;
+      if (!done || done->is_info()) {
+        ++info;
+        continue;
+      }
+      auto l = lease.find(who);
+      if (done->is_fail()) {
+        ++failed;
+        if (l != lease.end()) lease.erase(l);
+        continue;
+      }
+      ++ok_extends;
+      const Grant renewed{done->time_ns, op.process, static_cast<int64_t>(i), c};
+      if (l == lease.end()) {
+        ++without_lease;
+        lease[who] = renewed;
+        continue;
+      }
+      const Grant last = l->second;
+      l->second = renewed;
+      // Another process's ok acquire completed in (last renewal, this extend's invoke)?
+      const auto& acq = acquires[op.key];
+      auto it = std::upper_bound(acq.begin(), acq.end(), last.ok_ns,
+                                 [](int64_t t, const Grant& g) { return t < g.ok_ns; });
+      for (; it != acq.end() && it->ok_ns < op.time_ns; ++it) {
+        if (it->process == op.process) continue;
+        ++resurrected;
+        if (r.anomalies.size() < kMaxAnomalies) {
+          std::vector<int64_t> ops = {last.invoke, last.ok, it->invoke, it->ok, static_cast<int64_t>(i), c};
+          std::sort(ops.begin(), ops.end());
+          ops.erase(std::unique(ops.begin(), ops.end()), ops.end());
+          const std::string p = std::to_string(op.process), q = std::to_string(it->process);
+          r.anomalies.push_back(
+              {{"kind", "resurrected-lock"},
+               {"description", "process " + p + "'s extend of " + op.key + " succeeded at t=" +
+                                   format_time_s(done->time_ns) + " although process " + q + " acquired it at t=" +
+                                   format_time_s(it->ok_ns) + ", after process " + p + "'s last lease (renewed at t=" +
+                                   format_time_s(last.ok_ns) + "): the lock was re-created, not extended, and " +
+                                   "process " + p + " believes it held it throughout"},
+               {"ops", ops},
+               {"key", op.key},
+               {"processes", {op.process, it->process}},
+               {"from_ns", it->ok_ns},
+               {"to_ns", done->time_ns}});
+        }
+        break;  // one anomaly per extend
+      }
+    }
+
+    r.stats = {{"extends", extends},
+               {"ok_extends", ok_extends},
+               {"failed_extends", failed},
+               {"info_extends", info},
+               {"extends_without_lease", without_lease},
+               {"resurrected", resurrected}};
+    if (resurrected > 0) {
+      r.valid = Validity::kInvalid;
+      r.summary = std::to_string(resurrected) + " resurrected lock" + (resurrected > 1 ? "s" : "") + ": " +
+                  r.anomalies[0]["description"].get<std::string>();
+    } else if (extends == 0) {
+      r.valid = Validity::kUnknown;
+      r.summary = "no extends: nothing to judge";
+    } else {
+      r.summary = std::to_string(ok_extends) + " ok extends, none after another process held the lock; " +
+                  std::to_string(failed) + " failed (the lock was lost, and the client was told)";
+    }
+    return r;
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<Checker> make_renewal_checker() { return std::make_unique<RenewalChecker>(); }
+
+}  // namespace lockcheck

@@ -1,0 +1,91 @@
+// Workload `renew`: holders keep a lock longer than its TTL by extending it before its validity runs out, as a
+// watchdog does (Redisson's lock watchdog, redsync's Extend). Each process loops: acquire a random key; hold it
+// for a random 1 to 1.5 TTLs (so at least one extend is needed), using the resource only while the validity it
+// was last told lasts and extending (f "extend", for the TTL) when a third of the TTL remains; the moment an
+// extend fails it stops using the lock and does not release it (it is lost); at the end of the hold it
+// releases; then it thinks for up to one TTL. A failed acquire is retried after a polling delay of 1/20 to 1/4
+// TTL. The client-pause nemesis's pause point is at the watchdog's first extend: the holder (watchdog included)
+// stops in the middle of its hold and extends the moment it resumes, as a paused JVM's watchdog does.
+// Judged by mutex, lease, renewal (an extend that re-created a lock another process held in between: a
+// resurrected lock), liveness and stats.
+#include <algorithm>
+
+#include "harness/random.h"
+#include "workloads/workload.h"
+
+namespace lockcheck {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using std::chrono::milliseconds;
+
+class RenewWorkload : public Workload {
+ public:
+  std::string name() const override { return "renew"; }
+
+  ProcessExit run_process(ProcessEnv& env) override {
+    const int64_t ttl = env.config.ttl_ms;
+    while (!env.stop.load()) {
+      const std::string key = "lock-" + std::to_string(uniform(env.rng, 0, env.config.keys - 1));
+      LockResult a = record_lock_op(env, "acquire", key, [&] { return env.client.acquire(key, milliseconds(ttl)); });
+      if (a.outcome == OpType::kInfo) return ProcessExit::kRetired;
+      if (a.outcome == OpType::kFail) {
+        const int64_t lo = std::max<int64_t>(1, ttl / 20), hi = std::max<int64_t>(1, ttl / 4);
+        sleep_unless_stopped(env.stop, milliseconds(uniform(env.rng, lo, hi)));
+        continue;
+      }
+      switch (hold(env, key, a)) {
+        case Held::kRetired: return ProcessExit::kRetired;
+        case Held::kLost: break;  // stopped using it at once; nothing to release
+        case Held::kDone: {
+          LockResult r = record_lock_op(env, "release", key, [&] { return env.client.release(key); });
+          if (r.outcome == OpType::kInfo) return ProcessExit::kRetired;
+          break;
+        }
+      }
+      sleep_unless_stopped(env.stop, milliseconds(uniform(env.rng, 0, ttl)));
+    }
+    return ProcessExit::kStopped;
+  }
+
+  std::vector<std::string> checkers() const override { return {"mutex", "lease", "renewal", "liveness", "stats"}; }
+
+ private:
+  enum class Held { kDone, kLost, kRetired };
+
+  // Holds key from the ok acquire a for 1 to 1.5 TTLs, extending before the validity runs out.
+  Held hold(ProcessEnv& env, const std::string& key, const LockResult& a) {
+    const int64_t ttl = env.config.ttl_ms;
+    const auto start = Clock::now();
+    const auto hold_end = start + milliseconds(uniform(env.rng, ttl, ttl * 3 / 2));
+    // Without a reported validity the client assumes the TTL from the acquire's completion.
+    auto valid_until = start + milliseconds(a.validity_ms.value_or(ttl));
+    bool first = true;
+    while (!env.stop.load()) {
+      // Use the resource until a third of the TTL is left, or the hold ends, whichever is first.
+      const auto renew_at = valid_until - milliseconds(ttl / 3);
+      const auto until = std::min(renew_at, hold_end);
+      const auto now = Clock::now();
+      if (until > now) {
+        if (!sleep_unless_stopped(env.stop, std::chrono::duration_cast<milliseconds>(until - now))) return Held::kDone;
+      }
+      if (Clock::now() >= hold_end) return Held::kDone;
+      if (first) env.pause_point();  // a GC pause of the holder and its watchdog, mid-hold
+      first = false;
+      const auto invoked = Clock::now();
+      LockResult e = record_lock_op(env, "extend", key, [&] { return env.client.extend(key, milliseconds(ttl)); });
+      if (e.outcome == OpType::kInfo) return Held::kRetired;
+      if (e.outcome == OpType::kFail) return Held::kLost;
+      // The validity counts from the extend's completion; without one, the TTL from its invoke.
+      valid_until = e.validity_ms ? Clock::now() + milliseconds(*e.validity_ms) : invoked + milliseconds(ttl);
+    }
+    return Held::kDone;
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<Workload> make_renew_workload() { return std::make_unique<RenewWorkload>(); }
+
+}  // namespace lockcheck
