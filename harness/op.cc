@@ -126,18 +126,30 @@ void from_json(const nlohmann::json& j, Op& op) {
 
 std::vector<int64_t> pair_index(const History& h) {
   std::vector<int64_t> pairs(h.size(), -1);
-  std::unordered_map<Process, int64_t> open;  // process -> index of its pending invoke
+  // process -> index of its pending invoke (-1: none): a flat table for the usual small ids, a map beyond.
+  constexpr Process kDense = 1 << 16;
+  std::vector<int64_t> dense;
+  int64_t nemesis = -1;
+  std::unordered_map<Process, int64_t> sparse;
+  auto slot = [&](Process p) -> int64_t& {
+    if (p == kNemesis) return nemesis;
+    if (p >= 0 && p < kDense) {
+      if (static_cast<size_t>(p) >= dense.size()) dense.resize(static_cast<size_t>(p) + 1, -1);
+      return dense[static_cast<size_t>(p)];
+    }
+    return sparse.emplace(p, -1).first->second;
+  };
   for (size_t i = 0; i < h.size(); ++i) {
     const Op& op = h[i];
+    int64_t& open = slot(op.process);
     if (op.is_invoke()) {
-      open[op.process] = static_cast<int64_t>(i);
+      open = static_cast<int64_t>(i);
       continue;
     }
-    auto it = open.find(op.process);
-    if (it == open.end()) continue;
-    pairs[i] = it->second;
-    pairs[it->second] = static_cast<int64_t>(i);
-    open.erase(it);
+    if (open < 0) continue;
+    pairs[i] = open;
+    pairs[static_cast<size_t>(open)] = static_cast<int64_t>(i);
+    open = -1;
   }
   return pairs;
 }
