@@ -2,6 +2,7 @@
 //
 //   mutex_bench                          the standard table: 1e5 and 1e6 ops x 5, 10, 50 processes x 0 / 5% info
 //   mutex_bench --ops N --processes P [--info-pct X] [--keys K] [--violation-pct V] [--seed S]
+//               [--acquire-timeout-ms T]   (default 200; short timeouts make contended histories, many fails)
 //                                        one case
 //   mutex_bench --no-pruning ...        the same cases through the plain search (wgl::search with every op's
 //                                        sequential flag false: no model-aware pruning), to show what it buys
@@ -43,6 +44,7 @@ struct Case {
   int keys = 1;
   double info_pct = 0;
   double violation_pct = 0;
+  double acquire_timeout_ms = 200;
   uint64_t seed = 1;
   bool no_pruning = false;
   bool no_retire = false;
@@ -84,6 +86,7 @@ LockHistoryOptions gen_options(const Case& c) {
   o.info_fraction = c.info_pct / 100.0;
   o.violation_fraction = c.violation_pct / 100.0;
   o.seed = c.seed;
+  o.acquire_timeout_us = static_cast<int64_t>(c.acquire_timeout_ms * 1000);
   o.retire_after_info = !c.no_retire;
   return o;
 }
@@ -272,6 +275,8 @@ int main(int argc, char** argv) {
       one.info_pct = x;
     } else if (a == "--violation-pct") {
       one.violation_pct = x;
+    } else if (a == "--acquire-timeout-ms") {
+      one.acquire_timeout_ms = x;
     } else if (a == "--seed") {
       one.seed = static_cast<uint64_t>(x);
     } else {
