@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <algorithm>
 #include <limits>
@@ -15,6 +16,8 @@
 namespace lockcheck {
 
 HistoryWriter::HistoryWriter(const std::string& path, const MonotonicClock* clock) : clock_(clock) {
+  const char* off = std::getenv("LOCKCHECK_BENCH_NO_RECORD");
+  recording_ = off == nullptr || std::string(off) != "1";
   fd_ = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0644);
   if (fd_ < 0) throw std::runtime_error("cannot open " + path + ": " + std::strerror(errno));
 }
@@ -25,8 +28,14 @@ HistoryWriter::~HistoryWriter() {
 
 Op HistoryWriter::record(Op op) {
   std::lock_guard<std::mutex> lock(mu_);
-  op.index = static_cast<int64_t>(ops_.size());
+  op.index = next_index_++;
   if (clock_) op.time_ns = clock_->now_ns();
+  if (!recording_) {
+    // Bench only (LOCKCHECK_BENCH_NO_RECORD): the op is counted and observed, neither written nor kept.
+    count(op.type);
+    for (auto& fn : observers_) fn(op);
+    return op;
+  }
   std::string line = to_jsonl(op);
   line.push_back('\n');
   const char* p = line.data();
@@ -40,15 +49,19 @@ Op HistoryWriter::record(Op op) {
     p += n;
     left -= static_cast<size_t>(n);
   }
-  switch (op.type) {
+  count(op.type);
+  ops_.push_back(op);
+  for (auto& fn : observers_) fn(ops_.back());
+  return op;
+}
+
+void HistoryWriter::count(OpType t) {
+  switch (t) {
     case OpType::kInvoke: ++counts_.invoke; break;
     case OpType::kOk: ++counts_.ok; break;
     case OpType::kFail: ++counts_.fail; break;
     case OpType::kInfo: ++counts_.info; break;
   }
-  ops_.push_back(op);
-  for (auto& fn : observers_) fn(ops_.back());
-  return op;
 }
 
 History HistoryWriter::snapshot() const {

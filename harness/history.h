@@ -46,8 +46,14 @@ class HistoryWriter {
   void observe(std::function<void(const Op&)> fn);
 
  private:
+  void count(OpType t);
+
   int fd_ = -1;
   const MonotonicClock* clock_;
+  // False only for the recording-cost benchmark (environment LOCKCHECK_BENCH_NO_RECORD=1, hidden): ops are
+  // indexed, counted and shown to the observers, but neither written nor kept. Never for a real run.
+  bool recording_ = true;
+  int64_t next_index_ = 0;
   mutable std::mutex mu_;
   History ops_;
   OpCounts counts_;
