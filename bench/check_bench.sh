@@ -4,7 +4,7 @@
 # histories through a Porcupine driver (built outside the repository, see bench/README.md) for comparison.
 #
 #   bench/check_bench.sh [--build BUILD] [--sizes 100000,1000000] [--repeat 3] [--work DIR] [--porcupine BIN]
-#                        [--porcupine-timeout 300] [--porcupine-repeat 1] [--shapes mutex,gen,info5,info20,noretire,p100]
+#                        [--porcupine-timeout 300] [--porcupine-repeat 1] [--porcupine-mem-gb 6] [--shapes mutex,gen,info5,info20,noretire,p100]
 #
 # Shapes (bench/history_gen.h via mutex_bench --write-history):
 #   mutex     10 processes contending with a 1 ms acquire timeout (many acquires fail)
@@ -18,7 +18,7 @@
 set -euo pipefail
 
 build=build sizes=100000,1000000 repeat=3 work=/tmp/lockcheck-check-bench porc="" shapes=mutex,gen,info5,info20,noretire,p100
-porc_timeout=300 porc_repeat=1
+porc_timeout=300 porc_repeat=1 porc_mem_gb=6
 while [ $# -gt 0 ]; do
   case "$1" in
     --build) build=$2; shift 2 ;;
@@ -28,6 +28,7 @@ while [ $# -gt 0 ]; do
     --porcupine) porc=$2; shift 2 ;;
     --porcupine-timeout) porc_timeout=$2; shift 2 ;;
     --porcupine-repeat) porc_repeat=$2; shift 2 ;;
+    --porcupine-mem-gb) porc_mem_gb=$2; shift 2 ;;
     --shapes) shapes=$2; shift 2 ;;
     *) echo "check_bench: unknown argument $1" >&2; exit 2 ;;
   esac
@@ -79,7 +80,9 @@ IFS=, read -r -a size_list <<<"$sizes"
 for shape in "${shape_list[@]}"; do
   for n in "${size_list[@]}"; do
     [ "$shape" = p100 ] && n=200000
-    dir=$work/$shape-$n
+    # Each run in a folder of its own: `check` also rewrites the index of the run's parent folder, which reads
+    # every sibling's results.json.
+    dir=$work/$shape-$n/run
     if [ ! -s "$dir/history.jsonl" ]; then
       mkdir -p "$dir"
       # shellcheck disable=SC2046
@@ -92,9 +95,9 @@ for shape in "${shape_list[@]}"; do
     printf "| %s | %s | %s | %s | %s | %s |" "$shape" "$n" "$entries" "$verdict" "$cpu" "$rss"
     if [ -n "$porc" ]; then
       [ -s "$dir/porcupine.json" ] || "$lockcheck" export --format porcupine "$dir" -o "$dir/porcupine.json"
-      presult=$(timeout "$porc_timeout" "$porc" "$dir/porcupine.json" 2>&1 | sed -n 's/^porcupine: [0-9]* ops, \([A-Za-z]*\).*/\1/p' || true)
-      [ -n "$presult" ] || presult="none (timeout ${porc_timeout} s or out of memory)"
-      read -r pcpu prss _ < <(repeat=$porc_repeat measure timeout "$porc_timeout" "$porc" "$dir/porcupine.json")
+      presult=$( (ulimit -v $((porc_mem_gb * 1024 * 1024)); timeout "$porc_timeout" "$porc" "$dir/porcupine.json") 2>&1 | sed -n 's/^porcupine: [0-9]* ops, \([A-Za-z]*\).*/\1/p' || true)
+      [ -n "$presult" ] || presult="none (timeout ${porc_timeout} s or over ${porc_mem_gb} GB)"
+      read -r pcpu prss _ < <(ulimit -v $((porc_mem_gb * 1024 * 1024)); repeat=$porc_repeat measure timeout "$porc_timeout" "$porc" "$dir/porcupine.json")
       ratio=$(awk -v p="$pcpu" -v l="$cpu" 'BEGIN { if (l > 0 && p != "-") printf "%.1f", p / l; else print "-" }')
       printf " %s | %s | %s | %s |" "$pcpu" "$prss" "$presult" "$ratio"
     fi

@@ -51,10 +51,77 @@ void to_json(nlohmann::json& j, const Op& op) {
   fill(j, op);
 }
 
+namespace {
+
+// A JSON string as nlohmann's dump writes it (escapes \" \\ \b \f \n \r \t, other control characters as
+// \u00xx); strings with non-ASCII bytes go through nlohmann, which also replaces invalid UTF-8.
+void append_json_string(std::string* out, const std::string& v) {
+  for (unsigned char c : v) {
+    if (c >= 0x80) {
+      *out += nlohmann::json(v).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+      return;
+    }
+  }
+  out->push_back('"');
+  for (char c : v) {
+    switch (c) {
+      case '"': *out += "\\\""; break;
+      case '\\': *out += "\\\\"; break;
+      case '\b': *out += "\\b"; break;
+      case '\f': *out += "\\f"; break;
+      case '\n': *out += "\\n"; break;
+      case '\r': *out += "\\r"; break;
+      case '\t': *out += "\\t"; break;
+      default:
+        if (static_cast<unsigned char>(c) < 0x20) {
+          static const char* const kHex = "0123456789abcdef";
+          *out += "\\u00";
+          out->push_back(kHex[(c >> 4) & 0xf]);
+          out->push_back(kHex[c & 0xf]);
+        } else {
+          out->push_back(c);
+        }
+    }
+  }
+  out->push_back('"');
+}
+
+}  // namespace
+
+// Written by hand (the same text as an ordered_json dump, see history_test): it runs under the history
+// writer's lock for every op of a run.
 std::string to_jsonl(const Op& op) {
-  nlohmann::ordered_json j = nlohmann::ordered_json::object();
-  fill(j, op);
-  return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  std::string s;
+  s.reserve(160);
+  s += "{\"index\":";
+  s += std::to_string(op.index);
+  s += ",\"time\":";
+  s += std::to_string(op.time_ns);
+  s += ",\"process\":";
+  s += op.process == kNemesis ? std::string("\"nemesis\"") : std::to_string(op.process);
+  s += ",\"type\":\"";
+  s += to_string(op.type);
+  s += "\",\"f\":";
+  append_json_string(&s, op.f);
+  s += ",\"key\":";
+  append_json_string(&s, op.key);
+  s += ",\"value\":";
+  s += op.value.is_null() ? std::string("null")
+                          : op.value.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  if (op.token) {
+    s += ",\"token\":";
+    s += std::to_string(*op.token);
+  }
+  if (op.validity_ms) {
+    s += ",\"validity_ms\":";
+    s += std::to_string(*op.validity_ms);
+  }
+  if (!op.error.empty()) {
+    s += ",\"error\":";
+    append_json_string(&s, op.error);
+  }
+  s += "}";
+  return s;
 }
 
 namespace {

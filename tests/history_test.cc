@@ -232,5 +232,48 @@ TEST(HistoryRulesTest, ValidateHistoryAppliesTheSameRulesToImportedHistories) {
   EXPECT_THROW(validate_history(h, "x"), HistoryError);
 }
 
+TEST(HistoryTest, JsonlLineIsTheOrderedJsonDumpOfTheOp) {
+  std::vector<Op> ops(6);
+  ops[0].f = "acquire";
+  ops[0].key = "lock-0";
+  ops[1].process = kNemesis;
+  ops[1].type = OpType::kInfo;
+  ops[1].f = "partition";
+  ops[1].value = {{"fault", "partition"}, {"nodes", {"n1", "n2"}}};
+  ops[2].type = OpType::kOk;
+  ops[2].f = "acquire";
+  ops[2].key = "k\"ey\\\n\t\x01";
+  ops[2].token = -41;
+  ops[2].validity_ms = 0;
+  ops[3].type = OpType::kFail;
+  ops[3].f = "add";
+  ops[3].value = 7;
+  ops[3].error = "timeout: caf\xc3\xa9 \xff bad utf-8";
+  ops[4].f = "";
+  ops[5].process = 123456;
+  ops[5].time_ns = INT64_MAX;
+  ops[5].index = 99;
+  ops[5].f = "read";
+  ops[5].value = nlohmann::json::array({1.5, "x", nullptr, true});
+  for (const Op& op : ops) {
+    nlohmann::ordered_json j = nlohmann::ordered_json::object();
+    j["index"] = op.index;
+    j["time"] = op.time_ns;
+    if (op.process == kNemesis) {
+      j["process"] = "nemesis";
+    } else {
+      j["process"] = op.process;
+    }
+    j["type"] = to_string(op.type);
+    j["f"] = op.f;
+    j["key"] = op.key;
+    j["value"] = op.value;
+    if (op.token) j["token"] = *op.token;
+    if (op.validity_ms) j["validity_ms"] = *op.validity_ms;
+    if (!op.error.empty()) j["error"] = op.error;
+    EXPECT_EQ(to_jsonl(op), j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+  }
+}
+
 }  // namespace
 }  // namespace lockcheck
