@@ -2,6 +2,7 @@
 //
 //   mutex_bench                          the standard table: 1e5 and 1e6 ops x 5, 10, 50 processes x 0 / 5% info
 //   mutex_bench --ops N --processes P [--info-pct X] [--keys K] [--violation-pct V] [--seed S]
+//               [--acquire-timeout-ms T]   (default 200; short timeouts make contended histories, many fails)
 //                                        one case
 //   mutex_bench --no-pruning ...        the same cases through the plain search (wgl::search with every op's
 //                                        sequential flag false: no model-aware pruning), to show what it buys
@@ -9,6 +10,8 @@
 //                                        convention): those processes are searched without pruning
 //   mutex_bench --write-history PATH [same options]
 //                                        write the generated history as history.jsonl to PATH (no check)
+//   mutex_bench --history PATH [--no-pruning]
+//                                        check a history.jsonl (read with read_history; "gen" is the read time)
 //
 // "ops" are client operations (an invoke plus, except for crashed clients at the end, a completion), so a
 // history of N ops has about 2N entries. Each case runs in a forked child: the history is generated there,
@@ -41,17 +44,19 @@ struct Case {
   int keys = 1;
   double info_pct = 0;
   double violation_pct = 0;
+  double acquire_timeout_ms = 200;
   uint64_t seed = 1;
   bool no_pruning = false;
   bool no_retire = false;
+  std::string history_path;  // read this history.jsonl instead of generating one
 };
 
 struct Figures {
-  int64_t events = 0;
+  int64_t events = 0, ops = 0;
   int64_t ok = 0, fail = 0, info = 0;
   char verdict[16] = {};
-  double gen_s = 0, check_s = 0, check_cpu_s = 0;
-  long rss_before_kib = 0, peak_kib = 0;
+  double gen_s = 0, gen_cpu_s = 0, check_s = 0, check_cpu_s = 0;
+  long rss_before_kib = 0, peak_kib = 0, read_peak_kib = 0;
   int64_t cache_entries = 0;
   int64_t injected = 0;
 };
@@ -81,6 +86,7 @@ LockHistoryOptions gen_options(const Case& c) {
   o.info_fraction = c.info_pct / 100.0;
   o.violation_fraction = c.violation_pct / 100.0;
   o.seed = c.seed;
+  o.acquire_timeout_us = static_cast<int64_t>(c.acquire_timeout_ms * 1000);
   o.retire_after_info = !c.no_retire;
   return o;
 }
@@ -121,11 +127,27 @@ CheckResult check_unpruned(const History& h, std::chrono::milliseconds timeout) 
 Figures run_case(const Case& c) {
   Figures fig;
   const auto t0 = std::chrono::steady_clock::now();
+  const double read_cpu0 = cpu_seconds();
   LockHistoryInfo gi;
-  History h = generate_lock_history(gen_options(c), &gi);
+  History h;
+  if (c.history_path.empty()) {
+    h = generate_lock_history(gen_options(c), &gi);
+  } else {
+    h = read_history(c.history_path);
+    gi.events = static_cast<int64_t>(h.size());
+    for (const Op& op : h) {
+      gi.ops += op.is_invoke() && op.is_client();
+      gi.ok += op.is_ok();
+      gi.fail += op.is_fail();
+      gi.info += op.is_info() && op.is_client();
+    }
+  }
   const auto t1 = std::chrono::steady_clock::now();
   fig.gen_s = std::chrono::duration<double>(t1 - t0).count();
+  fig.read_peak_kib = status_kib("VmHWM:");
+  fig.gen_cpu_s = cpu_seconds() - read_cpu0;
   fig.events = gi.events;
+  fig.ops = gi.ops;
   fig.ok = gi.ok;
   fig.fail = gi.fail;
   fig.info = gi.info;
@@ -200,7 +222,8 @@ void print_row(const Case& c, const Figures& f) {
 int usage() {
   std::fprintf(stderr,
                "usage: mutex_bench [--ops N --processes P [--info-pct X] [--keys K] [--violation-pct V] [--seed S]]\n"
-               "                   [--no-pruning] [--no-retire] [--write-history PATH]\n");
+               "                   [--no-pruning] [--no-retire] [--write-history PATH]\n"
+               "       mutex_bench --history PATH [--no-pruning]\n");
   return 2;
 }
 
@@ -222,6 +245,12 @@ int main(int argc, char** argv) {
     }
     if (a == "--no-pruning") {
       one.no_pruning = true;
+      continue;
+    }
+    if (a == "--history") {
+      if (!(v = next())) return usage();
+      one.history_path = v;
+      single = true;
       continue;
     }
     if (a == "--write-history") {
@@ -246,6 +275,8 @@ int main(int argc, char** argv) {
       one.info_pct = x;
     } else if (a == "--violation-pct") {
       one.violation_pct = x;
+    } else if (a == "--acquire-timeout-ms") {
+      one.acquire_timeout_ms = x;
     } else if (a == "--seed") {
       one.seed = static_cast<uint64_t>(x);
     } else {
@@ -295,7 +326,7 @@ int main(int argc, char** argv) {
       }
     }
   }
-  print_header();
+  if (one.history_path.empty()) print_header();
   for (const Case& c : cases) {
     Figures f;
     if (!run_forked(c, &f)) {
@@ -303,7 +334,16 @@ int main(int argc, char** argv) {
                    c.processes);
       return 3;
     }
-    print_row(c, f);
+    if (c.history_path.empty()) {
+      print_row(c, f);
+    } else {
+      std::printf("%s: %lld entries (%lld ops, %lld ok, %lld fail, %lld info) read in %.3f s wall, %.3f s cpu (peak %.1f MiB); mutex %s "
+                  "in %.3f s wall, %.3f s cpu, peak %.1f MiB (checker +%.1f MiB), %lld cache entries\n",
+                  c.history_path.c_str(), static_cast<long long>(f.events), static_cast<long long>(f.ops),
+                  static_cast<long long>(f.ok), static_cast<long long>(f.fail), static_cast<long long>(f.info), f.gen_s, f.gen_cpu_s,
+                  f.read_peak_kib / 1024.0, f.verdict, f.check_s, f.check_cpu_s, f.peak_kib / 1024.0,
+                  (f.peak_kib - f.rss_before_kib) / 1024.0, static_cast<long long>(f.cache_entries));
+    }
     if (!single && c.ops == 100000 && c.processes == 10 && c.info_pct == 0) {
       std::printf("  -> wall time to check a 100,000-op lock history with 10 processes: %.3f s (cpu %.3f s)\n",
                   f.check_s, f.check_cpu_s);

@@ -363,10 +363,17 @@ CheckResult MutexChecker::check(const History& h, const CheckOptions& opts) cons
     open.put(op.process, OpenInvokes::Ref{static_cast<int32_t>(last_key), static_cast<int64_t>(ko.ops.size())});
     ko.ops.push_back(lo);
   }
+  // Removed: failed ops, and optional extends of every process (an extend never changes the state, so leaving
+  // one out never makes another op illegal; the search drops them itself only for sequential processes).
+  int64_t extends_dropped = 0;
   for (KeyOps& ko : keys) {
-    if (ko.failed == 0) continue;
-    ko.ops.erase(std::remove_if(ko.ops.begin(), ko.ops.end(), [](const wgl::LinOp& o) { return o.kind < 0; }),
+    const size_t before = ko.ops.size();
+    ko.ops.erase(std::remove_if(ko.ops.begin(), ko.ops.end(),
+                                [](const wgl::LinOp& o) {
+                                  return o.kind < 0 || (o.kind == MutexModel::kExtend && o.optional());
+                                }),
                  ko.ops.end());
+    extends_dropped += static_cast<int64_t>(before - ko.ops.size()) - ko.failed;
   }
   std::sort(keys.begin(), keys.end(), [](const KeyOps& a, const KeyOps& b) { return a.key < b.key; });
 
@@ -427,6 +434,7 @@ CheckResult MutexChecker::check(const History& h, const CheckOptions& opts) cons
                          {"optional_pruned", r.dropped_optional},
                          {"non_sequential_processes", non_sequential},
                          {"slots", r.slots},
+                         {"optional_classes", r.classes},
                          {"steps", r.steps},
                          {"max_depth", r.max_depth},
                          {"cache_entries", r.cache_entries},
@@ -438,6 +446,7 @@ CheckResult MutexChecker::check(const History& h, const CheckOptions& opts) cons
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started).count();
   result.valid = verdict;
   result.stats = {{"lock_ops", lock_ops},
+                  {"optional_extends_dropped", extends_dropped},
                   {"keys", keys.size()},
                   {"cache_entries", total_cache},
                   {"elapsed_ms", elapsed_ms},

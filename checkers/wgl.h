@@ -13,6 +13,14 @@
 // Optional ops (info, or invoked and never completed) have no return entry: they may be linearized at any point
 // after their call, or never.
 //
+// Classes of optional ops. Optional ops that are not resolved by the state (below) are grouped by (process,
+// kind, arg): two visible members of a class are interchangeable (same effect, and both may be linearized at
+// any later point), so the search only ever tries the earliest unused member of each class, and the set of
+// used members is a prefix of the class in call order: the state key holds one count per class instead of one
+// bit per op. These ops are not in the call list either (the scan tries each class's next member after the
+// list), so thousands of pending info ops of processes that keep their id after an info op (not retired) cost
+// the scan a few classes, not thousands of entries.
+//
 // Memoisation. Every op whose return entry lies before R is linearized in any search state, and an op whose
 // call lies after R is not, so a state is fully described by (R, the linearized ops among those open at R,
 // model state). Open ops get small "slots" by interval colouring (at most the concurrency of the partition),
@@ -49,6 +57,8 @@
 #include <cstring>
 #include <functional>
 #include <limits>
+#include <map>
+#include <tuple>
 #include <queue>
 #include <type_traits>
 #include <vector>
@@ -111,6 +121,7 @@ struct SearchResult {
   size_t ops_searched = 0;       // after dropping
   size_t dropped_optional = 0;
   size_t slots = 0;              // width of the open-op bitmask
+  size_t classes = 0;            // classes of interchangeable optional ops (one count each in the key)
   size_t cache_entries = 0;
   size_t cache_bytes = 0;
   size_t max_depth = 0;
@@ -187,7 +198,24 @@ SearchResult<typename Model::State> search(const std::vector<LinOp>& input, cons
   std::vector<int32_t> ret_ord(n, -1);
   for (int32_t r = 0; r < num_returns; ++r) ret_ord[returns[r]] = r;
 
-  // Slots: greedy interval colouring over [call, ret) (optional non-exempt ops hold theirs forever).
+  // Classes of optional, non-exempt ops: (process, kind, arg) -> members in call order.
+  std::vector<int32_t> op_class(n, -1);
+  std::vector<std::vector<int32_t>> members;
+  {
+    std::map<std::tuple<Process, int16_t, int64_t>, int32_t> ids;
+    for (int32_t i = 0; i < n; ++i) {
+      if (!ops[i].optional() || exempt[i]) continue;
+      auto it = ids.emplace(std::make_tuple(ops[i].process, ops[i].kind, ops[i].arg), static_cast<int32_t>(members.size())).first;
+      if (it->second == static_cast<int32_t>(members.size())) members.emplace_back();
+      op_class[i] = it->second;
+      members[static_cast<size_t>(it->second)].push_back(i);  // ops are in call order
+    }
+  }
+  const int32_t num_classes = static_cast<int32_t>(members.size());
+  res.classes = static_cast<size_t>(num_classes);
+  std::vector<uint32_t> used(static_cast<size_t>(num_classes), 0);  // per class: members linearized (a prefix)
+
+  // Slots: greedy interval colouring over [call, ret) of the required ops.
   std::vector<int32_t> slot(n, -1);
   {
     std::priority_queue<int32_t, std::vector<int32_t>, std::greater<int32_t>> free_slots;
@@ -198,7 +226,7 @@ SearchResult<typename Model::State> search(const std::vector<LinOp>& input, cons
         free_slots.push(slot[returns[r]]);
         ++r;
       }
-      if (exempt[i]) continue;
+      if (exempt[i] || op_class[i] >= 0) continue;
       if (free_slots.empty()) {
         slot[i] = next_slot++;
       } else {
@@ -209,17 +237,24 @@ SearchResult<typename Model::State> search(const std::vector<LinOp>& input, cons
     res.slots = static_cast<size_t>(next_slot);
   }
   const size_t mask_words = std::max<size_t>(1, (res.slots + 63) / 64);
+  const size_t count_words = (static_cast<size_t>(num_classes) + 1) / 2;
   constexpr size_t kStateWords = (sizeof(State) + 7) / 8;
-  const size_t key_words = 1 + mask_words + kStateWords;
+  const size_t key_words = 1 + mask_words + count_words + kStateWords;
 
-  // The list of call entries: ids 0..n-1, head sentinel n, circular.
+  // The list of call entries: ids 0..n-1, head sentinel n, circular. Class members are left out of it.
   const int32_t head = n;
   std::vector<int32_t> nxt(n + 1), prv(n + 1);
-  for (int32_t i = 0; i <= n; ++i) {
-    nxt[i] = i == n ? 0 : i + 1;
-    prv[i] = i == 0 ? n : i - 1;
+  {
+    int32_t last = head;
+    for (int32_t i = 0; i < n; ++i) {
+      if (op_class[i] >= 0) continue;
+      nxt[last] = i;
+      prv[i] = last;
+      last = i;
+    }
+    nxt[last] = head;
+    prv[head] = last;
   }
-  if (n == 0) nxt[head] = prv[head] = head;
   auto lift = [&](int32_t i) {
     nxt[prv[i]] = nxt[i];
     prv[nxt[i]] = prv[i];
@@ -236,6 +271,7 @@ SearchResult<typename Model::State> search(const std::vector<LinOp>& input, cons
     int32_t prev_k;
     uint8_t skip;       // an exempt op unlinked as dead (no model step, same cache key)
     uint8_t had_child;  // the node this record created has lifted at least one child
+    int32_t cls;        // the op's class when it is a class member, else -1
     State prev_state;
   };
   std::vector<Record> stack;
@@ -252,9 +288,14 @@ SearchResult<typename Model::State> search(const std::vector<LinOp>& input, cons
     uint64_t* out = key.data();
     out[0] = static_cast<uint64_t>(static_cast<uint32_t>(k));
     for (size_t w = 0; w < mask_words; ++w) out[1 + w] = m[w];
+    for (size_t w = 0; w < count_words; ++w) {
+      const size_t c = 2 * w;
+      out[1 + mask_words + w] =
+          used[c] | (c + 1 < used.size() ? static_cast<uint64_t>(used[c + 1]) << 32 : uint64_t{0});
+    }
     uint64_t words[kStateWords] = {};
     std::memcpy(words, &s, sizeof(State));
-    for (size_t w = 0; w < kStateWords; ++w) out[1 + mask_words + w] = words[w];
+    for (size_t w = 0; w < kStateWords; ++w) out[1 + mask_words + count_words + w] = words[w];
   };
   auto push_mask = [&]() {
     for (size_t w = 0; w < mask_words; ++w) mask_stack.push_back(mask[w]);
@@ -269,6 +310,7 @@ SearchResult<typename Model::State> search(const std::vector<LinOp>& input, cons
   State cur = model.init();
   int32_t k = 0;
   int32_t entry = nxt[head];
+  int32_t next_cls = -1;  // >= 0: the list is done, the scan is at this class
   // Deepest point: maximise (k, depth).
   int32_t best_k = -1;
   size_t best_depth = 0;
@@ -287,7 +329,37 @@ SearchResult<typename Model::State> search(const std::vector<LinOp>& input, cons
     if (k == num_returns) return finish(Outcome::kLinearizable);
     const int64_t rpos = ops[returns[k]].ret;
 
-    if (entry == head || ops[entry].call > rpos) {
+    if (next_cls < 0 && (entry == head || ops[entry].call > rpos)) next_cls = 0;
+    if (next_cls >= 0) {
+      // After the list: the next unused member of each class, when it is visible and accepted.
+      bool lifted = false;
+      while (next_cls < num_classes && !lifted) {
+        const int32_t c = next_cls++;
+        const std::vector<int32_t>& mem = members[static_cast<size_t>(c)];
+        if (used[static_cast<size_t>(c)] == mem.size()) continue;
+        const int32_t i = mem[used[static_cast<size_t>(c)]];
+        if (ops[i].call > rpos) continue;
+        State next{};
+        if (!model.step(cur, ops[i], &next)) continue;
+        if (ops[i].sequential && model.exclusive_owner(next) == ops[i].process) continue;
+        ++used[static_cast<size_t>(c)];
+        make_key(k, mask.data(), next);
+        if (cache.size() > 0 && cache.contains(key.data(), StateCache::hash(key.data(), key_words))) {
+          --used[static_cast<size_t>(c)];
+          continue;
+        }
+        if (!stack.empty()) stack.back().had_child = 1;
+        stack.push_back(Record{i, k, 0, 0, c, cur});
+        push_mask();
+        linearized[i] = 1;
+        cur = next;
+        if (stack.size() > res.max_depth) res.max_depth = stack.size();
+        entry = nxt[head];
+        next_cls = -1;
+        lifted = true;
+      }
+      if (lifted) continue;
+
       // Every op allowed next has been tried: backtrack.
       if (k > best_k || (k == best_k && stack.size() > best_depth)) {
         best_k = k;
@@ -318,10 +390,16 @@ SearchResult<typename Model::State> search(const std::vector<LinOp>& input, cons
       k = rec.prev_k;
       pop_mask_into(mask.data());
       linearized[rec.op] = 0;
-      unlift(rec.op);
       stack.pop_back();
       if (!stack.empty()) stack.back().had_child = 1;
-      entry = nxt[rec.op];
+      if (rec.cls >= 0) {
+        --used[static_cast<size_t>(rec.cls)];
+        next_cls = rec.cls + 1;
+      } else {
+        unlift(rec.op);
+        entry = nxt[rec.op];
+        next_cls = -1;
+      }
       continue;
     }
 
@@ -330,7 +408,7 @@ SearchResult<typename Model::State> search(const std::vector<LinOp>& input, cons
     if (!model.step(cur, ops[i], &next)) {
       if (exempt[i]) {
         // Dead for the rest of this path (kResolvedByState): unlink it so later scans do not see it again.
-        stack.push_back(Record{i, k, 1, 0, cur});
+        stack.push_back(Record{i, k, 1, 0, -1, cur});
         push_mask();
         linearized[i] = 1;
         entry = nxt[i];
@@ -368,7 +446,7 @@ SearchResult<typename Model::State> search(const std::vector<LinOp>& input, cons
     }
 
     if (!stack.empty()) stack.back().had_child = 1;
-    stack.push_back(Record{i, k, 0, 0, cur});
+    stack.push_back(Record{i, k, 0, 0, -1, cur});
     push_mask();
     linearized[i] = 1;
     lift(i);

@@ -9,6 +9,7 @@
 
 #include "checkers/checker.h"
 #include "checkers/export.h"
+#include "checkers/import.h"
 #include "harness/cluster.h"
 #include "harness/config.h"
 #include "harness/docker_cluster.h"
@@ -36,7 +37,7 @@ const char* kUsage =
     "\n"
     "commands:\n"
     "  run             run one test: start the cluster, drive the workload, inject faults, check, report\n"
-    "  check RUN_DIR   re-run the checkers on a stored history\n"
+    "  check RUN_DIR   re-run the checkers on a stored history (--format edn|porcupine FILE: another tool's)\n"
     "  report RUN_DIR  re-render a run's report.html (--index: results/index.html)\n"
     "  rerun RUN_DIR   the stored configuration and seed again\n"
     "  test-all        a matrix of configurations with expected verdicts (JUnit XML, HTML summary)\n"
@@ -181,23 +182,51 @@ int cmd_run(const std::vector<std::string>& args, std::ostream& out, std::ostrea
   return run_test(c, out).exit_code;
 }
 
+// `check --format edn|porcupine FILE`: another tool's lock history, checked with the lock workload's checkers.
+// Prints the verdict; writes nothing.
+int check_foreign_file(const std::string& path, const std::string& format, std::optional<double> timeout,
+                       std::ostream& out) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw ConfigError(path + ": cannot open");
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  History h = format == "edn" ? import_edn(text, path) : import_porcupine(text, path);
+  RunConfig cfg;  // the lock workload's checkers
+  if (timeout) cfg.checker_timeout_s = *timeout;
+  out << "checking " << h.size() << " ops of " << path << " (" << format << ") ...\n";
+  const nlohmann::json verdict = check_history(cfg, h);
+  out << "verdict: " << verdict.value("valid", "unknown") << "\n";
+  for (const auto& c : verdict["checkers"]) {
+    out << "  " << std::left << std::setw(14) << c.value("checker", "?") << std::setw(8) << c.value("valid", "?")
+        << c.value("summary", "") << "\n";
+  }
+  return exit_code_for(*validity_from_string(verdict["valid"].get<std::string>()));
+}
+
 int cmd_check(const std::vector<std::string>& args, std::ostream& out) {
-  po::options_description desc("lockcheck check RUN_DIR [FLAGS]");
+  po::options_description desc("lockcheck check RUN_DIR [FLAGS] | lockcheck check --format edn|porcupine FILE");
   double timeout = 0;
+  std::string format;
   desc.add_options()("help,h", "this help")(
-      "checker-timeout", po::value(&timeout), "seconds of search before a checker answers unknown (default: the run's)");
+      "checker-timeout", po::value(&timeout), "seconds of search before a checker answers unknown (default: the run's)")(
+      "format", po::value(&format),
+      "check FILE written by another tool: edn (Jepsen/Knossos ops) or porcupine (operations), as `export` writes");
   std::string dir;
   auto vm = parse(args, desc, "run-dir", &dir);
   if (vm.count("help")) {
     out << desc;
     return kExitValid;
   }
-  if (dir.empty()) throw ConfigError("check: RUN_DIR is required (a folder under results/)");
   std::optional<double> t;
   if (vm.count("checker-timeout")) {
     if (timeout <= 0) throw ConfigError("--checker-timeout: must be > 0 seconds");
     t = timeout;
   }
+  if (vm.count("format")) {
+    if (format != "edn" && format != "porcupine") throw ConfigError("--format: '" + format + "' is not one of edn, porcupine");
+    if (dir.empty()) throw ConfigError("check --format: FILE is required");
+    return check_foreign_file(dir, format, t, out);
+  }
+  if (dir.empty()) throw ConfigError("check: RUN_DIR is required (a folder under results/)");
   return check_run(dir, out, t).exit_code;
 }
 

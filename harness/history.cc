@@ -1,16 +1,23 @@
 #include "harness/history.h"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
-#include <fstream>
-#include <sstream>
+#include <algorithm>
+#include <limits>
+#include <unordered_map>
+
+#include <simdjson.h>
 
 namespace lockcheck {
 
 HistoryWriter::HistoryWriter(const std::string& path, const MonotonicClock* clock) : clock_(clock) {
+  const char* off = std::getenv("LOCKCHECK_BENCH_NO_RECORD");
+  recording_ = off == nullptr || std::string(off) != "1";
   fd_ = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0644);
   if (fd_ < 0) throw std::runtime_error("cannot open " + path + ": " + std::strerror(errno));
 }
@@ -21,8 +28,14 @@ HistoryWriter::~HistoryWriter() {
 
 Op HistoryWriter::record(Op op) {
   std::lock_guard<std::mutex> lock(mu_);
-  op.index = static_cast<int64_t>(ops_.size());
+  op.index = next_index_++;
   if (clock_) op.time_ns = clock_->now_ns();
+  if (!recording_) {
+    // Bench only (LOCKCHECK_BENCH_NO_RECORD): the op is counted and observed, neither written nor kept.
+    count(op.type);
+    for (auto& fn : observers_) fn(op);
+    return op;
+  }
   std::string line = to_jsonl(op);
   line.push_back('\n');
   const char* p = line.data();
@@ -36,15 +49,19 @@ Op HistoryWriter::record(Op op) {
     p += n;
     left -= static_cast<size_t>(n);
   }
-  switch (op.type) {
+  count(op.type);
+  ops_.push_back(op);
+  for (auto& fn : observers_) fn(ops_.back());
+  return op;
+}
+
+void HistoryWriter::count(OpType t) {
+  switch (t) {
     case OpType::kInvoke: ++counts_.invoke; break;
     case OpType::kOk: ++counts_.ok; break;
     case OpType::kFail: ++counts_.fail; break;
     case OpType::kInfo: ++counts_.info; break;
   }
-  ops_.push_back(op);
-  for (auto& fn : observers_) fn(ops_.back());
-  return op;
 }
 
 History HistoryWriter::snapshot() const {
@@ -64,25 +81,339 @@ void HistoryWriter::observe(std::function<void(const Op&)> fn) {
 
 namespace {
 
-History parse_stream(std::istream& in, const std::string& name) {
+std::string process_name(Process p) { return p == kNemesis ? std::string("nemesis") : std::to_string(p); }
+
+// The op rules of validate_history, applied one op at a time.
+class OpRules {
+ public:
+  // Returns why op (history index i, after every op before it) breaks a rule; empty when it does not.
+  std::string check(const Op& op, int64_t i) {
+    if (op.is_client() && !is_known_client_f(op.f)) {
+      return "unknown f \"" + op.f + "\" for a client op (known: acquire, release, extend, read, add, increment)";
+    }
+    Proc& pr = proc(op.process);
+    if (op.time_ns < pr.last_time) {
+      return "time goes backwards for process " + process_name(op.process) + ": " + std::to_string(op.time_ns) +
+             " ns after " + std::to_string(pr.last_time) + " ns at op " + std::to_string(pr.last_index);
+    }
+    if (op.is_invoke()) {
+      if (pr.open >= 0) {
+        return "process " + process_name(op.process) + " invokes " + op.f + " while its " + pr.open_f +
+               " invoked at op " + std::to_string(pr.open) + " is still open";
+      }
+      pr.open = i;
+      pr.open_f = op.f;
+    } else {
+      if (pr.open < 0) {
+        return "process " + process_name(op.process) + " completes " + op.f + " (" + to_string(op.type) +
+               ") with no open invoke";
+      }
+      if (pr.open_f != op.f) {
+        return "process " + process_name(op.process) + " completes " + op.f + " but its open invoke (op " +
+               std::to_string(pr.open) + ") is " + pr.open_f;
+      }
+      pr.open = -1;
+    }
+    pr.last_time = op.time_ns;
+    pr.last_index = i;
+    return std::string();
+  }
+
+ private:
+  struct Proc {
+    int64_t last_time = std::numeric_limits<int64_t>::min();
+    int64_t last_index = -1;
+    int64_t open = -1;  // index of the open invoke
+    std::string open_f;
+  };
+  Proc& proc(Process p) {
+    if (p == kNemesis) return nemesis_;
+    if (p < kDense) {
+      if (static_cast<size_t>(p) >= dense_.size()) dense_.resize(static_cast<size_t>(p) + 1);
+      return dense_[static_cast<size_t>(p)];
+    }
+    return sparse_[p];
+  }
+  static constexpr Process kDense = 1 << 16;
+  Proc nemesis_;
+  std::vector<Proc> dense_;
+  std::unordered_map<Process, Proc> sparse_;
+};
+
+// The fast path: a line exactly as HistoryWriter writes it (fields in the documented order, strings without
+// escapes, "value" null), scanned without a JSON parser. Returns false on anything else, and the line is then
+// parsed in full by parse_op (which also words the error).
+class LineScanner {
+ public:
+  LineScanner(const char* p, size_t len) : p_(p), end_(p + len) {}
+
+  bool op(Op* op) {
+    int64_t process = 0;
+    std::string_view type, f, key;
+    if (!lit("{\"index\":") || !integer(&op->index) || !lit(",\"time\":") || !integer(&op->time_ns) ||
+        !lit(",\"process\":")) {
+      return false;
+    }
+    if (p_ < end_ && *p_ == '"') {
+      if (!lit("\"nemesis\"")) return false;
+      op->process = kNemesis;
+    } else {
+      if (!integer(&process) || process < 0 || process > std::numeric_limits<Process>::max()) return false;
+      op->process = static_cast<Process>(process);
+    }
+    if (!lit(",\"type\":") || !string(&type) || !lit(",\"f\":") || !string(&f) || !lit(",\"key\":") ||
+        !string(&key) || !lit(",\"value\":null")) {
+      return false;
+    }
+    if (type == "invoke") op->type = OpType::kInvoke;
+    else if (type == "ok") op->type = OpType::kOk;
+    else if (type == "fail") op->type = OpType::kFail;
+    else if (type == "info") op->type = OpType::kInfo;
+    else return false;
+    op->f.assign(f.data(), f.size());
+    op->key.assign(key.data(), key.size());
+    if (lit(",\"token\":")) {
+      int64_t t = 0;
+      if (!integer(&t)) return false;
+      op->token = t;
+    }
+    if (lit(",\"validity_ms\":")) {
+      int64_t v = 0;
+      if (!integer(&v)) return false;
+      op->validity_ms = v;
+    }
+    if (lit(",\"error\":")) {
+      std::string_view e;
+      if (!string(&e)) return false;
+      op->error.assign(e.data(), e.size());
+    }
+    return lit("}") && p_ == end_;
+  }
+
+ private:
+  template <size_t N>
+  bool lit(const char (&s)[N]) {
+    constexpr size_t n = N - 1;  // a literal: the compiler inlines the comparison
+    if (static_cast<size_t>(end_ - p_) < n || std::memcmp(p_, s, n) != 0) return false;
+    p_ += n;
+    return true;
+  }
+  // A JSON integer as the writer prints it: -?[0-9]+ without a leading zero (unless 0), at most 18 digits.
+  bool integer(int64_t* out) {
+    bool neg = false;
+    if (p_ < end_ && *p_ == '-') {
+      neg = true;
+      ++p_;
+    }
+    const char* start = p_;
+    int64_t v = 0;
+    while (p_ < end_ && *p_ >= '0' && *p_ <= '9') v = v * 10 + (*p_++ - '0');
+    const size_t digits = static_cast<size_t>(p_ - start);
+    if (digits == 0 || digits > 18 || (digits > 1 && *start == '0')) return false;
+    *out = neg ? -v : v;
+    return true;
+  }
+  // A string with no escapes and no control characters.
+  bool string(std::string_view* out) {
+    if (p_ >= end_ || *p_ != '"') return false;
+    const char* start = ++p_;
+    while (p_ < end_ && *p_ != '"') {
+      if (*p_ == '\\' || static_cast<unsigned char>(*p_) < 0x20) return false;
+      ++p_;
+    }
+    if (p_ >= end_) return false;
+    *out = std::string_view(start, static_cast<size_t>(p_ - start));
+    ++p_;
+    return true;
+  }
+
+  const char* p_;
+  const char* end_;
+};
+
+// Parses one JSON line into op with simdjson's DOM parser (which picks the fastest kernel the CPU has at run
+// time). Returns the reason when it fails; *not_json tells whether the line is not JSON at all.
+// REQUIRES: p[0 .. len + simdjson::SIMDJSON_PADDING) is readable.
+std::string parse_op(simdjson::dom::parser& parser, const char* p, size_t len, Op* op, bool* not_json) {
+  namespace dom = simdjson::dom;
+  using Type = dom::element_type;
+  *not_json = false;
+  dom::element doc;
+  simdjson::error_code e = parser.parse(p, len, false).get(doc);
+  if (e) {
+    *not_json = true;
+    return std::string("not valid JSON (") + simdjson::error_message(e) + ")";
+  }
+  dom::object obj;
+  if (doc.get_object().get(obj)) return "an op must be a JSON object";
+
+  auto must = [](std::string_view name, const char* what) {
+    return "field \"" + std::string(name) + "\" must be " + what;
+  };
+  auto as_int = [](dom::element v, int64_t* out) {
+    return v.type() == Type::INT64 ? !v.get_int64().get(*out) : v.type() == Type::UINT64 ? !v.get_int64().get(*out) : false;
+  };
+  enum : unsigned { kIndex = 1, kTime = 2, kProcess = 4, kType = 8, kF = 16 };
+  unsigned seen = 0;
+  for (dom::key_value_pair kv : obj) {
+    const std::string_view name = kv.key;
+    const dom::element v = kv.value;
+    const Type t = v.type();
+    if (name == "index" || name == "time") {
+      int64_t x = 0;
+      if (!as_int(v, &x)) return must(name, "an integer");
+      if (name == "index") {
+        op->index = x;
+        seen |= kIndex;
+      } else {
+        op->time_ns = x;
+        seen |= kTime;
+      }
+    } else if (name == "process") {
+      int64_t x = -1;
+      if (t == Type::STRING && std::string_view(v) == "nemesis") {
+        op->process = kNemesis;
+      } else if (as_int(v, &x) && x >= 0 && x <= std::numeric_limits<Process>::max()) {
+        op->process = static_cast<Process>(x);
+      } else {
+        return must(name, "a non-negative integer or \"nemesis\"");
+      }
+      seen |= kProcess;
+    } else if (name == "type") {
+      const std::string_view sv = t == Type::STRING ? std::string_view(v) : std::string_view();
+      if (sv == "invoke") op->type = OpType::kInvoke;
+      else if (sv == "ok") op->type = OpType::kOk;
+      else if (sv == "fail") op->type = OpType::kFail;
+      else if (sv == "info") op->type = OpType::kInfo;
+      else return must(name, "one of invoke, ok, fail, info");
+      seen |= kType;
+    } else if (name == "f") {
+      if (t != Type::STRING) return must(name, "a string");
+      const std::string_view sv(v);
+      op->f.assign(sv.data(), sv.size());
+      seen |= kF;
+    } else if (name == "key" || name == "error") {
+      std::string& out = name == "key" ? op->key : op->error;
+      if (t == Type::NULL_VALUE) {
+        out.clear();
+      } else if (t == Type::STRING) {
+        const std::string_view sv(v);
+        out.assign(sv.data(), sv.size());
+      } else {
+        return must(name, "a string");
+      }
+    } else if (name == "token" || name == "validity_ms") {
+      std::optional<int64_t>& out = name == "token" ? op->token : op->validity_ms;
+      int64_t x = 0;
+      if (t == Type::NULL_VALUE) {
+        out.reset();
+      } else if (as_int(v, &x)) {
+        out = x;
+      } else {
+        return must(name, "an integer");
+      }
+    } else if (name == "value") {
+      if (t == Type::NULL_VALUE) {
+        op->value = nullptr;
+      } else {
+        // Rare and small (a set element, a nemesis description): through nlohmann, which the checkers use.
+        op->value = nlohmann::json::parse(simdjson::minify(v));
+      }
+    }
+    // Other fields are ignored (written by a newer lockcheck).
+  }
+  if (!(seen & kIndex)) return "missing field \"index\"";
+  if (!(seen & kTime)) return "missing field \"time\"";
+  if (!(seen & kProcess)) return "missing field \"process\"";
+  if (!(seen & kType)) return "missing field \"type\"";
+  if (!(seen & kF)) return "missing field \"f\"";
+  return std::string();
+}
+
+// Where the bytes come from: a file descriptor or a string.
+struct Source {
+  int fd = -1;
+  const std::string* text = nullptr;
+  size_t text_pos = 0;
+  // Reads up to n bytes into dst; 0 at the end. Throws HistoryError on a read error.
+  size_t read(char* dst, size_t n, const std::string& name) {
+    if (text != nullptr) {
+      const size_t k = std::min(n, text->size() - text_pos);
+      std::memcpy(dst, text->data() + text_pos, k);
+      text_pos += k;
+      return k;
+    }
+    for (;;) {
+      ssize_t r = ::read(fd, dst, n);
+      if (r >= 0) return static_cast<size_t>(r);
+      if (errno != EINTR) throw HistoryError(name + ": cannot read: " + std::strerror(errno));
+    }
+  }
+};
+
+// lines: an upper bound on the number of ops (the vector is reserved once: no doubling, no copy).
+History parse_source(Source src, const std::string& name, size_t lines, std::vector<std::string>* warnings) {
   History h;
-  std::string line;
+  h.reserve(lines);
+  simdjson::dom::parser parser;
+  OpRules rules;
+  // A window of the input, padded for simdjson; complete lines are parsed in place, a partial line is moved to
+  // the front before the next read.
+  std::vector<char> buf(size_t{1} << 20);
+  size_t begin = 0, end = 0;
+  bool eof = false;
   int64_t lineno = 0;
-  while (std::getline(in, line)) {
+  auto where = [&](int64_t line) { return name + ":" + std::to_string(line) + ": "; };
+  for (;;) {
+    const char* nl = static_cast<const char*>(std::memchr(buf.data() + begin, '\n', end - begin));
+    if (nl == nullptr && !eof) {
+      // Need more bytes: compact, grow when one line fills the window, read.
+      if (begin > 0) {
+        std::memmove(buf.data(), buf.data() + begin, end - begin);
+        end -= begin;
+        begin = 0;
+      }
+      if (buf.size() - end < simdjson::SIMDJSON_PADDING + 4096) buf.resize(buf.size() * 2);
+      const size_t got = src.read(buf.data() + end, buf.size() - end - simdjson::SIMDJSON_PADDING, name);
+      if (got == 0) eof = true;
+      end += got;
+      continue;
+    }
+    if (nl == nullptr && begin == end) break;
+    const bool has_newline = nl != nullptr;
+    const char* line = buf.data() + begin;
+    size_t len = has_newline ? static_cast<size_t>(nl - line) : end - begin;
+    begin += len + (has_newline ? 1 : 0);
     ++lineno;
-    if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
+    while (len > 0 && (line[len - 1] == '\r' || line[len - 1] == ' ' || line[len - 1] == '\t')) --len;
+    size_t lead = 0;
+    while (lead < len && (line[lead] == ' ' || line[lead] == '\t')) ++lead;
+    if (lead == len) continue;
     Op op;
-    try {
-      op = nlohmann::json::parse(line).get<Op>();
-    } catch (const nlohmann::json::parse_error& e) {
-      throw HistoryError(name + ":" + std::to_string(lineno) + ": not valid JSON (" + e.what() + ")");
-    } catch (const std::exception& e) {
-      throw HistoryError(name + ":" + std::to_string(lineno) + ": " + e.what());
+    // The line and the bytes after it up to the end of buf are readable (at least SIMDJSON_PADDING).
+    bool not_json = false;
+    std::string why;
+    if (!LineScanner(line + lead, len - lead).op(&op)) {
+      op = Op();
+      why = parse_op(parser, line, len, &op, &not_json);
+    }
+    if (!why.empty()) {
+      if (!has_newline && not_json) {
+        // The last line, cut short: the harness stopped mid-write.
+        if (warnings != nullptr) {
+          warnings->push_back(where(lineno) + "torn last line (no newline, not valid JSON) skipped: the run " +
+                              "stopped while writing it");
+        }
+        break;
+      }
+      throw HistoryError(where(lineno) + why);
     }
     if (op.index != static_cast<int64_t>(h.size())) {
-      throw HistoryError(name + ":" + std::to_string(lineno) + ": index " + std::to_string(op.index) +
-                         " out of order (expected " + std::to_string(h.size()) + ")");
+      throw HistoryError(where(lineno) + "index " + std::to_string(op.index) + " out of order (expected " +
+                         std::to_string(h.size()) + ")");
     }
+    why = rules.check(op, static_cast<int64_t>(h.size()));
+    if (!why.empty()) throw HistoryError(where(lineno) + why);
     h.push_back(std::move(op));
   }
   return h;
@@ -90,15 +421,49 @@ History parse_stream(std::istream& in, const std::string& name) {
 
 }  // namespace
 
-History read_history(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) throw HistoryError(path + ": cannot open");
-  return parse_stream(in, path);
+bool is_known_client_f(const std::string& f) {
+  static const char* const kKnown[] = {"acquire", "release", "extend", "read", "add", "increment"};
+  for (const char* k : kKnown) {
+    if (f == k) return true;
+  }
+  return false;
 }
 
-History parse_history(const std::string& text, const std::string& name) {
-  std::istringstream in(text);
-  return parse_stream(in, name);
+void validate_history(const History& h, const std::string& name) {
+  OpRules rules;
+  for (size_t i = 0; i < h.size(); ++i) {
+    if (h[i].index != static_cast<int64_t>(i)) {
+      throw HistoryError(name + ": op " + std::to_string(i) + ": index " + std::to_string(h[i].index) +
+                         " out of order (expected " + std::to_string(i) + ")");
+    }
+    const std::string why = rules.check(h[i], static_cast<int64_t>(i));
+    if (!why.empty()) throw HistoryError(name + ": op " + std::to_string(i) + ": " + why);
+  }
+}
+
+History read_history(const std::string& path, std::vector<std::string>* warnings) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) throw HistoryError(path + ": cannot open");
+  Source src;
+  src.fd = fd;
+  try {
+    // Reserve for the shortest possible op lines (about 50 bytes): the vector is allocated once and never
+    // copied, and the pages of the reserve that are not used are never touched (not resident).
+    struct stat st {};
+    const size_t lines = ::fstat(fd, &st) == 0 ? static_cast<size_t>(st.st_size) / 48 + 16 : 1024;
+    History h = parse_source(src, path, lines, warnings);
+    ::close(fd);
+    return h;
+  } catch (...) {
+    ::close(fd);
+    throw;
+  }
+}
+
+History parse_history(const std::string& text, const std::string& name, std::vector<std::string>* warnings) {
+  Source src;
+  src.text = &text;
+  return parse_source(src, name, static_cast<size_t>(std::count(text.begin(), text.end(), '\n')) + 1, warnings);
 }
 
 }  // namespace lockcheck

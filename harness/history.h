@@ -46,19 +46,42 @@ class HistoryWriter {
   void observe(std::function<void(const Op&)> fn);
 
  private:
+  void count(OpType t);
+
   int fd_ = -1;
   const MonotonicClock* clock_;
+  // False only for the recording-cost benchmark (environment LOCKCHECK_BENCH_NO_RECORD=1, hidden): ops are
+  // indexed, counted and shown to the observers, but neither written nor kept. Never for a real run.
+  bool recording_ = true;
+  int64_t next_index_ = 0;
   mutable std::mutex mu_;
   History ops_;
   OpCounts counts_;
   std::vector<std::function<void(const Op&)>> observers_;
 };
 
-// Reads a history.jsonl. Blank lines are skipped. Throws HistoryError("PATH:LINE: reason") on a line that is
-// not JSON or not a valid op, and on indices that are not 0, 1, 2, ... in order.
-History read_history(const std::string& path);
+// Reads a history.jsonl (one fast pass, no per-op JSON objects except a non-null "value"). Blank lines are
+// skipped; fields may come in any order and unknown fields are ignored. Throws HistoryError("PATH:LINE: reason")
+// on a line that is not JSON or not a valid op, on indices that are not 0, 1, 2, ... in order, and on a history
+// that breaks the op rules of validate_history. A torn last line (the file does not end in a newline and the
+// last line is not valid JSON: the harness crashed mid-write) is not fatal: it is skipped and, when warnings is
+// given, a message naming the line is appended to it.
+History read_history(const std::string& path, std::vector<std::string>* warnings = nullptr);
 
 // Parses a history from a string of JSON lines (the same rules; name is used in messages).
-History parse_history(const std::string& text, const std::string& name = "history");
+History parse_history(const std::string& text, const std::string& name = "history",
+                      std::vector<std::string>* warnings = nullptr);
+
+// The op rules every history obeys (checked by the readers above while they read, and by the importers):
+//  - a completion (ok / fail / info) closes its process's open invoke, of the same f;
+//  - a process invokes nothing while it has an open invoke (a client whose op is indeterminate gets a new
+//    process id, or completes it as info first);
+//  - time never goes backwards within a process;
+//  - a client op's f is one the workloads write (is_known_client_f); nemesis ops may have any f.
+// Invokes left open at the end are fine (crashed clients). Throws HistoryError("NAME: op N: reason").
+void validate_history(const History& h, const std::string& name);
+
+// acquire, release, extend (lock ops); read, add, increment (the set and counter workloads).
+bool is_known_client_f(const std::string& f);
 
 }  // namespace lockcheck

@@ -51,10 +51,77 @@ void to_json(nlohmann::json& j, const Op& op) {
   fill(j, op);
 }
 
+namespace {
+
+// A JSON string as nlohmann's dump writes it (escapes \" \\ \b \f \n \r \t, other control characters as
+// \u00xx); strings with non-ASCII bytes go through nlohmann, which also replaces invalid UTF-8.
+void append_json_string(std::string* out, const std::string& v) {
+  for (unsigned char c : v) {
+    if (c >= 0x80) {
+      *out += nlohmann::json(v).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+      return;
+    }
+  }
+  out->push_back('"');
+  for (char c : v) {
+    switch (c) {
+      case '"': *out += "\\\""; break;
+      case '\\': *out += "\\\\"; break;
+      case '\b': *out += "\\b"; break;
+      case '\f': *out += "\\f"; break;
+      case '\n': *out += "\\n"; break;
+      case '\r': *out += "\\r"; break;
+      case '\t': *out += "\\t"; break;
+      default:
+        if (static_cast<unsigned char>(c) < 0x20) {
+          static const char* const kHex = "0123456789abcdef";
+          *out += "\\u00";
+          out->push_back(kHex[(c >> 4) & 0xf]);
+          out->push_back(kHex[c & 0xf]);
+        } else {
+          out->push_back(c);
+        }
+    }
+  }
+  out->push_back('"');
+}
+
+}  // namespace
+
+// Written by hand (the same text as an ordered_json dump, see history_test): it runs under the history
+// writer's lock for every op of a run.
 std::string to_jsonl(const Op& op) {
-  nlohmann::ordered_json j = nlohmann::ordered_json::object();
-  fill(j, op);
-  return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  std::string s;
+  s.reserve(160);
+  s += "{\"index\":";
+  s += std::to_string(op.index);
+  s += ",\"time\":";
+  s += std::to_string(op.time_ns);
+  s += ",\"process\":";
+  s += op.process == kNemesis ? std::string("\"nemesis\"") : std::to_string(op.process);
+  s += ",\"type\":\"";
+  s += to_string(op.type);
+  s += "\",\"f\":";
+  append_json_string(&s, op.f);
+  s += ",\"key\":";
+  append_json_string(&s, op.key);
+  s += ",\"value\":";
+  s += op.value.is_null() ? std::string("null")
+                          : op.value.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  if (op.token) {
+    s += ",\"token\":";
+    s += std::to_string(*op.token);
+  }
+  if (op.validity_ms) {
+    s += ",\"validity_ms\":";
+    s += std::to_string(*op.validity_ms);
+  }
+  if (!op.error.empty()) {
+    s += ",\"error\":";
+    append_json_string(&s, op.error);
+  }
+  s += "}";
+  return s;
 }
 
 namespace {
@@ -126,18 +193,30 @@ void from_json(const nlohmann::json& j, Op& op) {
 
 std::vector<int64_t> pair_index(const History& h) {
   std::vector<int64_t> pairs(h.size(), -1);
-  std::unordered_map<Process, int64_t> open;  // process -> index of its pending invoke
+  // process -> index of its pending invoke (-1: none): a flat table for the usual small ids, a map beyond.
+  constexpr Process kDense = 1 << 16;
+  std::vector<int64_t> dense;
+  int64_t nemesis = -1;
+  std::unordered_map<Process, int64_t> sparse;
+  auto slot = [&](Process p) -> int64_t& {
+    if (p == kNemesis) return nemesis;
+    if (p >= 0 && p < kDense) {
+      if (static_cast<size_t>(p) >= dense.size()) dense.resize(static_cast<size_t>(p) + 1, -1);
+      return dense[static_cast<size_t>(p)];
+    }
+    return sparse.emplace(p, -1).first->second;
+  };
   for (size_t i = 0; i < h.size(); ++i) {
     const Op& op = h[i];
+    int64_t& open = slot(op.process);
     if (op.is_invoke()) {
-      open[op.process] = static_cast<int64_t>(i);
+      open = static_cast<int64_t>(i);
       continue;
     }
-    auto it = open.find(op.process);
-    if (it == open.end()) continue;
-    pairs[i] = it->second;
-    pairs[it->second] = static_cast<int64_t>(i);
-    open.erase(it);
+    if (open < 0) continue;
+    pairs[i] = open;
+    pairs[static_cast<size_t>(open)] = static_cast<int64_t>(i);
+    open = -1;
   }
   return pairs;
 }

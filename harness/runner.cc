@@ -260,9 +260,14 @@ class Workers {
 };
 
 // report.html for the run and results/index.html; a report that cannot be written is said, not fatal.
-void write_reports(const std::string& run_dir, std::ostream& out) {
+// h: the run's history when it has been read already (parsed once per run or check), else null.
+void write_reports(const std::string& run_dir, std::ostream& out, const History* h = nullptr) {
   try {
-    write_report(run_dir);
+    if (h != nullptr) {
+      write_report(run_dir, *h);
+    } else {
+      write_report(run_dir);
+    }
     write_index(fs::path(run_dir).parent_path().string());
   } catch (const std::exception& e) {
     out << "lockcheck: cannot write the report: " << e.what() << "\n";
@@ -500,7 +505,7 @@ RunOutcome run_test(RunConfig cfg, std::ostream& out) {
   results["valid"] = verdict["valid"];
   results["checkers"] = verdict["checkers"];
   write_json_file(dir + "/results.json", results);
-  write_reports(dir, out);
+  write_reports(dir, out, &h);
   print_verdict(out, results, dir);
   outcome.valid = *validity_from_string(results["valid"].get<std::string>());
   outcome.exit_code = exit_code_for(outcome.valid);
@@ -510,7 +515,9 @@ RunOutcome run_test(RunConfig cfg, std::ostream& out) {
 RunOutcome check_run(const std::string& run_dir, std::ostream& out, std::optional<double> checker_timeout_s) {
   RunConfig cfg = read_run_config(run_dir);
   if (checker_timeout_s) cfg.checker_timeout_s = *checker_timeout_s;
-  History h = read_history(run_dir + "/history.jsonl");
+  std::vector<std::string> warnings;
+  History h = read_history(run_dir + "/history.jsonl", &warnings);
+  for (const auto& w : warnings) out << "lockcheck check: warning: " << w << "\n";
   nlohmann::json results = nlohmann::json::object();
   if (fs::exists(run_dir + "/results.json")) {
     try {
@@ -524,7 +531,7 @@ RunOutcome check_run(const std::string& run_dir, std::ostream& out, std::optiona
   results["checkers"] = verdict["checkers"];
   results.erase("error");
   write_json_file(run_dir + "/results.json", results);
-  write_reports(run_dir, out);
+  write_reports(run_dir, out, &h);
   print_verdict(out, results, run_dir);
   RunOutcome o;
   o.run_dir = run_dir;

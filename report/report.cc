@@ -568,13 +568,9 @@ std::string render_report(const nlohmann::json& config, const History& h, const 
 }
 
 void write_report(const std::string& run_dir) {
-  const std::string config_path = run_dir + "/config.json";
   const std::string history_path = run_dir + "/history.jsonl";
-  const std::string results_path = run_dir + "/results.json";
-  bool has_config = false, has_history = false, has_results = false;
-  json config = parse_json_file(config_path, &has_config);
-  json results = parse_json_file(results_path, &has_results);
   History h;
+  bool has_history = false;
   {
     std::ifstream probe(history_path);
     has_history = static_cast<bool>(probe);
@@ -586,9 +582,19 @@ void write_report(const std::string& run_dir) {
       throw ReportError(e.what());
     }
   }
+  bool has_config = false, has_results = false;
+  json config = parse_json_file(run_dir + "/config.json", &has_config);
+  json results = parse_json_file(run_dir + "/results.json", &has_results);
   if (!has_config && !has_history && !has_results) {
     throw ReportError(run_dir + ": not a run folder (no config.json, history.jsonl or results.json)");
   }
+  write_atomically(run_dir + "/report.html", render_report(config, h, results));
+}
+
+void write_report(const std::string& run_dir, const History& h) {
+  bool has_config = false, has_results = false;
+  json config = parse_json_file(run_dir + "/config.json", &has_config);
+  json results = parse_json_file(run_dir + "/results.json", &has_results);
   write_atomically(run_dir + "/report.html", render_report(config, h, results));
 }
 

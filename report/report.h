@@ -30,6 +30,8 @@ std::string render_report(const nlohmann::json& config, const History& h, const 
 // (a run that stopped before its checkers ran still gets a report), but not all three. Throws ReportError
 // naming the file when one is malformed or the report cannot be written.
 void write_report(const std::string& run_dir);
+// The same with the history already in memory (read once by `check` or `run`): history.jsonl is not read again.
+void write_report(const std::string& run_dir, const History& h);
 
 // Writes results_dir/index.html: every run folder (a subfolder with a results.json; symlinks such as `latest`
 // are skipped) newest first, with time, lock, workload, nemesis, verdict, anomaly count and a link to its

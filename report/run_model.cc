@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <map>
+#include <unordered_map>
 #include <unordered_set>
 #include <utility>
 
@@ -29,12 +30,23 @@ std::vector<Hold> lock_holds(const History& h, const HoldOptions& opts) {
   const std::vector<int64_t> pairs = pair_index(h);
   const int64_t end = history_end_ns(h);
   std::vector<Hold> holds;
-  std::map<std::pair<Process, std::string>, size_t> open;  // (process, key) -> index in holds
+  // (key id << 32 | process) -> index in holds; key ids interned (most histories have one key or a few).
+  std::unordered_map<std::string, uint64_t> key_ids;
+  std::unordered_map<uint64_t, size_t> open;
+  const std::string* last_key = nullptr;
+  uint64_t last_id = 0;
 
   for (size_t i = 0; i < h.size(); ++i) {
     const Op& op = h[i];
     if (!op.is_client()) continue;
-    const auto pk = std::make_pair(op.process, op.key);
+    const bool lock_op = op.f == "release" || op.f == "acquire" || op.f == "extend";
+    if (!lock_op) continue;
+    if (last_key == nullptr || *last_key != op.key) {
+      auto it = key_ids.emplace(op.key, key_ids.size()).first;
+      last_key = &it->first;
+      last_id = it->second;
+    }
+    const uint64_t pk = (last_id << 32) | static_cast<uint32_t>(op.process);
     if (op.f == "release" && op.is_invoke()) {
       auto it = open.find(pk);
       if (it != open.end()) {
@@ -86,7 +98,8 @@ std::vector<Hold> lock_holds(const History& h, const HoldOptions& opts) {
       }
     }
   }
-  std::stable_sort(holds.begin(), holds.end(), [](const Hold& a, const Hold& b) { return a.from_ns < b.from_ns; });
+  auto by_start = [](const Hold& a, const Hold& b) { return a.from_ns < b.from_ns; };
+  if (!std::is_sorted(holds.begin(), holds.end(), by_start)) std::stable_sort(holds.begin(), holds.end(), by_start);
   return holds;
 }
 

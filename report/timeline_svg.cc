@@ -137,6 +137,24 @@ std::string render_timeline(const std::vector<Hold>& holds, const std::vector<Fa
   std::map<std::string, size_t> key_index;
   for (const auto& k : keys) key_index.emplace(k, key_index.size());
   std::vector<Process> lanes(procs.begin(), procs.end());
+  // Many processes (a long info-heavy run retires one per info op): keep the lanes of the processes the
+  // anomalies name, then the busiest, up to max_lanes; the note under the drawing counts the rest.
+  size_t hidden_lanes = 0, hidden_holds = 0;
+  if (lanes.size() > opts.max_lanes) {
+    std::map<Process, size_t> count;
+    for (const Hold& h : holds) ++count[h.process];
+    std::set<Process> named;
+    for (const Anomaly* a : timed) named.insert(a->processes.begin(), a->processes.end());
+    std::stable_sort(lanes.begin(), lanes.end(), [&](Process a, Process b) {
+      const bool na = named.count(a) > 0, nb = named.count(b) > 0;
+      if (na != nb) return na;
+      return count[a] > count[b];
+    });
+    for (size_t i = opts.max_lanes; i < lanes.size(); ++i) hidden_holds += count[lanes[i]];
+    hidden_lanes = lanes.size() - opts.max_lanes;
+    lanes.resize(opts.max_lanes);
+    std::sort(lanes.begin(), lanes.end());
+  }
   std::map<Process, size_t> lane_of;
   for (size_t i = 0; i < lanes.size(); ++i) lane_of[lanes[i]] = i;
 
@@ -371,6 +389,11 @@ std::string render_timeline(const std::vector<Hold>& holds, const std::vector<Fa
   s << "<rect id=\"tl-sel\" class=\"tl-sel\" x=\"0\" y=\"" << lanes_y << "\" width=\"0\" height=\"" << lh_total
     << "\"/>\n";
   s << "</svg>\n";
+  if (hidden_lanes > 0) {
+    s << "<p class=\"note\">" << hidden_lanes << " more processes (" << hidden_holds
+      << " holds) are not drawn: the timeline shows the " << lanes.size()
+      << " processes named by anomalies first, then the busiest.</p>\n";
+  }
   return out.str();
 }
 

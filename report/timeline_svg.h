@@ -29,6 +29,7 @@ struct TimelineOptions {
   // bar (except around anomalies), so that the drawing stays small for long runs.
   size_t aggregate_above_holds = 2000;
   size_t max_violations = 1000;  // anomalies outlined at most
+  size_t max_lanes = 32;          // process lanes drawn at most (anomalies' processes first, then the busiest)
 };
 
 struct TimeWindow {

@@ -155,7 +155,7 @@ struct Client {
 // retirement (mostly; sometimes the process carries on, which is legal but outside the workload's
 // convention), abandoned ops (an invoke never completed, then the process invokes again), crashes at the end,
 // nemesis ops and ops of other f's.
-History random_history(uint64_t seed, int* max_ops_per_key) {
+History random_history(uint64_t seed, int* max_ops_per_key, int retire_pct = 85) {
   Rng rng(seed);
   const int processes = 2 + rng.below(3);
   const int keys = rng.chance(30) ? 2 : 1;
@@ -234,7 +234,7 @@ History random_history(uint64_t seed, int* max_ops_per_key) {
     if (rng.chance(20)) type = OpType::kInfo;
     rec(c.id, type, c.f, c.key);
     c.in_flight = false;
-    if (type == OpType::kInfo && rng.chance(85)) c.id = next_id++;  // retired; else it carries on
+    if (type == OpType::kInfo && rng.chance(retire_pct)) c.id = next_id++;  // retired; else it carries on
   }
   // Ops still in flight (the guard ran out) never complete: crashed clients. Sometimes crash some on purpose.
   *max_ops_per_key = 0;
@@ -322,6 +322,35 @@ TEST(MutexCheckerRandom, PrunedAndGenericSearchAgree) {
       ASSERT_EQ(generic.outcome == wgl::Outcome::kLinearizable, expected.at(key)) << "seed " << seed << " " << key;
     }
   }
+}
+
+// Processes that keep their id after an info op (bench/mutex_bench --no-retire): their optional ops are searched
+// as classes of interchangeable ops; the verdicts must still be those of brute force.
+TEST(MutexCheckerRandom, AgreesWithBruteForceWithoutRetirement) {
+  MutexChecker checker;
+  CheckOptions opts;
+  int valid = 0, invalid = 0, classed = 0;
+  for (uint64_t seed = 20001; seed <= 24000; ++seed) {
+    int max_ops = 0;
+    History h = random_history(seed, &max_ops, /*retire_pct=*/0);
+    ASSERT_LE(max_ops, 16);
+    CheckResult r = run_checker(checker, h, opts);
+    ASSERT_NE(r.valid, Validity::kUnknown) << "seed " << seed << ": " << r.summary;
+    const std::map<std::string, bool> expected = brute_force(h);
+    ASSERT_EQ(expected, checker_per_key(r)) << "seed " << seed << "\n" << [&] {
+      std::string s;
+      for (const Op& op : h) s += nlohmann::json(op).dump() + "\n";
+      return s;
+    }();
+    bool all = true;
+    for (auto& [k, v] : expected) all = all && v;
+    (all ? valid : invalid)++;
+    for (auto& [k, st] : r.stats["per_key"].items()) classed += st["optional_classes"] > 0 ? 1 : 0;
+  }
+  EXPECT_GT(valid, 500);
+  EXPECT_GT(invalid, 500);
+  EXPECT_GT(classed, 1000);
+  std::printf("valid %d invalid %d keys with optional classes %d\n", valid, invalid, classed);
 }
 
 }  // namespace

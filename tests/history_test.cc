@@ -59,6 +59,7 @@ TEST(HistoryTest, ConcurrentWritersGetDenseIndices) {
         Op op;
         op.process = t;
         op.f = "acquire";
+        op.type = i % 2 == 0 ? OpType::kInvoke : OpType::kOk;
         w.record(op);
       }
     });
@@ -67,7 +68,7 @@ TEST(HistoryTest, ConcurrentWritersGetDenseIndices) {
   History h = read_history(path);
   ASSERT_EQ(h.size(), 2000u);
   for (size_t i = 0; i < h.size(); ++i) EXPECT_EQ(h[i].index, static_cast<int64_t>(i));
-  EXPECT_EQ(w.counts().invoke, 2000);
+  EXPECT_EQ(w.counts().invoke, 1000);
   std::remove(path.c_str());
 }
 
@@ -99,6 +100,179 @@ TEST(HistoryTest, PairIndexMatchesInvokesWithCompletionsPerProcess) {
   h[4].process = 2; h[4].type = OpType::kInfo;
   auto p = pair_index(h);
   EXPECT_EQ(p, (std::vector<int64_t>{2, 4, 0, -1, 1}));
+}
+
+// Hand-written lines for the op-rule tests: process, type, f, time.
+std::string line(int64_t index, const std::string& process, const std::string& type, const std::string& f,
+                 int64_t time = -1) {
+  return "{\"index\":" + std::to_string(index) + ",\"time\":" + std::to_string(time < 0 ? index * 10 : time) +
+         ",\"process\":" + process + ",\"type\":\"" + type + "\",\"f\":\"" + f + "\",\"key\":\"lock-0\",\"value\":null}\n";
+}
+
+std::string error_of(const std::string& text) {
+  try {
+    parse_history(text, "h");
+  } catch (const HistoryError& e) {
+    return e.what();
+  }
+  return "(accepted)";
+}
+
+TEST(HistoryRulesTest, CompletionWithoutInvokeIsRejectedWithItsLine) {
+  const std::string e = error_of(line(0, "1", "invoke", "acquire") + line(1, "1", "ok", "acquire") +
+                                 line(2, "2", "ok", "release"));
+  EXPECT_NE(e.find("h:3:"), std::string::npos) << e;
+  EXPECT_NE(e.find("no open invoke"), std::string::npos) << e;
+}
+
+TEST(HistoryRulesTest, SecondInvokeWhileOneIsOpenIsRejected) {
+  const std::string e = error_of(line(0, "1", "invoke", "acquire") + line(1, "1", "invoke", "release"));
+  EXPECT_NE(e.find("h:2:"), std::string::npos) << e;
+  EXPECT_NE(e.find("still open"), std::string::npos) << e;
+}
+
+TEST(HistoryRulesTest, CompletionOfAnotherFIsRejected) {
+  const std::string e = error_of(line(0, "1", "invoke", "acquire") + line(1, "1", "ok", "release"));
+  EXPECT_NE(e.find("h:2:"), std::string::npos) << e;
+  EXPECT_NE(e.find("open invoke (op 0) is acquire"), std::string::npos) << e;
+}
+
+TEST(HistoryRulesTest, TimeGoingBackwardsWithinAProcessIsRejected) {
+  const std::string e = error_of(line(0, "1", "invoke", "acquire", 500) + line(1, "2", "invoke", "acquire", 100) +
+                                 line(2, "1", "ok", "acquire", 400));
+  EXPECT_NE(e.find("h:3:"), std::string::npos) << e;
+  EXPECT_NE(e.find("time goes backwards for process 1"), std::string::npos) << e;
+  // Across processes time may interleave (each op's time is its own process's clock reading).
+  EXPECT_EQ(error_of(line(0, "1", "invoke", "acquire", 500) + line(1, "2", "invoke", "acquire", 100)), "(accepted)");
+}
+
+TEST(HistoryRulesTest, UnknownTypeOrClientFIsRejected) {
+  std::string e = error_of(line(0, "1", "invoke", "acquire") + line(1, "1", "maybe", "acquire"));
+  EXPECT_NE(e.find("h:2: field \"type\""), std::string::npos) << e;
+  e = error_of(line(0, "1", "invoke", "grab"));
+  EXPECT_NE(e.find("h:1: unknown f \"grab\""), std::string::npos) << e;
+  // Every f the workloads write, and any f on a nemesis op.
+  std::string ok;
+  int64_t i = 0;
+  for (const char* f : {"acquire", "release", "extend", "read", "add", "increment"}) {
+    ok += line(i, "3", "invoke", f);
+    ++i;
+    ok += line(i, "3", "ok", f);
+    ++i;
+  }
+  ok += line(i, "\"nemesis\"", "invoke", "client-crash");
+  ok += line(i + 1, "\"nemesis\"", "info", "client-crash");
+  EXPECT_EQ(error_of(ok), "(accepted)");
+}
+
+TEST(HistoryRulesTest, WrongFieldTypesAreRejected) {
+  EXPECT_NE(error_of(R"({"index":0,"time":"1","process":0,"type":"invoke","f":"acquire"})").find("h:1: field \"time\" must be an integer"),
+            std::string::npos);
+  EXPECT_NE(error_of(R"({"index":0,"time":1,"process":0,"type":"invoke","f":7})").find("field \"f\" must be a string"),
+            std::string::npos);
+  EXPECT_NE(error_of(R"({"index":0,"time":1,"process":0,"type":"invoke","f":"acquire","key":3})").find("field \"key\""),
+            std::string::npos);
+  EXPECT_NE(error_of(R"({"index":0,"time":1,"process":0,"type":"invoke","f":"acquire","token":"41"})").find("field \"token\""),
+            std::string::npos);
+  EXPECT_NE(error_of(R"({"index":0,"time":1,"process":0,"type":"invoke","f":"acquire","validity_ms":1.5})").find("field \"validity_ms\""),
+            std::string::npos);
+  EXPECT_NE(error_of(R"({"index":0,"time":1,"process":0,"type":"invoke","f":"acquire","error":false})").find("field \"error\""),
+            std::string::npos);
+  EXPECT_NE(error_of(R"({"index":0,"time":1,"process":1.5,"type":"invoke","f":"acquire"})").find("field \"process\""),
+            std::string::npos);
+}
+
+TEST(HistoryRulesTest, TornLastLineIsSkippedWithAWarning) {
+  const std::string good = line(0, "1", "invoke", "acquire") + line(1, "1", "ok", "acquire");
+  std::vector<std::string> warnings;
+  History h = parse_history(good + R"({"index":2,"time":30,"proc)", "h", &warnings);
+  EXPECT_EQ(h.size(), 2u);
+  ASSERT_EQ(warnings.size(), 1u);
+  EXPECT_NE(warnings[0].find("h:3: torn last line"), std::string::npos) << warnings[0];
+  // The same line in the middle of the file (followed by a newline) is an error.
+  EXPECT_NE(error_of(good + "{\"index\":2,\"time\":30,\"proc\n" + line(2, "1", "invoke", "release")).find("h:3: not valid JSON"),
+            std::string::npos);
+  // A complete last line without its newline is read.
+  warnings.clear();
+  std::string no_newline = good + line(2, "1", "invoke", "release");
+  no_newline.pop_back();
+  EXPECT_EQ(parse_history(no_newline, "h", &warnings).size(), 3u);
+  EXPECT_TRUE(warnings.empty());
+}
+
+TEST(HistoryRulesTest, FileReaderReadsLongLinesAndValuesAcrossItsWindow) {
+  const std::string path = temp_path("long");
+  {
+    std::ofstream f(path);
+    std::string big(3 << 20, 'x');  // one line longer than the reader's first window
+    f << R"({"index":0,"time":1,"process":"nemesis","type":"invoke","f":"partition","key":"","value":{"note":")" << big
+      << "\"}}\n";
+    for (int i = 1; i < 40000; ++i) {
+      f << line(i, std::to_string(((i - 1) / 2) % 7), (i - 1) % 2 == 0 ? "invoke" : "ok", "add", 10 + i);
+    }
+  }
+  History h = read_history(path);
+  ASSERT_EQ(h.size(), 40000u);
+  EXPECT_EQ(h[0].value["note"].get<std::string>().size(), size_t{3} << 20);
+  EXPECT_EQ(h[39999].time_ns, 10 + 39999);
+  std::remove(path.c_str());
+}
+
+TEST(HistoryRulesTest, ValidateHistoryAppliesTheSameRulesToImportedHistories) {
+  History h(2);
+  h[0].index = 0;
+  h[0].process = 1;
+  h[0].f = "acquire";
+  h[1].index = 1;
+  h[1].process = 1;
+  h[1].type = OpType::kOk;
+  h[1].f = "acquire";
+  EXPECT_NO_THROW(validate_history(h, "x"));
+  h[1].process = 2;
+  EXPECT_THROW(validate_history(h, "x"), HistoryError);
+}
+
+TEST(HistoryTest, JsonlLineIsTheOrderedJsonDumpOfTheOp) {
+  std::vector<Op> ops(6);
+  ops[0].f = "acquire";
+  ops[0].key = "lock-0";
+  ops[1].process = kNemesis;
+  ops[1].type = OpType::kInfo;
+  ops[1].f = "partition";
+  ops[1].value = {{"fault", "partition"}, {"nodes", {"n1", "n2"}}};
+  ops[2].type = OpType::kOk;
+  ops[2].f = "acquire";
+  ops[2].key = "k\"ey\\\n\t\x01";
+  ops[2].token = -41;
+  ops[2].validity_ms = 0;
+  ops[3].type = OpType::kFail;
+  ops[3].f = "add";
+  ops[3].value = 7;
+  ops[3].error = "timeout: caf\xc3\xa9 \xff bad utf-8";
+  ops[4].f = "";
+  ops[5].process = 123456;
+  ops[5].time_ns = INT64_MAX;
+  ops[5].index = 99;
+  ops[5].f = "read";
+  ops[5].value = nlohmann::json::array({1.5, "x", nullptr, true});
+  for (const Op& op : ops) {
+    nlohmann::ordered_json j = nlohmann::ordered_json::object();
+    j["index"] = op.index;
+    j["time"] = op.time_ns;
+    if (op.process == kNemesis) {
+      j["process"] = "nemesis";
+    } else {
+      j["process"] = op.process;
+    }
+    j["type"] = to_string(op.type);
+    j["f"] = op.f;
+    j["key"] = op.key;
+    j["value"] = op.value;
+    if (op.token) j["token"] = *op.token;
+    if (op.validity_ms) j["validity_ms"] = *op.validity_ms;
+    if (!op.error.empty()) j["error"] = op.error;
+    EXPECT_EQ(to_jsonl(op), j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+  }
 }
 
 }  // namespace
