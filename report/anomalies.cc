@@ -65,9 +65,10 @@ std::vector<Anomaly> anomalies_of(const nlohmann::json& results) {
           if (auto pr = as_process(p)) an.processes.push_back(*pr);
         }
       }
+      an.note = as_string(a, "severity") == "note";
       auto from = a.find("from_ns");
       auto to = a.find("to_ns");
-      if (from != a.end() && to != a.end()) {
+      if (!an.note && from != a.end() && to != a.end()) {
         auto f = as_int(*from);
         auto t = as_int(*to);
         if (f && t) {
@@ -82,10 +83,11 @@ std::vector<Anomaly> anomalies_of(const nlohmann::json& results) {
 }
 
 std::string sentence_of(const Anomaly& a) {
-  if (!a.description.empty()) return a.description;
+  const std::string prefix = a.note ? "Note, not a violation: " : "";
+  if (!a.description.empty()) return prefix + a.description;
   std::string s = a.kind.empty() ? "anomaly" : a.kind;
   if (!a.checker.empty()) s += " (" + a.checker + ")";
-  return s;
+  return prefix + s;
 }
 
 }  // namespace report

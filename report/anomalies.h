@@ -22,13 +22,14 @@ struct Anomaly {
   std::vector<int64_t> ops;  // history indices
   std::string key;
   std::vector<Process> processes;
-  std::optional<int64_t> from_ns, to_ns;  // both present, from <= to, or both absent
+  std::optional<int64_t> from_ns, to_ns;  // both present, from <= to, or both absent (always absent for a note)
+  bool note = false;      // "severity": "note": listed for the reader, not a violation (never outlined in red)
 };
 
 // All anomalies of results["checkers"][*]["anomalies"]. Processes may be integers or strings "3" / "p3".
 std::vector<Anomaly> anomalies_of(const nlohmann::json& results);
 
-// The sentence a reader sees: the description, or "kind (checker)" when there is none.
+// The sentence a reader sees: the description, or "kind (checker)" when there is none; a note says it is one.
 std::string sentence_of(const Anomaly& a);
 
 }  // namespace report
