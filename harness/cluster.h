@@ -40,8 +40,14 @@ class ClusterError : public std::runtime_error {
 struct NodeInfo {
   std::string name;       // "n1"
   NodeRole role = NodeRole::kMaster;
-  Endpoint endpoint;      // where the node itself listens
+  // The node's address in the cluster: what its peers, Sentinel and Redis Cluster redirections name it by.
+  // Where node-to-node links go through the fault proxy (local backend, replicated and cluster topologies) it
+  // is the node's shared proxy link, on which the harness's own connections are never faulted; otherwise it
+  // is where the node itself listens.
+  Endpoint endpoint;
+  Endpoint listen;        // where the node's process itself listens; port 0: at endpoint
   std::string log_path;   // its log file (under the run's nodes/)
+  const Endpoint& own_endpoint() const { return listen.port != 0 ? listen : endpoint; }
 };
 
 class Cluster {

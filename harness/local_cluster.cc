@@ -82,13 +82,58 @@ LocalCluster::LocalCluster(LocalClusterOptions opts) : opts_(std::move(opts)) {
 }
 
 Endpoint LocalCluster::peer_endpoint(const std::string& from, size_t to) const {
-  // Direct for now. Per-party proxy links (endpoint_for(from, to)) do not work here: Sentinel identifies a
-  // master by its address and "corrects" any replica whose master address differs from its own, so every
-  // Sentinel and replica must use one and the same address per node (with one link per party the three
-  // Sentinels fight over the replicas' REPLICAOF). Routing these links needs one shared proxy link per node
-  // for all peers; and the addresses Sentinel learns by itself stay direct either way (see the header).
+  // One address per node for every peer (Sentinel identifies a node by its address and "corrects" a replica
+  // whose master address differs from its own): the node's shared proxy link when peer links are proxied, on
+  // which the proxy tells `from` apart by its source address.
   (void)from;
   return nodes_.at(to).endpoint;
+}
+
+bool LocalCluster::proxied_peers() const { return opts_.use_proxy && opts_.topology != Topology::kIndependent; }
+
+std::string LocalCluster::source_address(const std::string& party) const {
+  for (size_t n = 0; n < nodes_.size(); ++n) {
+    if (nodes_[n].name == party) return "127.0.1." + std::to_string(n + 1);
+  }
+  for (size_t k = 0; k < sentinels_.size(); ++k) {
+    if (sentinels_[k].name == party) return "127.0.2." + std::to_string(k + 1);
+  }
+  throw ClusterError("no source address for party " + party);
+}
+
+// Where a node or Sentinel listens and by which address the others know it, on (re)trying its start:
+// a fresh port of its own; with proxied peers, its shared proxy link (made on the first try) forwards there.
+void LocalCluster::place(NodeInfo& info, bool first_try) {
+  info.listen = Endpoint{"127.0.0.1", free_loopback_port()};
+  if (!proxied_peers()) {
+    info.endpoint = info.listen;
+    return;
+  }
+  try {
+    if (first_try) {
+      proxy_->name_source(source_address(info.name), info.name);
+      info.endpoint = proxy_->add_shared_link(info.name, info.listen);
+    } else {
+      proxy_->set_upstream("*", info.name, info.listen);
+    }
+  } catch (const std::exception& e) {
+    throw ClusterError("cannot open the shared proxy link to " + info.name + ": " + e.what());
+  }
+}
+
+// The lines of a node's or Sentinel's config that route its links to the others through the fault proxy:
+// it connects from its own source address (so that the proxy knows who it is) and announces its shared link.
+std::string LocalCluster::peer_link_config(const NodeInfo& info, bool sentinel) const {
+  if (!proxied_peers()) return "";
+  std::string c = "bind-source-addr " + source_address(info.name) + "\n";
+  if (sentinel) {
+    c += "sentinel announce-ip " + info.endpoint.host + "\n";
+    c += "sentinel announce-port " + std::to_string(info.endpoint.port) + "\n";
+  } else if (opts_.topology == Topology::kReplicated) {
+    c += "replica-announce-ip " + info.endpoint.host + "\n";
+    c += "replica-announce-port " + std::to_string(info.endpoint.port) + "\n";
+  }
+  return c;
 }
 
 namespace {
@@ -124,7 +169,7 @@ std::map<std::string, std::string> field_map(const redisReply* r) {
 void LocalCluster::write_node_config(size_t n) const {
   std::string c;
   c += "# written by lockcheck; Sentinel may rewrite it (CONFIG REWRITE) when it changes this node's role\n";
-  c += "port " + std::to_string(nodes_[n].endpoint.port) + "\n";
+  c += "port " + std::to_string(nodes_[n].listen.port) + "\n";
   c += "bind 127.0.0.1\n";
   c += "dir " + abs_path(data_dirs_[n]) + "\n";
   c += "logfile " + abs_path(nodes_[n].log_path) + "\n";
@@ -136,6 +181,7 @@ void LocalCluster::write_node_config(size_t n) const {
     case Persistence::kAofEverysec: c += "appendonly yes\nappendfsync everysec\n"; break;
     case Persistence::kAofAlways: c += "appendonly yes\nappendfsync always\n"; break;
   }
+  c += peer_link_config(nodes_[n], false);
   if (n > 0) {
     const Endpoint master = peer_endpoint(nodes_[n].name, 0);
     c += "replicaof " + master.host + " " + std::to_string(master.port) + "\n";
@@ -148,12 +194,13 @@ void LocalCluster::write_sentinel_config(size_t k) const {
   const std::string m = kSentinelMasterName;
   std::string c;
   c += "# written by lockcheck; Sentinel rewrites it with what it learns\n";
-  c += "port " + std::to_string(sentinels_[k].endpoint.port) + "\n";
+  c += "port " + std::to_string(sentinels_[k].listen.port) + "\n";
   c += "bind 127.0.0.1\n";
   c += "dir " + abs_path(sentinel_dirs_[k]) + "\n";
   c += "logfile " + abs_path(sentinels_[k].log_path) + "\n";
   c += "daemonize no\n";
   c += "protected-mode no\n";
+  c += peer_link_config(sentinels_[k], true);
   c += "sentinel monitor " + m + " " + master.host + " " + std::to_string(master.port) + " " +
        std::to_string(opts_.sentinel_quorum) + "\n";
   c += "sentinel down-after-milliseconds " + m + " " + std::to_string(opts_.sentinel_down_after.count()) + "\n";
@@ -168,7 +215,7 @@ std::vector<std::string> LocalCluster::argv_for(size_t n) const {
   if (opts_.topology == Topology::kReplicated) return {opts_.redis_server, config_path(opts_.nodes_dir, nodes_[n].name)};
   std::vector<std::string> argv = {
       opts_.redis_server,
-      "--port", std::to_string(nodes_[n].endpoint.port),
+      "--port", std::to_string(nodes_[n].listen.port),
       "--bind", "127.0.0.1",
       "--dir", data_dirs_[n],
       "--logfile", fs::absolute(nodes_[n].log_path).string(),
@@ -213,7 +260,7 @@ void LocalCluster::spawn(size_t n) {
   }
   paused_[n] = false;
   const auto deadline = std::chrono::steady_clock::now() + opts_.start_timeout;
-  while (!wait_for_ping(nodes_[n].endpoint, std::chrono::milliseconds(100))) {
+  while (!wait_for_ping(nodes_[n].own_endpoint(), std::chrono::milliseconds(100))) {
     if (!procs_[n]->running()) {
       procs_[n].reset();
       throw ClusterError("node " + nodes_[n].name + " exited at start; see " + nodes_[n].log_path);
@@ -237,7 +284,7 @@ void LocalCluster::spawn_sentinel(size_t k) {
     throw ClusterError(std::string("cannot start Sentinel ") + sentinels_[k].name + ": " + e.what());
   }
   const auto deadline = std::chrono::steady_clock::now() + opts_.start_timeout;
-  while (!wait_for_ping(sentinels_[k].endpoint, std::chrono::milliseconds(100))) {
+  while (!wait_for_ping(sentinels_[k].own_endpoint(), std::chrono::milliseconds(100))) {
     if (!sentinel_procs_[k]->running() || std::chrono::steady_clock::now() > deadline) {
       sentinel_procs_[k].reset();
       throw ClusterError("Sentinel " + sentinels_[k].name + " did not start; see " + sentinels_[k].log_path);
@@ -253,7 +300,7 @@ void LocalCluster::wait_until_replicated_ready() {
   while (std::chrono::steady_clock::now() < deadline) {
     waiting.clear();
     for (size_t n = 1; n < nodes_.size() && waiting.empty(); ++n) {
-      RedisConn c(nodes_[n].endpoint, std::chrono::milliseconds(200), std::chrono::milliseconds(500));
+      RedisConn c(nodes_[n].own_endpoint(), std::chrono::milliseconds(200), std::chrono::milliseconds(500));
       Reply r = c.command({"INFO", "replication"});
       auto text = r.str();
       if (!text || text->find("master_link_status:up") == std::string::npos) {
@@ -261,7 +308,7 @@ void LocalCluster::wait_until_replicated_ready() {
       }
     }
     for (size_t k = 0; k < sentinels_.size() && waiting.empty(); ++k) {
-      RedisConn c(sentinels_[k].endpoint, std::chrono::milliseconds(200), std::chrono::milliseconds(500));
+      RedisConn c(sentinels_[k].own_endpoint(), std::chrono::milliseconds(200), std::chrono::milliseconds(500));
       Reply r = c.command({"SENTINEL", "MASTER", kSentinelMasterName});
       auto f = field_map(r.raw());
       if (f["num-slaves"] != replicas || f["num-other-sentinels"] != others) {
@@ -300,7 +347,7 @@ void LocalCluster::start() {
       if (ec) throw ClusterError("cannot create " + data_dirs_[n] + ": " + ec.message());
       // A port can be taken between free_loopback_port() and the bind; try a few.
       for (int attempt = 0;; ++attempt) {
-        nodes_[n].endpoint.port = free_loopback_port();
+        place(nodes_[n], attempt == 0);
         try {
           if (opts_.topology == Topology::kReplicated) write_node_config(n);
           spawn(n);
@@ -314,7 +361,7 @@ void LocalCluster::start() {
       fs::create_directories(sentinel_dirs_[k], ec);
       if (ec) throw ClusterError("cannot create " + sentinel_dirs_[k] + ": " + ec.message());
       for (int attempt = 0;; ++attempt) {
-        sentinels_[k].endpoint.port = free_loopback_port();
+        place(sentinels_[k], attempt == 0);
         try {
           write_sentinel_config(k);
           spawn_sentinel(k);
@@ -362,6 +409,8 @@ void LocalCluster::kill(size_t n) {
   if (procs_.at(n)) procs_[n]->kill_and_reap();
   procs_[n].reset();
   paused_[n] = false;
+  // Every proxy link to it refuses from now on, as the dead node would (not accept-then-close).
+  if (proxy_) proxy_->upstream_down(nodes_[n].own_endpoint());
 }
 
 void LocalCluster::restart(size_t n) {
@@ -373,6 +422,7 @@ void LocalCluster::restart(size_t n) {
   }
   procs_[n].reset();
   spawn(n);
+  if (proxy_) proxy_->upstream_up(nodes_[n].own_endpoint());
 }
 
 void LocalCluster::pause(size_t n) {
@@ -414,7 +464,7 @@ pid_t LocalCluster::sentinel_pid(size_t k) const {
 }
 
 Endpoint LocalCluster::endpoint_for(const std::string& party, size_t n) const {
-  const Endpoint& node = nodes_.at(n).endpoint;
+  const Endpoint& node = nodes_.at(n).own_endpoint();
   if (!opts_.use_proxy) return node;
   std::lock_guard<std::mutex> lock(links_mu_);
   auto key = std::make_pair(party, n);

@@ -15,12 +15,18 @@
 //    nodes/nX.conf, which Sentinel rewrites (CONFIG REWRITE) when it changes the node's role: a restarted node
 //    comes back with the role Sentinel last gave it, as in a real deployment. start() returns once every
 //    replica's link is up and every Sentinel sees all replicas and the other Sentinels.
-// The address a node or Sentinel uses to reach another node (replicaof, sentinel monitor) is decided in one
-// place, peer_endpoint(). Today it is the node's own address: node-to-node and Sentinel links bypass the
-// fault proxy (clients' links do not). Routing them needs one proxy link per node shared by every peer
-// (Sentinel insists that all Sentinels and replicas name a master by the same address), and what Sentinel
-// learns by itself and hands out after a failover -- replica addresses from INFO, the other Sentinels from
-// their hello messages, the promoted master's address -- stays the nodes' own addresses.
+// Node-to-node links (replication, Sentinel's links to nodes and to the other Sentinels) go through the fault
+// proxy too, so that the nemesis can cut a master off from its replicas and Sentinels while clients still
+// reach it. Sentinel insists that every Sentinel and replica name a node by one address, so each node and
+// Sentinel has one *shared* proxy link (FaultProxy::add_shared_link), which is its NodeInfo::endpoint (its
+// own listener is NodeInfo::listen): every node and Sentinel connects from a loopback source address of its
+// own (bind-source-addr 127.0.1.N for node nN, 127.0.2.K for Sentinel sK; Linux routes all of 127/8 to lo),
+// by which the proxy knows who is on the other end and applies the faults of that pair, and announces its
+// shared link (replica-announce-ip/port, sentinel announce-ip/port) so that what Sentinel learns by itself
+// and hands out after a failover -- replica addresses, the other Sentinels, the promoted master -- is the
+// proxied address too. The harness's own connections to endpoint (from 127.0.0.1) are never faulted.
+// Where peer_endpoint() decides it, with use_proxy off, or in the independent topology, endpoint is direct.
+// A killed node's proxy links refuse connections until it is restarted (FaultProxy::upstream_down).
 #pragma once
 
 #include <map>
@@ -92,6 +98,11 @@ class LocalCluster : public Cluster {
   // Where `from` (a node name "n2" or a Sentinel name "s1") reaches data node `to`: the one place that decides
   // node-to-node addresses (today the node's own endpoint; the fault proxy will route through here).
   Endpoint peer_endpoint(const std::string& from, size_t to) const;
+  bool proxied_peers() const;  // node-to-node links through the fault proxy (replicated/cluster, use_proxy)
+  // The loopback source address a node ("n2": 127.0.1.2) or Sentinel ("s1": 127.0.2.1) connects from.
+  std::string source_address(const std::string& party) const;
+  void place(NodeInfo& info, bool first_try);  // REQUIRES: mu_ held; throws ClusterError
+  std::string peer_link_config(const NodeInfo& info, bool sentinel) const;
   void write_node_config(size_t n) const;      // replicated topology: nodes/nX.conf
   void write_sentinel_config(size_t k) const;  // nodes/sK.conf
   void wait_until_replicated_ready();          // REQUIRES: mu_ held; throws ClusterError

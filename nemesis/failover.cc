@@ -13,6 +13,7 @@
 // only the timing (the fault lands right after an acquire): the master is the only target there is.
 #include <hiredis/hiredis.h>
 
+#include <map>
 #include <thread>
 
 #include "harness/redis_conn.h"
@@ -27,14 +28,14 @@ using nlohmann::json;
 namespace u = nemesis_util;
 
 const std::vector<std::string>& failover_modes() {
-  static const std::vector<std::string> m = {"kill", "pause", "partition"};
+  static const std::vector<std::string> m = {"kill", "pause", "split-brain"};
   return m;
 }
 
 // "master", "slave" or "" (down, paused, unreachable) for node n, asked on its own endpoint.
 std::string role_of(const Cluster& c, size_t n) {
   if (!c.is_running(n)) return "";
-  RedisConn conn(c.nodes()[n].endpoint, std::chrono::milliseconds(150), std::chrono::milliseconds(150));
+  RedisConn conn(c.nodes()[n].own_endpoint(), std::chrono::milliseconds(150), std::chrono::milliseconds(150));
   Reply r = conn.command({"ROLE"});
   if (!r.ok() || !r.raw()) return "";
   const redisReply* raw = r.raw();
@@ -42,13 +43,38 @@ std::string role_of(const Cluster& c, size_t n) {
   return std::string(raw->element[0]->str, raw->element[0]->len);
 }
 
+// The data node the Sentinels name master now (the answer most of them give, asked directly); nullopt when no
+// Sentinel answers or the address is no node's.
+std::optional<size_t> sentinels_master(const Cluster& c) {
+  std::map<size_t, int> votes;
+  for (const auto& s : c.sentinels()) {
+    RedisConn conn(s.own_endpoint(), std::chrono::milliseconds(150), std::chrono::milliseconds(300));
+    Reply r = conn.command({"SENTINEL", "get-master-addr-by-name", kSentinelMasterName});
+    const redisReply* raw = r.raw();
+    if (!r.ok() || !raw || raw->type != REDIS_REPLY_ARRAY || raw->elements != 2 || !raw->element[0]->str ||
+        !raw->element[1]->str) {
+      continue;
+    }
+    const Endpoint ep{raw->element[0]->str, std::atoi(raw->element[1]->str)};
+    for (size_t n = 0; n < c.nodes().size(); ++n) {
+      if (c.nodes()[n].endpoint == ep) ++votes[n];
+    }
+  }
+  std::optional<size_t> best;
+  for (const auto& v : votes) {
+    if (!best || v.second > votes[*best]) best = v.first;
+  }
+  return best;
+}
+
 class Failover : public Nemesis {
  public:
   std::string name() const override { return "failover"; }
 
   bool select_mode(const std::string& mode) override {
-    if (std::find(failover_modes().begin(), failover_modes().end(), mode) == failover_modes().end()) return false;
-    mode_ = mode;
+    const std::string m = mode == "partition" ? "split-brain" : mode;  // the mode's former name
+    if (std::find(failover_modes().begin(), failover_modes().end(), m) == failover_modes().end()) return false;
+    mode_ = m;
     return true;
   }
 
@@ -71,12 +97,16 @@ class Failover : public Nemesis {
     }
     if (master_) return u::complete(op, OpType::kInfo, json::array(), detail, "a failover is already in force");
     const auto& nodes = env.cluster.nodes();
-    std::optional<size_t> master;
+    // The master Sentinel names (after an earlier split brain the old master may still call itself master
+    // until Sentinel demotes it); else the first node that reports itself master.
+    std::optional<size_t> master = sentinels_master(env.cluster);
+    if (master && role_of(env.cluster, *master) != "master") master.reset();
     for (size_t n = 0; n < nodes.size() && !master; ++n) {
       if (role_of(env.cluster, n) == "master") master = n;
     }
     if (!master) return u::complete(op, OpType::kInfo, json::array(), detail, "no node reports itself master");
-    const std::string mode = detail.value("mode", "kill");
+    std::string mode = detail.value("mode", "kill");
+    if (mode == "partition") mode = "split-brain";
     const std::string mname = nodes[*master].name;
     json targets = json::array({mname});
     detail["master"] = mname;
@@ -85,7 +115,7 @@ class Failover : public Nemesis {
         env.cluster.kill(*master);
       } else if (mode == "pause") {
         env.cluster.pause(*master);
-      } else if (mode == "partition") {
+      } else if (mode == "split-brain") {
         for (const auto& n : nodes) {
           if (n.name != mname) links.cut(env.cluster, name(), mname, n.name);
         }
@@ -116,7 +146,7 @@ class Failover : public Nemesis {
     if (!master_) return;
     try {
       if (mode_in_force_ == "pause") env.cluster.resume(*master_);
-      if (mode_in_force_ == "partition") (env.links ? *env.links : own_links_).uncut_all(env.cluster, name());
+      if (mode_in_force_ == "split-brain") (env.links ? *env.links : own_links_).uncut_all(env.cluster, name());
       // kill: the cluster's stop() ends the run with every node down anyway.
     } catch (...) {
     }
@@ -130,7 +160,7 @@ class Failover : public Nemesis {
     try {
       if (mode_in_force_ == "kill") env.cluster.restart(*master_);
       if (mode_in_force_ == "pause") env.cluster.resume(*master_);
-      if (mode_in_force_ == "partition") links.uncut_all(env.cluster, name());
+      if (mode_in_force_ == "split-brain") links.uncut_all(env.cluster, name());
     } catch (const ClusterError& e) {
       return u::complete(op, OpType::kInfo, json::array({mname}), {{"mode", mode_in_force_}}, e.what());
     }
