@@ -52,20 +52,24 @@ LocalClusterOptions LocalClusterOptions::from(const RunConfig& c, const std::str
 LocalCluster::LocalCluster(LocalClusterOptions opts) : opts_(std::move(opts)) {
   if (opts_.nodes < 1) throw ClusterError("a cluster needs at least one node");
   const bool replicated = opts_.topology == Topology::kReplicated;
+  const bool cluster = opts_.topology == Topology::kCluster;
   if (replicated && opts_.nodes < 2) throw ClusterError("the replicated topology needs a master and a replica");
+  if (cluster && opts_.nodes < 6) throw ClusterError("the cluster topology needs at least 6 nodes (3 masters, 3 replicas)");
+  if (opts_.nodes > 254) throw ClusterError("at most 254 nodes (each has a loopback source address of its own)");
   if (replicated && (opts_.sentinels < 1 || opts_.sentinel_quorum < 1 || opts_.sentinel_quorum > opts_.sentinels)) {
     throw ClusterError("the replicated topology needs at least one Sentinel and a quorum between 1 and their number");
   }
   for (int i = 0; i < opts_.nodes; ++i) {
     NodeInfo info;
     info.name = opts_.name_prefix + std::to_string(i + 1);
-    info.role = replicated && i > 0 ? NodeRole::kReplica : NodeRole::kMaster;
+    info.role = (replicated && i > 0) || (cluster && i >= opts_.nodes / 2) ? NodeRole::kReplica : NodeRole::kMaster;
     info.endpoint = Endpoint{"127.0.0.1", 0};
     info.log_path = opts_.nodes_dir + "/" + info.name + ".log";
     nodes_.push_back(info);
     data_dirs_.push_back(opts_.nodes_dir + "/" + info.name);
   }
   procs_.resize(nodes_.size());
+  bus_.resize(nodes_.size());
   paused_.assign(nodes_.size(), false);
   if (replicated) {
     for (int k = 0; k < opts_.sentinels; ++k) {
@@ -119,6 +123,90 @@ void LocalCluster::place(NodeInfo& info, bool first_try) {
   } catch (const std::exception& e) {
     throw ClusterError("cannot open the shared proxy link to " + info.name + ": " + e.what());
   }
+}
+
+void LocalCluster::place_bus(size_t n, bool first_try) {
+  Bus& b = bus_[n];
+  // The bus port must differ from the data port: draw again on a clash.
+  do {
+    b.listen = Endpoint{"127.0.0.1", free_loopback_port()};
+  } while (b.listen.port == nodes_[n].listen.port);
+  if (!proxied_peers()) {
+    b.endpoint = b.listen;
+    return;
+  }
+  try {
+    if (first_try) {
+      b.endpoint = proxy_->add_shared_link(nodes_[n].name, b.listen, "bus");
+    } else {
+      proxy_->set_upstream("*bus", nodes_[n].name, b.listen);
+    }
+  } catch (const std::exception& e) {
+    throw ClusterError("cannot open the shared proxy link to " + nodes_[n].name + "'s cluster bus: " + e.what());
+  }
+}
+
+void LocalCluster::form_cluster() {
+  const size_t masters = nodes_.size() / 2;
+  const auto deadline = std::chrono::steady_clock::now() + opts_.ready_timeout;
+  auto ask = [&](size_t n, const std::vector<std::string>& argv) {
+    RedisConn c(nodes_[n].own_endpoint(), std::chrono::milliseconds(500), std::chrono::milliseconds(2000));
+    return c.command(argv);
+  };
+  auto fail = [&](const std::string& what, const Reply& r) {
+    throw ClusterError("cluster topology: " + what + ": " + (r.error.empty() ? "unexpected reply" : r.error) +
+                       "; see the logs under " + opts_.nodes_dir);
+  };
+  // Hash slots split evenly over the masters.
+  for (size_t m = 0; m < masters; ++m) {
+    const size_t lo = m * kClusterSlots / masters, hi = (m + 1) * kClusterSlots / masters - 1;
+    Reply r = ask(m, {"CLUSTER", "ADDSLOTSRANGE", std::to_string(lo), std::to_string(hi)});
+    if (!r.is_status("OK")) fail("ADDSLOTSRANGE on " + nodes_[m].name, r);
+  }
+  // n1 meets everyone at their cluster addresses (the shared proxy links when peers are proxied).
+  for (size_t n = 1; n < nodes_.size(); ++n) {
+    Reply r = ask(0, {"CLUSTER", "MEET", nodes_[n].endpoint.host, std::to_string(nodes_[n].endpoint.port),
+                      std::to_string(bus_[n].endpoint.port)});
+    if (!r.is_status("OK")) fail("MEET " + nodes_[n].name, r);
+  }
+  std::vector<std::string> ids(nodes_.size());
+  for (size_t n = 0; n < nodes_.size(); ++n) {
+    Reply r = ask(n, {"CLUSTER", "MYID"});
+    if (!r.str()) fail("MYID on " + nodes_[n].name, r);
+    ids[n] = *r.str();
+  }
+  // Replica k replicates master k % masters, once it has heard of that master by gossip.
+  std::string waiting;
+  for (size_t n = masters; n < nodes_.size(); ++n) {
+    const size_t m = (n - masters) % masters;
+    for (;;) {
+      Reply r = ask(n, {"CLUSTER", "REPLICATE", ids[m]});
+      if (r.is_status("OK")) break;
+      if (std::chrono::steady_clock::now() > deadline) fail(nodes_[n].name + " REPLICATE " + nodes_[m].name, r);
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+  }
+  // Ready: every node knows every other and sees every slot served; every replica's link is up.
+  const std::string known = "cluster_known_nodes:" + std::to_string(nodes_.size()) + "\r";
+  while (std::chrono::steady_clock::now() < deadline) {
+    waiting.clear();
+    for (size_t n = 0; n < nodes_.size() && waiting.empty(); ++n) {
+      auto info = ask(n, {"CLUSTER", "INFO"}).str();
+      if (!info || info->find("cluster_state:ok") == std::string::npos || info->find(known) == std::string::npos) {
+        waiting = nodes_[n].name + " to see the cluster ok with all " + std::to_string(nodes_.size()) + " nodes";
+      }
+    }
+    for (size_t n = masters; n < nodes_.size() && waiting.empty(); ++n) {
+      auto info = ask(n, {"INFO", "replication"}).str();
+      if (!info || info->find("master_link_status:up") == std::string::npos) {
+        waiting = nodes_[n].name + "'s replication link";
+      }
+    }
+    if (waiting.empty()) return;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  throw ClusterError("Redis Cluster not ready within " + std::to_string(opts_.ready_timeout.count()) +
+                     " ms: waiting for " + waiting + "; see the logs under " + opts_.nodes_dir);
 }
 
 // The lines of a node's or Sentinel's config that route its links to the others through the fault proxy:
@@ -213,6 +301,25 @@ LocalCluster::~LocalCluster() { stop(); }
 
 std::vector<std::string> LocalCluster::argv_for(size_t n) const {
   if (opts_.topology == Topology::kReplicated) return {opts_.redis_server, config_path(opts_.nodes_dir, nodes_[n].name)};
+  std::vector<std::string> cluster_args;
+  if (opts_.topology == Topology::kCluster) {
+    // The node's view of the cluster (nodes.conf) stays in its data dir: a restarted node rejoins as itself.
+    cluster_args = {
+        "--cluster-enabled", "yes",
+        "--cluster-config-file", abs_path(data_dirs_[n] + "/nodes.conf"),
+        "--cluster-node-timeout", std::to_string(opts_.cluster_node_timeout.count()),
+        "--cluster-port", std::to_string(bus_[n].listen.port),
+        "--cluster-replica-validity-factor", "0",  // a replica may always take over (no data-age limit)
+    };
+    if (proxied_peers()) {
+      cluster_args.insert(cluster_args.end(), {
+          "--bind-source-addr", source_address(nodes_[n].name),
+          "--cluster-announce-ip", nodes_[n].endpoint.host,
+          "--cluster-announce-port", std::to_string(nodes_[n].endpoint.port),
+          "--cluster-announce-bus-port", std::to_string(bus_[n].endpoint.port),
+      });
+    }
+  }
   std::vector<std::string> argv = {
       opts_.redis_server,
       "--port", std::to_string(nodes_[n].listen.port),
@@ -234,6 +341,7 @@ std::vector<std::string> LocalCluster::argv_for(size_t n) const {
       argv.insert(argv.end(), {"--appendonly", "yes", "--appendfsync", "always"});
       break;
   }
+  argv.insert(argv.end(), cluster_args.begin(), cluster_args.end());
   return argv;
 }
 
@@ -348,6 +456,7 @@ void LocalCluster::start() {
       // A port can be taken between free_loopback_port() and the bind; try a few.
       for (int attempt = 0;; ++attempt) {
         place(nodes_[n], attempt == 0);
+        if (opts_.topology == Topology::kCluster) place_bus(n, attempt == 0);
         try {
           if (opts_.topology == Topology::kReplicated) write_node_config(n);
           spawn(n);
@@ -372,6 +481,7 @@ void LocalCluster::start() {
       }
     }
     if (opts_.topology == Topology::kReplicated) wait_until_replicated_ready();
+    if (opts_.topology == Topology::kCluster) form_cluster();
   } catch (...) {
     for (auto& p : sentinel_procs_) p.reset();
     for (auto& p : procs_) p.reset();

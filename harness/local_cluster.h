@@ -8,6 +8,12 @@
 //
 // Topologies:
 //  - independent (default): N masters that know nothing of each other (Redlock's setting); started with argv.
+//  - cluster: a Redis Cluster of cluster-enabled nodes started with argv: the first half are masters (hash
+//    slots split evenly, ADDSLOTSRANGE), the others their replicas (replica k of master k mod masters); n1
+//    MEETs every node; cluster-node-timeout 1000 ms, so a master cut off or dead for a second is failed over
+//    by its replica. Node-to-node links (replication and the cluster bus, whose port is chosen like the data
+//    port) go through shared proxy links, announced with cluster-announce-ip/port/bus-port, so that MOVED
+//    and ASK redirections name the proxied addresses too (which clients map to their own links).
 //  - replicated: n1 is the master, n2..nN replicate it (replicaof), and three Sentinels s1..s3 (real
 //    `redis-server CONF --sentinel` processes, data dirs nodes/sK/, logs nodes/sK.log) monitor it under the
 //    name kSentinelMasterName with quorum 2, down-after-milliseconds 1000 and failover-timeout 3000, so a dead
@@ -59,6 +65,8 @@ struct LocalClusterOptions {
   std::chrono::milliseconds sentinel_down_after{1000};       // down-after-milliseconds
   std::chrono::milliseconds sentinel_failover_timeout{3000};  // failover-timeout
   std::chrono::milliseconds ready_timeout{30000};  // replication links up and Sentinels aware of each other
+  // Cluster topology only: cluster-node-timeout (a master unreachable this long is failed over).
+  std::chrono::milliseconds cluster_node_timeout{1000};
   static LocalClusterOptions from(const RunConfig& c, const std::string& run_dir);
 };
 
@@ -106,10 +114,17 @@ class LocalCluster : public Cluster {
   void write_node_config(size_t n) const;      // replicated topology: nodes/nX.conf
   void write_sentinel_config(size_t k) const;  // nodes/sK.conf
   void wait_until_replicated_ready();          // REQUIRES: mu_ held; throws ClusterError
+  void place_bus(size_t n, bool first_try);    // cluster topology: node n's bus port and its shared link
+  void form_cluster();                         // cluster topology: slots, MEET, REPLICATE, wait until ok
 
   LocalClusterOptions opts_;
   std::vector<NodeInfo> nodes_;
   std::vector<std::string> data_dirs_;
+  struct Bus {
+    Endpoint listen;    // the node's cluster bus port (cluster-port)
+    Endpoint endpoint;  // what it announces (cluster-announce-bus-port): its shared "bus" proxy link
+  };
+  std::vector<Bus> bus_;  // cluster topology
   std::vector<NodeInfo> sentinels_;
   std::vector<std::string> sentinel_dirs_;
   mutable std::mutex mu_;

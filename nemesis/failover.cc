@@ -1,16 +1,19 @@
-// Nemesis `failover` (replicated topology: a master, replicas, 3 Sentinels): takes the current master away so
-// that Sentinel promotes a replica, the fifth failure scenario of FACTS.md: replication is asynchronous, so a
-// lock the old master acknowledged may be missing on the promoted replica, and another client takes it.
-// The current master is found at invoke time (ROLE on each running data node, asked directly). Modes:
-//   kill       SIGKILL the master; the stop op restarts it (Sentinel then turns it into a replica)
-//   pause      SIGSTOP the master for the fault period (longer than Sentinel's down-after), SIGCONT at stop
-//   partition  cut the master from every other data node and Sentinel while clients still reach it (a split
-//              brain: the old master keeps granting locks until it is demoted); stop heals. On the local
-//              backend this needs node-to-node links through the fault proxy (peer links of the replicated
-//              topology); where they are direct, the cut does not stop replication or Sentinel.
+// Nemesis `failover` (--topology replicated: a master, replicas, 3 Sentinels; or --topology cluster: a Redis
+// Cluster): takes a master away so that a replica is promoted (by Sentinel, or by the cluster's majority), the
+// fifth failure scenario of FACTS.md: replication is asynchronous, so a lock the old master acknowledged may be
+// missing on the promoted replica, and another client takes it. The master is found at invoke time, asked
+// directly: the one most Sentinels name (else the first node whose ROLE is master); on Redis Cluster the master
+// of the slot of the holder's key (holder targeting) or of "lock-0". Modes:
+//   kill         SIGKILL the master; the stop op restarts it (it then rejoins as a replica)
+//   pause        SIGSTOP the master for the fault period (longer than down-after / node-timeout), SIGCONT at stop
+//   split-brain  cut the master from every other data node and Sentinel while clients still reach it: the old
+//                master keeps granting locks that never reach its replicas (until it is demoted, or on Redis
+//                Cluster until its node-timeout runs out) while a replica is promoted and clients that follow
+//                Sentinel or the cluster lock there too; stop heals. Needs node-to-node links through the
+//                fault layer (the local backend's shared proxy links). "partition" is its former name.
 // After applying, invoke waits (at most wait_ms, 10 s by default, less when the run stops) for a replica to
-// report itself master and names it in detail.promoted (null when none did in time). Holder targeting changes
-// only the timing (the fault lands right after an acquire): the master is the only target there is.
+// become master and names it in detail.promoted (null when none did in time). Holder targeting times the
+// fault right after an acquire (the driver waits for one) and, on Redis Cluster, picks the holder key's master.
 #include <hiredis/hiredis.h>
 
 #include <map>
@@ -18,6 +21,7 @@
 
 #include "harness/redis_conn.h"
 #include "nemesis/fault_util.h"
+#include "nemesis/holders.h"
 #include "nemesis/link_faults.h"
 
 namespace lockcheck {
@@ -67,6 +71,50 @@ std::optional<size_t> sentinels_master(const Cluster& c) {
   return best;
 }
 
+// Redis Cluster: the node most running nodes name (CLUSTER SLOTS, asked directly) as master of key's slot.
+std::optional<size_t> cluster_master_of(const Cluster& c, const std::string& key) {
+  const long long slot = cluster_key_slot(key);
+  std::map<size_t, int> votes;
+  for (size_t n = 0; n < c.nodes().size(); ++n) {
+    if (!c.is_running(n)) continue;
+    RedisConn conn(c.nodes()[n].own_endpoint(), std::chrono::milliseconds(150), std::chrono::milliseconds(300));
+    Reply r = conn.command({"CLUSTER", "SLOTS"});
+    const redisReply* raw = r.raw();
+    if (!r.ok() || !raw || raw->type != REDIS_REPLY_ARRAY) continue;
+    for (size_t i = 0; i < raw->elements; ++i) {
+      const redisReply* range = raw->element[i];
+      if (range->type != REDIS_REPLY_ARRAY || range->elements < 3 || range->element[0]->integer > slot ||
+          range->element[1]->integer < slot) {
+        continue;
+      }
+      const redisReply* m = range->element[2];
+      if (m->type != REDIS_REPLY_ARRAY || m->elements < 2 || m->element[0]->type != REDIS_REPLY_STRING) continue;
+      const Endpoint ep{std::string(m->element[0]->str, m->element[0]->len), static_cast<int>(m->element[1]->integer)};
+      for (size_t k = 0; k < c.nodes().size(); ++k) {
+        if (c.nodes()[k].endpoint == ep) ++votes[k];
+      }
+    }
+  }
+  std::optional<size_t> best;
+  for (const auto& v : votes) {
+    if (!best || v.second > votes[*best]) best = v.first;
+  }
+  return best;
+}
+
+// The master to take away now: on Redis Cluster the master of key's slot (as most nodes see it); in the
+// replicated topology the master Sentinel names (after an earlier split brain the old master may still call
+// itself master until Sentinel demotes it), else the first node that reports itself master.
+std::optional<size_t> current_master(const Cluster& c, Topology t, const std::string& key) {
+  std::optional<size_t> master = t == Topology::kCluster ? cluster_master_of(c, key) : sentinels_master(c);
+  if (master && role_of(c, *master) != "master") master.reset();
+  if (t == Topology::kCluster) return master;
+  for (size_t n = 0; n < c.nodes().size() && !master; ++n) {
+    if (role_of(c, n) == "master") master = n;
+  }
+  return master;
+}
+
 class Failover : public Nemesis {
  public:
   std::string name() const override { return "failover"; }
@@ -92,18 +140,15 @@ class Failover : public Nemesis {
     LinkFaults& links = env.links ? *env.links : own_links_;
     if (!start) return heal(env, op, links);
     json detail = u::detail_of(op);
-    if (env.config.topology != Topology::kReplicated) {
-      return u::complete(op, OpType::kInfo, json::array(), detail, "failover needs --topology replicated");
+    const Topology topology = env.config.topology;
+    if (topology != Topology::kReplicated && topology != Topology::kCluster) {
+      return u::complete(op, OpType::kInfo, json::array(), detail, "failover needs --topology replicated or cluster");
     }
     if (master_) return u::complete(op, OpType::kInfo, json::array(), detail, "a failover is already in force");
     const auto& nodes = env.cluster.nodes();
-    // The master Sentinel names (after an earlier split brain the old master may still call itself master
-    // until Sentinel demotes it); else the first node that reports itself master.
-    std::optional<size_t> master = sentinels_master(env.cluster);
-    if (master && role_of(env.cluster, *master) != "master") master.reset();
-    for (size_t n = 0; n < nodes.size() && !master; ++n) {
-      if (role_of(env.cluster, n) == "master") master = n;
-    }
+    const std::string key = detail.contains("aimed_at") ? detail["aimed_at"].value("key", kDefaultKey) : kDefaultKey;
+    if (topology == Topology::kCluster) detail["slot"] = cluster_key_slot(key);
+    const std::optional<size_t> master = current_master(env.cluster, topology, key);
     if (!master) return u::complete(op, OpType::kInfo, json::array(), detail, "no node reports itself master");
     std::string mode = detail.value("mode", "kill");
     if (mode == "partition") mode = "split-brain";
@@ -132,7 +177,12 @@ class Failover : public Nemesis {
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(detail.value("wait_ms", 10000));
     json promoted = nullptr;
     while (std::chrono::steady_clock::now() < deadline && !(env.stopping && env.stopping->load())) {
-      for (size_t n = 0; n < nodes.size() && promoted.is_null(); ++n) {
+      if (topology == Topology::kCluster) {
+        // The slot's new master, as the majority side sees it.
+        auto now = cluster_master_of(env.cluster, key);
+        if (now && *now != *master && role_of(env.cluster, *now) == "master") promoted = nodes[*now].name;
+      }
+      for (size_t n = 0; n < nodes.size() && promoted.is_null() && topology == Topology::kReplicated; ++n) {
         if (n != *master && role_of(env.cluster, n) == "master") promoted = nodes[n].name;
       }
       if (!promoted.is_null()) break;
@@ -140,6 +190,15 @@ class Failover : public Nemesis {
     }
     detail["promoted"] = promoted;
     return u::complete(op, OpType::kOk, targets, detail);
+  }
+
+  // Holder targeting: the fault lands right after a fresh acquire (the driver waits for one); on Redis Cluster
+  // it takes away the master of the holder's key.
+  void aim(NemesisEnv& env, FaultPlan& plan) const override {
+    if (!env.holders) return;
+    auto held = env.holders->current();
+    if (held.empty()) return;
+    plan.detail["aimed_at"] = {{"process", held.back().process}, {"key", held.back().key}};
   }
 
   void teardown(NemesisEnv& env) noexcept override {
@@ -167,6 +226,10 @@ class Failover : public Nemesis {
     master_.reset();
     return u::complete(op, OpType::kOk, json::array({mname}), {{"mode", mode_in_force_}});
   }
+
+  // Which key's master to take away on Redis Cluster when holder targeting names none (the lock workload's
+  // first key).
+  static constexpr const char* kDefaultKey = "lock-0";
 
   std::string mode_;
   std::optional<size_t> master_;

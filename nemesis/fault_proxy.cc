@@ -378,10 +378,11 @@ class FaultProxy::Impl {
     return call([this, from, to, up] { return open_link(from, to, up, &fault(from, to)); });
   }
 
-  Endpoint add_shared_link(const std::string& to, const Endpoint& upstream) {
-    check_parties(kSharedFrom, to, "add_shared_link");
+  Endpoint add_shared_link(const std::string& to, const Endpoint& upstream, const std::string& label) {
+    const std::string from = kSharedFrom + label;
+    check_parties(from, to, "add_shared_link");
     const tcp::endpoint up = resolve_upstream(upstream);
-    return call([this, to, up] { return open_link(kSharedFrom, to, up, nullptr); });
+    return call([this, from, to, up] { return open_link(from, to, up, nullptr); });
   }
 
   void name_source(const std::string& address, const std::string& party) {
@@ -682,8 +683,8 @@ FaultProxy::~FaultProxy() = default;
 Endpoint FaultProxy::add_link(const std::string& from, const std::string& to, const Endpoint& upstream) {
   return impl_->add_link(from, to, upstream);
 }
-Endpoint FaultProxy::add_shared_link(const std::string& to, const Endpoint& upstream) {
-  return impl_->add_shared_link(to, upstream);
+Endpoint FaultProxy::add_shared_link(const std::string& to, const Endpoint& upstream, const std::string& label) {
+  return impl_->add_shared_link(to, upstream, label);
 }
 void FaultProxy::name_source(const std::string& address, const std::string& party) {
   impl_->name_source(address, party);

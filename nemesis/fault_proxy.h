@@ -95,8 +95,10 @@ class FaultProxy {
   // empty or equal party name or a link (from, to) already added, FaultProxyError when it cannot listen or
   // resolve, or after stop().
   Endpoint add_link(const std::string& from, const std::string& to, const Endpoint& upstream);
-  // A shared link to `to` (see the header comment); its stats are stats("*", to). Throws as add_link.
-  Endpoint add_shared_link(const std::string& to, const Endpoint& upstream);
+  // A shared link to `to` (see the header comment); its stats are stats("*" + label, to). A party can have
+  // several, told apart by label (a Redis Cluster node: "" for its data port, "bus" for its cluster bus).
+  // Throws as add_link.
+  Endpoint add_shared_link(const std::string& to, const Endpoint& upstream, const std::string& label = "");
   // Points the link added as (from, to) ("*" for a shared link) at another upstream, for connections from now
   // on (a node that had to start on another port than planned). Throws std::invalid_argument for no such link.
   void set_upstream(const std::string& from, const std::string& to, const Endpoint& upstream);

@@ -107,5 +107,74 @@ TEST(FailoverRunTest, ASplitBrainFailoverLosesSingleFailoversLock) {
   EXPECT_EQ(o.exit_code, kExitInvalid) << out.str();
 }
 
+TEST(ClusterKeySlotTest, IsCrc16OfTheKeyOrItsHashTag) {
+  EXPECT_EQ(cluster_key_slot("123456789"), 0x31C3);  // the CRC16/XMODEM check value
+  EXPECT_EQ(cluster_key_slot("foo"), 12182);
+  EXPECT_EQ(cluster_key_slot("{user1000}.following"), cluster_key_slot("{user1000}.followers"));
+  EXPECT_EQ(cluster_key_slot("{user1000}.following"), cluster_key_slot("user1000"));
+  EXPECT_EQ(cluster_key_slot("foo{}{bar}"), cluster_key_slot("foo{}{bar}"));  // an empty tag: the whole key
+  EXPECT_NE(cluster_key_slot("foo{}{bar}"), cluster_key_slot("bar"));
+}
+
+TEST(ClusterLockTest, LocksKeysOnEveryMasterThroughTheProxyFollowingRedirections) {
+  TestCluster c(6, Topology::kCluster, Proxy::kOn);
+  const auto& nodes = c.cluster->nodes();
+  ASSERT_EQ(nodes.size(), 6u);
+  EXPECT_EQ(nodes[0].role, NodeRole::kMaster);
+  EXPECT_EQ(nodes[5].role, NodeRole::kReplica);
+  auto a = testing_util::make_lock("cluster", c.options());
+  auto b = testing_util::make_lock("cluster", c.options());
+  // Keys in slots of all three masters ("lock-0" .. "lock-9" spread over them).
+  for (int i = 0; i < 10; ++i) {
+    const std::string key = "lock-" + std::to_string(i);
+    ASSERT_EQ(a->acquire(key, milliseconds(10000)).outcome, OpType::kOk) << key;
+    EXPECT_EQ(b->acquire(key, milliseconds(10000)).outcome, OpType::kFail) << key;
+    EXPECT_EQ(a->release(key).outcome, OpType::kOk) << key;
+    EXPECT_EQ(b->acquire(key, milliseconds(10000)).outcome, OpType::kOk) << key;
+    EXPECT_EQ(b->release(key).outcome, OpType::kOk) << key;
+  }
+  // A manual failover moves lock-0's slot to the master's replica: the clients' slot maps are stale, the old
+  // master (now a replica) answers MOVED, and they follow it.
+  const size_t slot = static_cast<size_t>(cluster_key_slot("lock-0"));
+  size_t m = 0;
+  while (slot > (m + 1) * kClusterSlots / 3 - 1) ++m;
+  const size_t replica = 3 + m;  // replica k replicates master (k - 3) % 3
+  {
+    RedisConn r(nodes[replica].own_endpoint(), milliseconds(500), milliseconds(2000));
+    ASSERT_TRUE(r.command({"CLUSTER", "FAILOVER"}).is_status("OK"));
+  }
+  ASSERT_TRUE(eventually(
+      [&] {
+        RedisConn r(nodes[replica].own_endpoint(), milliseconds(300), milliseconds(500));
+        Reply role = r.command({"ROLE"});
+        return role.raw() && role.raw()->type == REDIS_REPLY_ARRAY && role.raw()->elements > 0 &&
+               std::string(role.raw()->element[0]->str) == "master";
+      },
+      milliseconds(10000)));
+  EXPECT_EQ(a->acquire("lock-0", milliseconds(10000)).outcome, OpType::kOk);
+  EXPECT_EQ(b->acquire("lock-0", milliseconds(10000)).outcome, OpType::kFail);
+  EXPECT_TRUE(c.exists(replica, "lock-0"));
+}
+
+TEST(FailoverRunTest, ARedisClusterFailoverLosesTheClusterLock) {
+  testing_util::TempDir dir;
+  RunConfig c;
+  c.results_dir = dir.path() + "/results";
+  c.progress = false;
+  c.seed = 1;
+  c.lock = "cluster";
+  c.topology = Topology::kCluster;
+  c.nodes = 6;
+  c.nemesis = {"failover:split-brain"};
+  c.nemesis_targeting = "holder";
+  c.nemesis_interval_s = 3;
+  c.time_limit_s = 14;
+  std::ostringstream out;
+  RunOutcome o = run_test(c, out);
+  ASSERT_FALSE(o.run_dir.empty()) << out.str();
+  EXPECT_EQ(mutex_verdict(o.run_dir), "invalid") << out.str();
+  EXPECT_EQ(o.exit_code, kExitInvalid) << out.str();
+}
+
 }  // namespace
 }  // namespace lockcheck
