@@ -11,6 +11,9 @@
 //                Cluster until its node-timeout runs out) while a replica is promoted and clients that follow
 //                Sentinel or the cluster lock there too; stop heals. Needs node-to-node links through the
 //                fault layer (the local backend's shared proxy links). "partition" is its former name.
+//   split-brain-with-replica  the same, but one replica stays on the old master's side (cut from the other
+//                replicas and the Sentinels with it), so WAIT 1 still succeeds there while Sentinel promotes
+//                another replica: WAIT narrows the window, it does not close it (replicated topology only).
 // After applying, invoke waits (at most wait_ms, 10 s by default, less when the run stops) for a replica to
 // become master and names it in detail.promoted (null when none did in time). Holder targeting times the
 // fault right after an acquire (the driver waits for one) and, on Redis Cluster, picks the holder key's master.
@@ -32,7 +35,7 @@ using nlohmann::json;
 namespace u = nemesis_util;
 
 const std::vector<std::string>& failover_modes() {
-  static const std::vector<std::string> m = {"kill", "pause", "split-brain"};
+  static const std::vector<std::string> m = {"kill", "pause", "split-brain", "split-brain-with-replica"};
   return m;
 }
 
@@ -160,11 +163,23 @@ class Failover : public Nemesis {
         env.cluster.kill(*master);
       } else if (mode == "pause") {
         env.cluster.pause(*master);
-      } else if (mode == "split-brain") {
-        for (const auto& n : nodes) {
-          if (n.name != mname) links.cut(env.cluster, name(), mname, n.name);
+      } else if (mode == "split-brain" || mode == "split-brain-with-replica") {
+        // The old master's side: the master, and with a replica one of its replicas too.
+        std::vector<std::string> side = {mname};
+        if (mode == "split-brain-with-replica") {
+          if (topology != Topology::kReplicated) throw ClusterError("split-brain-with-replica needs --topology replicated");
+          for (size_t n = 0; n < nodes.size() && side.size() < 2; ++n) {
+            if (n != *master && role_of(env.cluster, n) == "slave") side.push_back(nodes[n].name);
+          }
+          if (side.size() < 2) throw ClusterError("split-brain-with-replica: the master has no replica to keep");
+          detail["kept"] = side[1];
         }
-        for (const auto& s : env.cluster.sentinels()) links.cut(env.cluster, name(), mname, s.name);
+        for (const auto& mine : side) {
+          for (const auto& n : nodes) {
+            if (std::find(side.begin(), side.end(), n.name) == side.end()) links.cut(env.cluster, name(), mine, n.name);
+          }
+          for (const auto& s : env.cluster.sentinels()) links.cut(env.cluster, name(), mine, s.name);
+        }
       } else {
         throw std::invalid_argument("failover: unknown mode '" + mode + "'");
       }
@@ -205,7 +220,7 @@ class Failover : public Nemesis {
     if (!master_) return;
     try {
       if (mode_in_force_ == "pause") env.cluster.resume(*master_);
-      if (mode_in_force_ == "split-brain") (env.links ? *env.links : own_links_).uncut_all(env.cluster, name());
+      if (mode_in_force_.rfind("split-brain", 0) == 0) (env.links ? *env.links : own_links_).uncut_all(env.cluster, name());
       // kill: the cluster's stop() ends the run with every node down anyway.
     } catch (...) {
     }
@@ -219,7 +234,7 @@ class Failover : public Nemesis {
     try {
       if (mode_in_force_ == "kill") env.cluster.restart(*master_);
       if (mode_in_force_ == "pause") env.cluster.resume(*master_);
-      if (mode_in_force_ == "split-brain") links.uncut_all(env.cluster, name());
+      if (mode_in_force_.rfind("split-brain", 0) == 0) links.uncut_all(env.cluster, name());
     } catch (const ClusterError& e) {
       return u::complete(op, OpType::kInfo, json::array({mname}), {{"mode", mode_in_force_}}, e.what());
     }
