@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "harness/exit_codes.h"
+#include "harness/matrix.h"
 #include "harness/runner.h"
 #include "lock_test_util.h"
 
@@ -105,6 +106,13 @@ TEST(FailoverRunTest, ASplitBrainFailoverLosesSingleFailoversLock) {
   ASSERT_FALSE(o.run_dir.empty()) << out.str();
   EXPECT_EQ(mutex_verdict(o.run_dir), "invalid") << out.str();
   EXPECT_EQ(o.exit_code, kExitInvalid) << out.str();
+}
+
+TEST(FindingsFailoverMatrixTest, Parses) {
+  Matrix m = load_matrix("findings-failover", "results");
+  ASSERT_EQ(m.entries.size(), 4u);
+  for (const auto& e : m.entries) EXPECT_EQ(e.seeds.size(), 10u) << e.name;
+  EXPECT_EQ(m.entries[3].config.topology, Topology::kCluster);
 }
 
 TEST(ClusterKeySlotTest, IsCrc16OfTheKeyOrItsHashTag) {
