@@ -555,6 +555,9 @@ void DockerCluster::kill(size_t n) {
   st.killed = true;
   st.rules_for.clear();  // the network namespace goes with the process
   st.rules_known = true;
+  // The clients' proxy links to it refuse from now on, as a dead node's port would (a killed container's
+  // address would rather leave connects hanging until the host gives up on it).
+  if (proxy_) proxy_->upstream_down(nodes_[n].endpoint);
 }
 
 void DockerCluster::kill_container(const std::string& c) {
@@ -587,6 +590,7 @@ void DockerCluster::restart(size_t n) {
   st.rules_known = true;
   sync_rules(n);
   wait_ready(nodes_[n].endpoint, "node " + nodes_[n].name);
+  if (proxy_) proxy_->upstream_up(nodes_[n].endpoint);
 }
 
 void DockerCluster::pause(size_t n) {

@@ -290,6 +290,9 @@ TEST_F(DockerClusterTest, KillAndRestartWithoutPersistenceLosesData) {
   c.kill(0);
   EXPECT_FALSE(c.is_running(0));
   EXPECT_FALSE(pings(ep, milliseconds(500)));
+  // Through the proxy the dead node refuses (a definite failure), rather than accepting and closing.
+  Reply refused = command(c.endpoint_for("c0", 0), {"PING"}, milliseconds(500));
+  EXPECT_NE(refused.error.find("refused"), std::string::npos) << refused.error;
   c.restart(0);
   EXPECT_TRUE(c.is_running(0));
   EXPECT_TRUE(pings(ep));
