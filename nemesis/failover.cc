@@ -118,6 +118,22 @@ std::optional<size_t> current_master(const Cluster& c, Topology t, const std::st
   return master;
 }
 
+// True when node n is a replica whose replication link to `master` (by its cluster address) is up.
+bool replicates_from(const Cluster& c, size_t n, size_t master) {
+  if (!c.is_running(n)) return false;
+  RedisConn conn(c.nodes()[n].own_endpoint(), std::chrono::milliseconds(150), std::chrono::milliseconds(150));
+  Reply r = conn.command({"ROLE"});
+  const redisReply* raw = r.raw();
+  // ["slave", master host, master port, state, offset]
+  if (!r.ok() || !raw || raw->type != REDIS_REPLY_ARRAY || raw->elements < 4 || !raw->element[0]->str ||
+      std::string(raw->element[0]->str) != "slave" || !raw->element[1]->str || !raw->element[3]->str) {
+    return false;
+  }
+  const Endpoint& m = c.nodes()[master].endpoint;
+  return raw->element[1]->str == m.host && raw->element[2]->integer == m.port &&
+         std::string(raw->element[3]->str) == "connected";
+}
+
 class Failover : public Nemesis {
  public:
   std::string name() const override { return "failover"; }
@@ -169,7 +185,7 @@ class Failover : public Nemesis {
         if (mode == "split-brain-with-replica") {
           if (topology != Topology::kReplicated) throw ClusterError("split-brain-with-replica needs --topology replicated");
           for (size_t n = 0; n < nodes.size() && side.size() < 2; ++n) {
-            if (n != *master && role_of(env.cluster, n) == "slave") side.push_back(nodes[n].name);
+            if (n != *master && replicates_from(env.cluster, n, *master)) side.push_back(nodes[n].name);
           }
           if (side.size() < 2) throw ClusterError("split-brain-with-replica: the master has no replica to keep");
           detail["kept"] = side[1];
@@ -197,8 +213,10 @@ class Failover : public Nemesis {
         auto now = cluster_master_of(env.cluster, key);
         if (now && *now != *master && role_of(env.cluster, *now) == "master") promoted = nodes[*now].name;
       }
-      for (size_t n = 0; n < nodes.size() && promoted.is_null() && topology == Topology::kReplicated; ++n) {
-        if (n != *master && role_of(env.cluster, n) == "master") promoted = nodes[n].name;
+      if (topology == Topology::kReplicated) {
+        // The replica the Sentinels name now (an old master not yet demoted also calls itself master).
+        auto now = sentinels_master(env.cluster);
+        if (now && *now != *master && role_of(env.cluster, *now) == "master") promoted = nodes[*now].name;
       }
       if (!promoted.is_null()) break;
       std::this_thread::sleep_for(std::chrono::milliseconds(100));
