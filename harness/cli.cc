@@ -74,7 +74,7 @@ po::options_description run_options(RunConfig& c, RunFlags& f) {
     ("help,h", "this help")
     ("cluster", po::value(&c.cluster)->default_value(c.cluster), "local (redis-server processes), docker, or ssh (--hosts)")
     ("hosts", po::value(&c.hosts), "hosts file of --cluster ssh (JSON; scripts/ssh-testbed writes one)")
-    ("topology", po::value(&f.topology)->default_value(to_string(c.topology)), "independent (N masters) or replicated (master, replicas, 3 Sentinels)")
+    ("topology", po::value(&f.topology)->default_value(to_string(c.topology)), "independent (N masters), replicated (master, replicas, 3 Sentinels) or cluster (Redis Cluster: half masters, half replicas)")
     ("nodes", po::value(&c.nodes)->default_value(c.nodes), "number of Redis nodes")
     ("persistence", po::value(&f.persistence)->default_value(to_string(c.persistence)), "none, aof-everysec or aof-always")
     ("lock", po::value(&c.lock)->default_value(c.lock), "lock algorithm (see lockcheck list)")

@@ -22,14 +22,34 @@ struct Endpoint {
 enum class Persistence { kNone, kAofEverysec, kAofAlways };
 const char* to_string(Persistence p);  // "none", "aof-everysec", "aof-always"
 
-enum class Topology { kIndependent, kReplicated };
-const char* to_string(Topology t);  // "independent", "replicated"
+// kCluster: a Redis Cluster (cluster-enabled nodes; the first half masters with the hash slots split evenly,
+// the rest their replicas; automatic failover by the cluster itself, no Sentinel).
+enum class Topology { kIndependent, kReplicated, kCluster };
+const char* to_string(Topology t);  // "independent", "replicated", "cluster"
 
 enum class NodeRole { kMaster, kReplica, kSentinel };
 
 // The name under which the Sentinels of the replicated topology monitor the master (every backend uses it;
 // Sentinel-aware lock clients ask for it).
 inline constexpr char kSentinelMasterName[] = "lockcheck";
+
+// Redis Cluster's hash slots: a key's slot is CRC16 (XMODEM) of the key, or of its hash tag (the part between
+// the first '{' and the next '}', when not empty), modulo kClusterSlots.
+inline constexpr int kClusterSlots = 16384;
+inline int cluster_key_slot(const std::string& key) {
+  std::string::size_type begin = 0, end = key.size();
+  const auto open = key.find('{');
+  if (open != std::string::npos) {
+    const auto close = key.find('}', open + 1);
+    if (close != std::string::npos && close > open + 1) begin = open + 1, end = close;
+  }
+  uint16_t crc = 0;
+  for (auto i = begin; i < end; ++i) {
+    crc ^= static_cast<uint16_t>(static_cast<unsigned char>(key[i]) << 8);
+    for (int b = 0; b < 8; ++b) crc = (crc & 0x8000) ? static_cast<uint16_t>((crc << 1) ^ 0x1021) : static_cast<uint16_t>(crc << 1);
+  }
+  return crc % kClusterSlots;
+}
 
 // A cluster could not be started or a primitive could not be applied (exit status 3).
 class ClusterError : public std::runtime_error {
@@ -40,8 +60,14 @@ class ClusterError : public std::runtime_error {
 struct NodeInfo {
   std::string name;       // "n1"
   NodeRole role = NodeRole::kMaster;
-  Endpoint endpoint;      // where the node itself listens
+  // The node's address in the cluster: what its peers, Sentinel and Redis Cluster redirections name it by.
+  // Where node-to-node links go through the fault proxy (local backend, replicated and cluster topologies) it
+  // is the node's shared proxy link, on which the harness's own connections are never faulted; otherwise it
+  // is where the node itself listens.
+  Endpoint endpoint;
+  Endpoint listen;        // where the node's process itself listens; port 0: at endpoint
   std::string log_path;   // its log file (under the run's nodes/)
+  const Endpoint& own_endpoint() const { return listen.port != 0 ? listen : endpoint; }
 };
 
 class Cluster {

@@ -26,6 +26,7 @@ const char* to_string(Topology t) {
   switch (t) {
     case Topology::kIndependent: return "independent";
     case Topology::kReplicated: return "replicated";
+    case Topology::kCluster: return "cluster";
   }
   return "independent";
 }
@@ -42,7 +43,8 @@ Persistence parse_persistence(const std::string& s) {
 Topology parse_topology(const std::string& s) {
   if (s == "independent") return Topology::kIndependent;
   if (s == "replicated") return Topology::kReplicated;
-  throw ConfigError("--topology: '" + s + "' is not one of independent, replicated");
+  if (s == "cluster") return Topology::kCluster;
+  throw ConfigError("--topology: '" + s + "' is not one of independent, replicated, cluster");
 }
 
 template <typename T>
@@ -116,6 +118,12 @@ void validate(const RunConfig& c) {
   require(c.nodes >= 1 && c.nodes <= 15, "--nodes", c.nodes, "must be between 1 and 15");
   if (c.topology == Topology::kReplicated && c.nodes < 2) {
     throw ConfigError("--nodes: the replicated topology needs a master and at least one replica");
+  }
+  if (c.topology == Topology::kCluster && c.nodes < 6) {
+    throw ConfigError("--nodes: the cluster topology needs at least 6 nodes (3 masters, each with a replica)");
+  }
+  if (c.topology == Topology::kCluster && c.cluster != "local") {
+    throw ConfigError("--topology cluster: only on the local backend (--cluster local) in this build");
   }
   if (!find_lock_algorithm(c.lock)) throw ConfigError("--lock: unknown lock algorithm '" + c.lock + "' (see lockcheck list)");
   if (!make_workload(c.workload)) throw ConfigError("--workload: unknown workload '" + c.workload + "' (see lockcheck list)");

@@ -555,6 +555,9 @@ void DockerCluster::kill(size_t n) {
   st.killed = true;
   st.rules_for.clear();  // the network namespace goes with the process
   st.rules_known = true;
+  // The clients' proxy links to it refuse from now on, as a dead node's port would (a killed container's
+  // address would rather leave connects hanging until the host gives up on it).
+  if (proxy_) proxy_->upstream_down(nodes_[n].endpoint);
 }
 
 void DockerCluster::kill_container(const std::string& c) {
@@ -587,6 +590,7 @@ void DockerCluster::restart(size_t n) {
   st.rules_known = true;
   sync_rules(n);
   wait_ready(nodes_[n].endpoint, "node " + nodes_[n].name);
+  if (proxy_) proxy_->upstream_up(nodes_[n].endpoint);
 }
 
 void DockerCluster::pause(size_t n) {
@@ -644,6 +648,13 @@ int DockerCluster::client_slot(const std::string& party) const {
   return slot < config_.concurrency ? slot : -1;
 }
 
+size_t DockerCluster::sentinel_index(const std::string& party) const {
+  for (size_t s = 0; s < sentinels_.size(); ++s) {
+    if (sentinels_[s].name == party) return s;
+  }
+  return std::string::npos;
+}
+
 Endpoint DockerCluster::endpoint_for(const std::string& party, size_t n) const {
   std::lock_guard<std::mutex> lock(mu_);
   check_node(n);
@@ -668,7 +679,8 @@ void DockerCluster::sync_rules(size_t n) {
   if (st.rules_known && want == st.rules_for) return;
   std::string table = "*filter\n:INPUT ACCEPT [0:0]\n:FORWARD ACCEPT [0:0]\n:OUTPUT ACCEPT [0:0]\n";
   for (const auto& peer : want) {
-    const std::string& ip = nodes_[node_index(peer)].endpoint.host;
+    const size_t k = node_index(peer);
+    const std::string& ip = k != std::string::npos ? nodes_[k].endpoint.host : sentinels_[sentinel_index(peer)].endpoint.host;
     table += "-A INPUT -s " + ip + "/32 -j DROP\n";
     table += "-A OUTPUT -d " + ip + "/32 -j DROP\n";
   }
@@ -709,6 +721,16 @@ void DockerCluster::cut(const std::string& a, const std::string& b) {
     if (!error.empty()) throw ClusterError(error);
     return;
   }
+  const size_t sa = sentinel_index(a), sb = sentinel_index(b);
+  if ((na != std::string::npos && sb != std::string::npos) || (sa != std::string::npos && nb != std::string::npos)) {
+    // Node <-> Sentinel: the node's rules alone cut it (Sentinels run without CAP_NET_ADMIN).
+    cuts_.insert(std::minmax(a, b));
+    sync_rules(na != std::string::npos ? na : nb);
+    return;
+  }
+  if (sa != std::string::npos && sb != std::string::npos) {
+    throw ClusterError("docker cluster: cutting Sentinel from Sentinel (" + a + ", " + b + ") is not supported");
+  }
   if ((ca >= 0 && nb != std::string::npos) || (na != std::string::npos && cb >= 0)) {
     try {
       proxy_->cut(a, b);
@@ -739,6 +761,13 @@ void DockerCluster::heal(const std::string& a, const std::string& b) {
     if (!error.empty()) throw ClusterError(error);
     return;
   }
+  const size_t sa = sentinel_index(a), sb = sentinel_index(b);
+  if ((na != std::string::npos && sb != std::string::npos) || (sa != std::string::npos && nb != std::string::npos)) {
+    cuts_.erase(std::minmax(a, b));
+    sync_rules(na != std::string::npos ? na : nb);
+    return;
+  }
+  if (sa != std::string::npos && sb != std::string::npos) return;  // never cut
   if ((ca >= 0 && nb != std::string::npos) || (na != std::string::npos && cb >= 0)) {
     try {
       proxy_->heal(a, b);

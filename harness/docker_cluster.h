@@ -19,7 +19,9 @@
 //   node <-> node    iptables DROP rules inside each container's network namespace (containers run with
 //                    CAP_NET_ADMIN; rules are loaded with `docker exec iptables-restore`). A side that is down
 //                    or paused gets its rules when it comes back (a restart starts a fresh namespace), so a cut
-//                    holds as long as either side runs. Delays between nodes are not supported (they need
+//                    holds as long as either side runs. Replication between nodes is cut this way, and so is
+//   node <-> Sentinel  (rules in the node's namespace only; the failover nemesis's split-brain cuts the master
+//                    from its replicas and every Sentinel). Sentinel <-> Sentinel cuts are not supported. Delays between nodes are not supported (they need
 //                    tc netem, which the kernels we run on lack): set_delay throws ClusterError for them.
 //   client <-> node  the harness's TCP fault proxy (nemesis/fault_proxy.h): client slot cK reaches node n
 //                    through its own listener on 127.0.0.1 that forwards to the container's address.
@@ -140,6 +142,7 @@ class DockerCluster final : public Cluster {
   void sync_rules(size_t n);  // makes node n's rules match cuts_ (no-op while it is down or paused)
   std::vector<std::string> labels() const;
   size_t node_index(const std::string& party) const;       // npos when party is not a node name
+  size_t sentinel_index(const std::string& party) const;   // npos when party is not a Sentinel name
   int client_slot(const std::string& party) const;         // -1 when party is not a client slot
   void check_node(size_t n) const;
   std::string path(const std::string& rel) const;          // run_dir_/rel

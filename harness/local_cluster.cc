@@ -52,20 +52,24 @@ LocalClusterOptions LocalClusterOptions::from(const RunConfig& c, const std::str
 LocalCluster::LocalCluster(LocalClusterOptions opts) : opts_(std::move(opts)) {
   if (opts_.nodes < 1) throw ClusterError("a cluster needs at least one node");
   const bool replicated = opts_.topology == Topology::kReplicated;
+  const bool cluster = opts_.topology == Topology::kCluster;
   if (replicated && opts_.nodes < 2) throw ClusterError("the replicated topology needs a master and a replica");
+  if (cluster && opts_.nodes < 6) throw ClusterError("the cluster topology needs at least 6 nodes (3 masters, 3 replicas)");
+  if (opts_.nodes > 254) throw ClusterError("at most 254 nodes (each has a loopback source address of its own)");
   if (replicated && (opts_.sentinels < 1 || opts_.sentinel_quorum < 1 || opts_.sentinel_quorum > opts_.sentinels)) {
     throw ClusterError("the replicated topology needs at least one Sentinel and a quorum between 1 and their number");
   }
   for (int i = 0; i < opts_.nodes; ++i) {
     NodeInfo info;
     info.name = opts_.name_prefix + std::to_string(i + 1);
-    info.role = replicated && i > 0 ? NodeRole::kReplica : NodeRole::kMaster;
+    info.role = (replicated && i > 0) || (cluster && i >= opts_.nodes / 2) ? NodeRole::kReplica : NodeRole::kMaster;
     info.endpoint = Endpoint{"127.0.0.1", 0};
     info.log_path = opts_.nodes_dir + "/" + info.name + ".log";
     nodes_.push_back(info);
     data_dirs_.push_back(opts_.nodes_dir + "/" + info.name);
   }
   procs_.resize(nodes_.size());
+  bus_.resize(nodes_.size());
   paused_.assign(nodes_.size(), false);
   if (replicated) {
     for (int k = 0; k < opts_.sentinels; ++k) {
@@ -82,13 +86,142 @@ LocalCluster::LocalCluster(LocalClusterOptions opts) : opts_(std::move(opts)) {
 }
 
 Endpoint LocalCluster::peer_endpoint(const std::string& from, size_t to) const {
-  // Direct for now. Per-party proxy links (endpoint_for(from, to)) do not work here: Sentinel identifies a
-  // master by its address and "corrects" any replica whose master address differs from its own, so every
-  // Sentinel and replica must use one and the same address per node (with one link per party the three
-  // Sentinels fight over the replicas' REPLICAOF). Routing these links needs one shared proxy link per node
-  // for all peers; and the addresses Sentinel learns by itself stay direct either way (see the header).
+  // One address per node for every peer (Sentinel identifies a node by its address and "corrects" a replica
+  // whose master address differs from its own): the node's shared proxy link when peer links are proxied, on
+  // which the proxy tells `from` apart by its source address.
   (void)from;
   return nodes_.at(to).endpoint;
+}
+
+bool LocalCluster::proxied_peers() const { return opts_.use_proxy && opts_.topology != Topology::kIndependent; }
+
+std::string LocalCluster::source_address(const std::string& party) const {
+  for (size_t n = 0; n < nodes_.size(); ++n) {
+    if (nodes_[n].name == party) return "127.0.1." + std::to_string(n + 1);
+  }
+  for (size_t k = 0; k < sentinels_.size(); ++k) {
+    if (sentinels_[k].name == party) return "127.0.2." + std::to_string(k + 1);
+  }
+  throw ClusterError("no source address for party " + party);
+}
+
+// Where a node or Sentinel listens and by which address the others know it, on (re)trying its start:
+// a fresh port of its own; with proxied peers, its shared proxy link (made on the first try) forwards there.
+void LocalCluster::place(NodeInfo& info, bool first_try) {
+  info.listen = Endpoint{"127.0.0.1", free_loopback_port()};
+  if (!proxied_peers()) {
+    info.endpoint = info.listen;
+    return;
+  }
+  try {
+    if (first_try) {
+      proxy_->name_source(source_address(info.name), info.name);
+      info.endpoint = proxy_->add_shared_link(info.name, info.listen);
+    } else {
+      proxy_->set_upstream("*", info.name, info.listen);
+    }
+  } catch (const std::exception& e) {
+    throw ClusterError("cannot open the shared proxy link to " + info.name + ": " + e.what());
+  }
+}
+
+void LocalCluster::place_bus(size_t n, bool first_try) {
+  Bus& b = bus_[n];
+  // The bus port must differ from the data port: draw again on a clash.
+  do {
+    b.listen = Endpoint{"127.0.0.1", free_loopback_port()};
+  } while (b.listen.port == nodes_[n].listen.port);
+  if (!proxied_peers()) {
+    b.endpoint = b.listen;
+    return;
+  }
+  try {
+    if (first_try) {
+      b.endpoint = proxy_->add_shared_link(nodes_[n].name, b.listen, "bus");
+    } else {
+      proxy_->set_upstream("*bus", nodes_[n].name, b.listen);
+    }
+  } catch (const std::exception& e) {
+    throw ClusterError("cannot open the shared proxy link to " + nodes_[n].name + "'s cluster bus: " + e.what());
+  }
+}
+
+void LocalCluster::form_cluster() {
+  const size_t masters = nodes_.size() / 2;
+  const auto deadline = std::chrono::steady_clock::now() + opts_.ready_timeout;
+  auto ask = [&](size_t n, const std::vector<std::string>& argv) {
+    RedisConn c(nodes_[n].own_endpoint(), std::chrono::milliseconds(500), std::chrono::milliseconds(2000));
+    return c.command(argv);
+  };
+  auto fail = [&](const std::string& what, const Reply& r) {
+    throw ClusterError("cluster topology: " + what + ": " + (r.error.empty() ? "unexpected reply" : r.error) +
+                       "; see the logs under " + opts_.nodes_dir);
+  };
+  // Hash slots split evenly over the masters.
+  for (size_t m = 0; m < masters; ++m) {
+    const size_t lo = m * kClusterSlots / masters, hi = (m + 1) * kClusterSlots / masters - 1;
+    Reply r = ask(m, {"CLUSTER", "ADDSLOTSRANGE", std::to_string(lo), std::to_string(hi)});
+    if (!r.is_status("OK")) fail("ADDSLOTSRANGE on " + nodes_[m].name, r);
+  }
+  // n1 meets everyone at their cluster addresses (the shared proxy links when peers are proxied).
+  for (size_t n = 1; n < nodes_.size(); ++n) {
+    Reply r = ask(0, {"CLUSTER", "MEET", nodes_[n].endpoint.host, std::to_string(nodes_[n].endpoint.port),
+                      std::to_string(bus_[n].endpoint.port)});
+    if (!r.is_status("OK")) fail("MEET " + nodes_[n].name, r);
+  }
+  std::vector<std::string> ids(nodes_.size());
+  for (size_t n = 0; n < nodes_.size(); ++n) {
+    Reply r = ask(n, {"CLUSTER", "MYID"});
+    if (!r.str()) fail("MYID on " + nodes_[n].name, r);
+    ids[n] = *r.str();
+  }
+  // Replica k replicates master k % masters, once it has heard of that master by gossip.
+  std::string waiting;
+  for (size_t n = masters; n < nodes_.size(); ++n) {
+    const size_t m = (n - masters) % masters;
+    for (;;) {
+      Reply r = ask(n, {"CLUSTER", "REPLICATE", ids[m]});
+      if (r.is_status("OK")) break;
+      if (std::chrono::steady_clock::now() > deadline) fail(nodes_[n].name + " REPLICATE " + nodes_[m].name, r);
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+  }
+  // Ready: every node knows every other and sees every slot served; every replica's link is up.
+  const std::string known = "cluster_known_nodes:" + std::to_string(nodes_.size()) + "\r";
+  while (std::chrono::steady_clock::now() < deadline) {
+    waiting.clear();
+    for (size_t n = 0; n < nodes_.size() && waiting.empty(); ++n) {
+      auto info = ask(n, {"CLUSTER", "INFO"}).str();
+      if (!info || info->find("cluster_state:ok") == std::string::npos || info->find(known) == std::string::npos) {
+        waiting = nodes_[n].name + " to see the cluster ok with all " + std::to_string(nodes_.size()) + " nodes";
+      }
+    }
+    for (size_t n = masters; n < nodes_.size() && waiting.empty(); ++n) {
+      auto info = ask(n, {"INFO", "replication"}).str();
+      if (!info || info->find("master_link_status:up") == std::string::npos) {
+        waiting = nodes_[n].name + "'s replication link";
+      }
+    }
+    if (waiting.empty()) return;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  throw ClusterError("Redis Cluster not ready within " + std::to_string(opts_.ready_timeout.count()) +
+                     " ms: waiting for " + waiting + "; see the logs under " + opts_.nodes_dir);
+}
+
+// The lines of a node's or Sentinel's config that route its links to the others through the fault proxy:
+// it connects from its own source address (so that the proxy knows who it is) and announces its shared link.
+std::string LocalCluster::peer_link_config(const NodeInfo& info, bool sentinel) const {
+  if (!proxied_peers()) return "";
+  std::string c = "bind-source-addr " + source_address(info.name) + "\n";
+  if (sentinel) {
+    c += "sentinel announce-ip " + info.endpoint.host + "\n";
+    c += "sentinel announce-port " + std::to_string(info.endpoint.port) + "\n";
+  } else if (opts_.topology == Topology::kReplicated) {
+    c += "replica-announce-ip " + info.endpoint.host + "\n";
+    c += "replica-announce-port " + std::to_string(info.endpoint.port) + "\n";
+  }
+  return c;
 }
 
 namespace {
@@ -124,7 +257,7 @@ std::map<std::string, std::string> field_map(const redisReply* r) {
 void LocalCluster::write_node_config(size_t n) const {
   std::string c;
   c += "# written by lockcheck; Sentinel may rewrite it (CONFIG REWRITE) when it changes this node's role\n";
-  c += "port " + std::to_string(nodes_[n].endpoint.port) + "\n";
+  c += "port " + std::to_string(nodes_[n].listen.port) + "\n";
   c += "bind 127.0.0.1\n";
   c += "dir " + abs_path(data_dirs_[n]) + "\n";
   c += "logfile " + abs_path(nodes_[n].log_path) + "\n";
@@ -136,6 +269,7 @@ void LocalCluster::write_node_config(size_t n) const {
     case Persistence::kAofEverysec: c += "appendonly yes\nappendfsync everysec\n"; break;
     case Persistence::kAofAlways: c += "appendonly yes\nappendfsync always\n"; break;
   }
+  c += peer_link_config(nodes_[n], false);
   if (n > 0) {
     const Endpoint master = peer_endpoint(nodes_[n].name, 0);
     c += "replicaof " + master.host + " " + std::to_string(master.port) + "\n";
@@ -148,12 +282,13 @@ void LocalCluster::write_sentinel_config(size_t k) const {
   const std::string m = kSentinelMasterName;
   std::string c;
   c += "# written by lockcheck; Sentinel rewrites it with what it learns\n";
-  c += "port " + std::to_string(sentinels_[k].endpoint.port) + "\n";
+  c += "port " + std::to_string(sentinels_[k].listen.port) + "\n";
   c += "bind 127.0.0.1\n";
   c += "dir " + abs_path(sentinel_dirs_[k]) + "\n";
   c += "logfile " + abs_path(sentinels_[k].log_path) + "\n";
   c += "daemonize no\n";
   c += "protected-mode no\n";
+  c += peer_link_config(sentinels_[k], true);
   c += "sentinel monitor " + m + " " + master.host + " " + std::to_string(master.port) + " " +
        std::to_string(opts_.sentinel_quorum) + "\n";
   c += "sentinel down-after-milliseconds " + m + " " + std::to_string(opts_.sentinel_down_after.count()) + "\n";
@@ -166,9 +301,28 @@ LocalCluster::~LocalCluster() { stop(); }
 
 std::vector<std::string> LocalCluster::argv_for(size_t n) const {
   if (opts_.topology == Topology::kReplicated) return {opts_.redis_server, config_path(opts_.nodes_dir, nodes_[n].name)};
+  std::vector<std::string> cluster_args;
+  if (opts_.topology == Topology::kCluster) {
+    // The node's view of the cluster (nodes.conf) stays in its data dir: a restarted node rejoins as itself.
+    cluster_args = {
+        "--cluster-enabled", "yes",
+        "--cluster-config-file", abs_path(data_dirs_[n] + "/nodes.conf"),
+        "--cluster-node-timeout", std::to_string(opts_.cluster_node_timeout.count()),
+        "--cluster-port", std::to_string(bus_[n].listen.port),
+        "--cluster-replica-validity-factor", "0",  // a replica may always take over (no data-age limit)
+    };
+    if (proxied_peers()) {
+      cluster_args.insert(cluster_args.end(), {
+          "--bind-source-addr", source_address(nodes_[n].name),
+          "--cluster-announce-ip", nodes_[n].endpoint.host,
+          "--cluster-announce-port", std::to_string(nodes_[n].endpoint.port),
+          "--cluster-announce-bus-port", std::to_string(bus_[n].endpoint.port),
+      });
+    }
+  }
   std::vector<std::string> argv = {
       opts_.redis_server,
-      "--port", std::to_string(nodes_[n].endpoint.port),
+      "--port", std::to_string(nodes_[n].listen.port),
       "--bind", "127.0.0.1",
       "--dir", data_dirs_[n],
       "--logfile", fs::absolute(nodes_[n].log_path).string(),
@@ -187,6 +341,7 @@ std::vector<std::string> LocalCluster::argv_for(size_t n) const {
       argv.insert(argv.end(), {"--appendonly", "yes", "--appendfsync", "always"});
       break;
   }
+  argv.insert(argv.end(), cluster_args.begin(), cluster_args.end());
   return argv;
 }
 
@@ -213,7 +368,7 @@ void LocalCluster::spawn(size_t n) {
   }
   paused_[n] = false;
   const auto deadline = std::chrono::steady_clock::now() + opts_.start_timeout;
-  while (!wait_for_ping(nodes_[n].endpoint, std::chrono::milliseconds(100))) {
+  while (!wait_for_ping(nodes_[n].own_endpoint(), std::chrono::milliseconds(100))) {
     if (!procs_[n]->running()) {
       procs_[n].reset();
       throw ClusterError("node " + nodes_[n].name + " exited at start; see " + nodes_[n].log_path);
@@ -237,7 +392,7 @@ void LocalCluster::spawn_sentinel(size_t k) {
     throw ClusterError(std::string("cannot start Sentinel ") + sentinels_[k].name + ": " + e.what());
   }
   const auto deadline = std::chrono::steady_clock::now() + opts_.start_timeout;
-  while (!wait_for_ping(sentinels_[k].endpoint, std::chrono::milliseconds(100))) {
+  while (!wait_for_ping(sentinels_[k].own_endpoint(), std::chrono::milliseconds(100))) {
     if (!sentinel_procs_[k]->running() || std::chrono::steady_clock::now() > deadline) {
       sentinel_procs_[k].reset();
       throw ClusterError("Sentinel " + sentinels_[k].name + " did not start; see " + sentinels_[k].log_path);
@@ -253,7 +408,7 @@ void LocalCluster::wait_until_replicated_ready() {
   while (std::chrono::steady_clock::now() < deadline) {
     waiting.clear();
     for (size_t n = 1; n < nodes_.size() && waiting.empty(); ++n) {
-      RedisConn c(nodes_[n].endpoint, std::chrono::milliseconds(200), std::chrono::milliseconds(500));
+      RedisConn c(nodes_[n].own_endpoint(), std::chrono::milliseconds(200), std::chrono::milliseconds(500));
       Reply r = c.command({"INFO", "replication"});
       auto text = r.str();
       if (!text || text->find("master_link_status:up") == std::string::npos) {
@@ -261,7 +416,7 @@ void LocalCluster::wait_until_replicated_ready() {
       }
     }
     for (size_t k = 0; k < sentinels_.size() && waiting.empty(); ++k) {
-      RedisConn c(sentinels_[k].endpoint, std::chrono::milliseconds(200), std::chrono::milliseconds(500));
+      RedisConn c(sentinels_[k].own_endpoint(), std::chrono::milliseconds(200), std::chrono::milliseconds(500));
       Reply r = c.command({"SENTINEL", "MASTER", kSentinelMasterName});
       auto f = field_map(r.raw());
       if (f["num-slaves"] != replicas || f["num-other-sentinels"] != others) {
@@ -300,7 +455,8 @@ void LocalCluster::start() {
       if (ec) throw ClusterError("cannot create " + data_dirs_[n] + ": " + ec.message());
       // A port can be taken between free_loopback_port() and the bind; try a few.
       for (int attempt = 0;; ++attempt) {
-        nodes_[n].endpoint.port = free_loopback_port();
+        place(nodes_[n], attempt == 0);
+        if (opts_.topology == Topology::kCluster) place_bus(n, attempt == 0);
         try {
           if (opts_.topology == Topology::kReplicated) write_node_config(n);
           spawn(n);
@@ -314,7 +470,7 @@ void LocalCluster::start() {
       fs::create_directories(sentinel_dirs_[k], ec);
       if (ec) throw ClusterError("cannot create " + sentinel_dirs_[k] + ": " + ec.message());
       for (int attempt = 0;; ++attempt) {
-        sentinels_[k].endpoint.port = free_loopback_port();
+        place(sentinels_[k], attempt == 0);
         try {
           write_sentinel_config(k);
           spawn_sentinel(k);
@@ -325,6 +481,7 @@ void LocalCluster::start() {
       }
     }
     if (opts_.topology == Topology::kReplicated) wait_until_replicated_ready();
+    if (opts_.topology == Topology::kCluster) form_cluster();
   } catch (...) {
     for (auto& p : sentinel_procs_) p.reset();
     for (auto& p : procs_) p.reset();
@@ -362,6 +519,8 @@ void LocalCluster::kill(size_t n) {
   if (procs_.at(n)) procs_[n]->kill_and_reap();
   procs_[n].reset();
   paused_[n] = false;
+  // Every proxy link to it refuses from now on, as the dead node would (not accept-then-close).
+  if (proxy_) proxy_->upstream_down(nodes_[n].own_endpoint());
 }
 
 void LocalCluster::restart(size_t n) {
@@ -373,6 +532,7 @@ void LocalCluster::restart(size_t n) {
   }
   procs_[n].reset();
   spawn(n);
+  if (proxy_) proxy_->upstream_up(nodes_[n].own_endpoint());
 }
 
 void LocalCluster::pause(size_t n) {
@@ -414,7 +574,7 @@ pid_t LocalCluster::sentinel_pid(size_t k) const {
 }
 
 Endpoint LocalCluster::endpoint_for(const std::string& party, size_t n) const {
-  const Endpoint& node = nodes_.at(n).endpoint;
+  const Endpoint& node = nodes_.at(n).own_endpoint();
   if (!opts_.use_proxy) return node;
   std::lock_guard<std::mutex> lock(links_mu_);
   auto key = std::make_pair(party, n);

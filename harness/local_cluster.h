@@ -8,6 +8,12 @@
 //
 // Topologies:
 //  - independent (default): N masters that know nothing of each other (Redlock's setting); started with argv.
+//  - cluster: a Redis Cluster of cluster-enabled nodes started with argv: the first half are masters (hash
+//    slots split evenly, ADDSLOTSRANGE), the others their replicas (replica k of master k mod masters); n1
+//    MEETs every node; cluster-node-timeout 1000 ms, so a master cut off or dead for a second is failed over
+//    by its replica. Node-to-node links (replication and the cluster bus, whose port is chosen like the data
+//    port) go through shared proxy links, announced with cluster-announce-ip/port/bus-port, so that MOVED
+//    and ASK redirections name the proxied addresses too (which clients map to their own links).
 //  - replicated: n1 is the master, n2..nN replicate it (replicaof), and three Sentinels s1..s3 (real
 //    `redis-server CONF --sentinel` processes, data dirs nodes/sK/, logs nodes/sK.log) monitor it under the
 //    name kSentinelMasterName with quorum 2, down-after-milliseconds 1000 and failover-timeout 3000, so a dead
@@ -15,12 +21,18 @@
 //    nodes/nX.conf, which Sentinel rewrites (CONFIG REWRITE) when it changes the node's role: a restarted node
 //    comes back with the role Sentinel last gave it, as in a real deployment. start() returns once every
 //    replica's link is up and every Sentinel sees all replicas and the other Sentinels.
-// The address a node or Sentinel uses to reach another node (replicaof, sentinel monitor) is decided in one
-// place, peer_endpoint(). Today it is the node's own address: node-to-node and Sentinel links bypass the
-// fault proxy (clients' links do not). Routing them needs one proxy link per node shared by every peer
-// (Sentinel insists that all Sentinels and replicas name a master by the same address), and what Sentinel
-// learns by itself and hands out after a failover -- replica addresses from INFO, the other Sentinels from
-// their hello messages, the promoted master's address -- stays the nodes' own addresses.
+// Node-to-node links (replication, Sentinel's links to nodes and to the other Sentinels) go through the fault
+// proxy too, so that the nemesis can cut a master off from its replicas and Sentinels while clients still
+// reach it. Sentinel insists that every Sentinel and replica name a node by one address, so each node and
+// Sentinel has one *shared* proxy link (FaultProxy::add_shared_link), which is its NodeInfo::endpoint (its
+// own listener is NodeInfo::listen): every node and Sentinel connects from a loopback source address of its
+// own (bind-source-addr 127.0.1.N for node nN, 127.0.2.K for Sentinel sK; Linux routes all of 127/8 to lo),
+// by which the proxy knows who is on the other end and applies the faults of that pair, and announces its
+// shared link (replica-announce-ip/port, sentinel announce-ip/port) so that what Sentinel learns by itself
+// and hands out after a failover -- replica addresses, the other Sentinels, the promoted master -- is the
+// proxied address too. The harness's own connections to endpoint (from 127.0.0.1) are never faulted.
+// Where peer_endpoint() decides it, with use_proxy off, or in the independent topology, endpoint is direct.
+// A killed node's proxy links refuse connections until it is restarted (FaultProxy::upstream_down).
 #pragma once
 
 #include <map>
@@ -53,6 +65,8 @@ struct LocalClusterOptions {
   std::chrono::milliseconds sentinel_down_after{1000};       // down-after-milliseconds
   std::chrono::milliseconds sentinel_failover_timeout{3000};  // failover-timeout
   std::chrono::milliseconds ready_timeout{30000};  // replication links up and Sentinels aware of each other
+  // Cluster topology only: cluster-node-timeout (a master unreachable this long is failed over).
+  std::chrono::milliseconds cluster_node_timeout{1000};
   static LocalClusterOptions from(const RunConfig& c, const std::string& run_dir);
 };
 
@@ -92,13 +106,25 @@ class LocalCluster : public Cluster {
   // Where `from` (a node name "n2" or a Sentinel name "s1") reaches data node `to`: the one place that decides
   // node-to-node addresses (today the node's own endpoint; the fault proxy will route through here).
   Endpoint peer_endpoint(const std::string& from, size_t to) const;
+  bool proxied_peers() const;  // node-to-node links through the fault proxy (replicated/cluster, use_proxy)
+  // The loopback source address a node ("n2": 127.0.1.2) or Sentinel ("s1": 127.0.2.1) connects from.
+  std::string source_address(const std::string& party) const;
+  void place(NodeInfo& info, bool first_try);  // REQUIRES: mu_ held; throws ClusterError
+  std::string peer_link_config(const NodeInfo& info, bool sentinel) const;
   void write_node_config(size_t n) const;      // replicated topology: nodes/nX.conf
   void write_sentinel_config(size_t k) const;  // nodes/sK.conf
   void wait_until_replicated_ready();          // REQUIRES: mu_ held; throws ClusterError
+  void place_bus(size_t n, bool first_try);    // cluster topology: node n's bus port and its shared link
+  void form_cluster();                         // cluster topology: slots, MEET, REPLICATE, wait until ok
 
   LocalClusterOptions opts_;
   std::vector<NodeInfo> nodes_;
   std::vector<std::string> data_dirs_;
+  struct Bus {
+    Endpoint listen;    // the node's cluster bus port (cluster-port)
+    Endpoint endpoint;  // what it announces (cluster-announce-bus-port): its shared "bus" proxy link
+  };
+  std::vector<Bus> bus_;  // cluster topology
   std::vector<NodeInfo> sentinels_;
   std::vector<std::string> sentinel_dirs_;
   mutable std::mutex mu_;

@@ -10,6 +10,7 @@ std::unique_ptr<LockClient> make_set_nx_ex_del_lock(const LockOptions& o);
 std::unique_ptr<LockClient> make_set_nx_timestamp_lock(const LockOptions& o);
 std::unique_ptr<LockClient> make_single_lock(const LockOptions& o);
 std::unique_ptr<LockClient> make_single_failover_lock(const LockOptions& o);
+std::unique_ptr<LockClient> make_cluster_lock(const LockOptions& o);
 std::unique_ptr<LockClient> make_redlock(const LockOptions& o);
 std::unique_ptr<LockClient> make_redlock_sequential(const LockOptions& o);
 std::unique_ptr<LockClient> make_external_lock(const LockOptions& o);
@@ -58,6 +59,10 @@ const std::vector<LockAlgorithm>& lock_algorithms() {
        "replication is asynchronous: a promoted replica that lacks the lock grants it again (WAIT narrows the "
        "window, does not close it)",
        make_single_failover_lock, "master_name, wait_replicas"},
+      {"cluster", "V3.1 on a Redis Cluster (--topology cluster): the key's slot master, MOVED/ASK followed",
+       "replication is asynchronous: a master cut off from the cluster grants locks its promoted replica never "
+       "receives",
+       make_cluster_lock},
       {"redlock", "Redlock: SET NX PX on N independent masters in parallel, quorum N/2+1, validity = TTL - "
        "elapsed - drift, retries after a random delay",
        "assumes bounded clock drift and pauses: a clock jump or an amnesic restart on one node of a quorum, or a "

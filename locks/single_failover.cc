@@ -1,8 +1,11 @@
 // `single-failover`: the V3.1 lock (SET key token NX PX ttl, compare-and-delete release) on a master that is
 // replicated to replicas and watched by Sentinel (--topology replicated). The client asks the Sentinels for
 // the current master (SENTINEL get-master-addr-by-name), as Sentinel-aware clients do (redis-py's Sentinel,
-// Jedis' JedisSentinelPool), keeps its connection, and asks again after a transport error or a READONLY reply
-// (it was talking to a master that has since been demoted).
+// Jedis' JedisSentinelPool), and follows a failover as soon as Sentinel announces it: before each acquire it
+// asks again and moves to the master Sentinel names now (JedisSentinelPool does the same on Sentinel's
+// +switch-master message). It also asks again after a transport error or a READONLY reply (it was talking to
+// a master that has since been demoted). With extra["follow"] = "on-error" it asks only then (a client that
+// keeps its connection to the old master as long as it answers).
 // This is the setup the Redlock article shows unsafe: replication is asynchronous, so a master can
 // acknowledge the lock and die before a replica has it; Sentinel promotes that replica and a second client
 // takes the same lock there.
@@ -11,13 +14,15 @@
 // has reached N replicas) without closing it: WAIT is not a consensus, and Sentinel may still promote a replica
 // that did not acknowledge.
 //
-// Options (LockOptions.extra): master_name (kSentinelMasterName), wait_replicas (0).
+// Options (LockOptions.extra): master_name (kSentinelMasterName), wait_replicas (0), follow ("sentinel" or
+// "on-error").
 // The address a Sentinel reports is the node's own; the client maps it to its own view of that node
 // (LockOptions.node_addresses[i] -> nodes[i], the fault proxy's link for this client) before connecting, and
 // connects directly only to an address it does not know.
 #include <hiredis/hiredis.h>
 
 #include <map>
+#include <optional>
 
 #include "harness/process.h"
 #include "harness/random.h"
@@ -38,7 +43,12 @@ class SingleFailoverLock : public LockClient {
         op_timeout_(o.op_timeout),
         fencing_(o.fencing),
         master_name_(extra_value<std::string>(o, "master_name", kSentinelMasterName)),
-        wait_replicas_(extra_int(o, "wait_replicas", 0, 0, 1000)) {
+        wait_replicas_(extra_int(o, "wait_replicas", 0, 0, 1000)),
+        follow_sentinel_(extra_value<std::string>(o, "follow", "sentinel") != "on-error") {
+    const std::string follow = extra_value<std::string>(o, "follow", "sentinel");
+    if (follow != "sentinel" && follow != "on-error") {
+      throw std::invalid_argument("lock option \"follow\": '" + follow + "' is not one of sentinel, on-error");
+    }
     if (o.sentinels.empty()) {
       throw std::invalid_argument("lock single-failover needs Sentinels: run it with --topology replicated");
     }
@@ -47,6 +57,11 @@ class SingleFailoverLock : public LockClient {
 
   LockResult acquire(const std::string& key, std::chrono::milliseconds ttl) override {
     std::string why;
+    if (follow_sentinel_ && master_) {
+      // Where Sentinel says the master is now; a Sentinel that does not answer leaves the connection as it is.
+      auto named = ask_sentinels(&why);
+      if (named && *named != master_addr_) master_.reset();
+    }
     RedisConn* m = master(&why);
     if (m == nullptr) return LockResult::fail("no master: " + why);
     const auto start = std::chrono::steady_clock::now();
@@ -102,6 +117,15 @@ class SingleFailoverLock : public LockClient {
   // no Sentinel answered with an address.
   RedisConn* master(std::string* why) {
     if (master_) return master_.get();
+    auto ep = ask_sentinels(why);
+    if (!ep) return nullptr;
+    master_addr_ = *ep;
+    master_ = std::make_unique<RedisConn>(client_view(*ep), connect_timeout_, op_timeout_);
+    return master_.get();
+  }
+
+  // The master's address as the first Sentinel that answers names it; nullopt (and why) when none does.
+  std::optional<Endpoint> ask_sentinels(std::string* why) {
     std::string errors;
     for (size_t k = 0; k < sentinels_.size(); ++k) {
       RedisConn& s = *sentinels_[(next_sentinel_ + k) % sentinels_.size()];
@@ -109,17 +133,15 @@ class SingleFailoverLock : public LockClient {
       const redisReply* raw = r.raw();
       if (r.ok() && raw && raw->type == REDIS_REPLY_ARRAY && raw->elements == 2 &&
           raw->element[0]->type == REDIS_REPLY_STRING && raw->element[1]->type == REDIS_REPLY_STRING) {
-        Endpoint ep{std::string(raw->element[0]->str, raw->element[0]->len),
-                    std::atoi(std::string(raw->element[1]->str, raw->element[1]->len).c_str())};
         next_sentinel_ = (next_sentinel_ + k) % sentinels_.size();
-        master_ = std::make_unique<RedisConn>(client_view(ep), connect_timeout_, op_timeout_);
-        return master_.get();
+        return Endpoint{std::string(raw->element[0]->str, raw->element[0]->len),
+                        std::atoi(std::string(raw->element[1]->str, raw->element[1]->len).c_str())};
       }
       errors += (errors.empty() ? "" : "; ") + s.endpoint().str() + ": " +
                 (r.ok() ? std::string("no address for ") + master_name_ : r.error);
     }
     *why = errors;
-    return nullptr;
+    return std::nullopt;
   }
 
   // Where this client reaches the node whose own address is ep.
@@ -165,9 +187,11 @@ class SingleFailoverLock : public LockClient {
   bool fencing_;
   std::string master_name_;
   int64_t wait_replicas_;
+  bool follow_sentinel_;
   std::vector<std::unique_ptr<RedisConn>> sentinels_;
   size_t next_sentinel_ = 0;
   std::unique_ptr<RedisConn> master_;
+  Endpoint master_addr_;  // the address Sentinel gave for master_
   std::map<std::string, std::string> tokens_;
 };
 

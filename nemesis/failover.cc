@@ -1,22 +1,30 @@
-// Nemesis `failover` (replicated topology: a master, replicas, 3 Sentinels): takes the current master away so
-// that Sentinel promotes a replica, the fifth failure scenario of FACTS.md: replication is asynchronous, so a
-// lock the old master acknowledged may be missing on the promoted replica, and another client takes it.
-// The current master is found at invoke time (ROLE on each running data node, asked directly). Modes:
-//   kill       SIGKILL the master; the stop op restarts it (Sentinel then turns it into a replica)
-//   pause      SIGSTOP the master for the fault period (longer than Sentinel's down-after), SIGCONT at stop
-//   partition  cut the master from every other data node and Sentinel while clients still reach it (a split
-//              brain: the old master keeps granting locks until it is demoted); stop heals. On the local
-//              backend this needs node-to-node links through the fault proxy (peer links of the replicated
-//              topology); where they are direct, the cut does not stop replication or Sentinel.
+// Nemesis `failover` (--topology replicated: a master, replicas, 3 Sentinels; or --topology cluster: a Redis
+// Cluster): takes a master away so that a replica is promoted (by Sentinel, or by the cluster's majority), the
+// fifth failure scenario of FACTS.md: replication is asynchronous, so a lock the old master acknowledged may be
+// missing on the promoted replica, and another client takes it. The master is found at invoke time, asked
+// directly: the one most Sentinels name (else the first node whose ROLE is master); on Redis Cluster the master
+// of the slot of the holder's key (holder targeting) or of "lock-0". Modes:
+//   kill         SIGKILL the master; the stop op restarts it (it then rejoins as a replica)
+//   pause        SIGSTOP the master for the fault period (longer than down-after / node-timeout), SIGCONT at stop
+//   split-brain  cut the master from every other data node and Sentinel while clients still reach it: the old
+//                master keeps granting locks that never reach its replicas (until it is demoted, or on Redis
+//                Cluster until its node-timeout runs out) while a replica is promoted and clients that follow
+//                Sentinel or the cluster lock there too; stop heals. Needs node-to-node links through the
+//                fault layer (the local backend's shared proxy links). "partition" is its former name.
+//   split-brain-with-replica  the same, but one replica stays on the old master's side (cut from the other
+//                replicas and the Sentinels with it), so WAIT 1 still succeeds there while Sentinel promotes
+//                another replica: WAIT narrows the window, it does not close it (replicated topology only).
 // After applying, invoke waits (at most wait_ms, 10 s by default, less when the run stops) for a replica to
-// report itself master and names it in detail.promoted (null when none did in time). Holder targeting changes
-// only the timing (the fault lands right after an acquire): the master is the only target there is.
+// become master and names it in detail.promoted (null when none did in time). Holder targeting times the
+// fault right after an acquire (the driver waits for one) and, on Redis Cluster, picks the holder key's master.
 #include <hiredis/hiredis.h>
 
+#include <map>
 #include <thread>
 
 #include "harness/redis_conn.h"
 #include "nemesis/fault_util.h"
+#include "nemesis/holders.h"
 #include "nemesis/link_faults.h"
 
 namespace lockcheck {
@@ -27,14 +35,14 @@ using nlohmann::json;
 namespace u = nemesis_util;
 
 const std::vector<std::string>& failover_modes() {
-  static const std::vector<std::string> m = {"kill", "pause", "partition"};
+  static const std::vector<std::string> m = {"kill", "pause", "split-brain", "split-brain-with-replica"};
   return m;
 }
 
 // "master", "slave" or "" (down, paused, unreachable) for node n, asked on its own endpoint.
 std::string role_of(const Cluster& c, size_t n) {
   if (!c.is_running(n)) return "";
-  RedisConn conn(c.nodes()[n].endpoint, std::chrono::milliseconds(150), std::chrono::milliseconds(150));
+  RedisConn conn(c.nodes()[n].own_endpoint(), std::chrono::milliseconds(150), std::chrono::milliseconds(150));
   Reply r = conn.command({"ROLE"});
   if (!r.ok() || !r.raw()) return "";
   const redisReply* raw = r.raw();
@@ -42,13 +50,98 @@ std::string role_of(const Cluster& c, size_t n) {
   return std::string(raw->element[0]->str, raw->element[0]->len);
 }
 
+// The data node the Sentinels name master now (the answer most of them give, asked directly); nullopt when no
+// Sentinel answers or the address is no node's.
+std::optional<size_t> sentinels_master(const Cluster& c) {
+  std::map<size_t, int> votes;
+  for (const auto& s : c.sentinels()) {
+    RedisConn conn(s.own_endpoint(), std::chrono::milliseconds(150), std::chrono::milliseconds(300));
+    Reply r = conn.command({"SENTINEL", "get-master-addr-by-name", kSentinelMasterName});
+    const redisReply* raw = r.raw();
+    if (!r.ok() || !raw || raw->type != REDIS_REPLY_ARRAY || raw->elements != 2 || !raw->element[0]->str ||
+        !raw->element[1]->str) {
+      continue;
+    }
+    const Endpoint ep{raw->element[0]->str, std::atoi(raw->element[1]->str)};
+    for (size_t n = 0; n < c.nodes().size(); ++n) {
+      if (c.nodes()[n].endpoint == ep) ++votes[n];
+    }
+  }
+  std::optional<size_t> best;
+  for (const auto& v : votes) {
+    if (!best || v.second > votes[*best]) best = v.first;
+  }
+  return best;
+}
+
+// Redis Cluster: the node most running nodes name (CLUSTER SLOTS, asked directly) as master of key's slot.
+std::optional<size_t> cluster_master_of(const Cluster& c, const std::string& key) {
+  const long long slot = cluster_key_slot(key);
+  std::map<size_t, int> votes;
+  for (size_t n = 0; n < c.nodes().size(); ++n) {
+    if (!c.is_running(n)) continue;
+    RedisConn conn(c.nodes()[n].own_endpoint(), std::chrono::milliseconds(150), std::chrono::milliseconds(300));
+    Reply r = conn.command({"CLUSTER", "SLOTS"});
+    const redisReply* raw = r.raw();
+    if (!r.ok() || !raw || raw->type != REDIS_REPLY_ARRAY) continue;
+    for (size_t i = 0; i < raw->elements; ++i) {
+      const redisReply* range = raw->element[i];
+      if (range->type != REDIS_REPLY_ARRAY || range->elements < 3 || range->element[0]->integer > slot ||
+          range->element[1]->integer < slot) {
+        continue;
+      }
+      const redisReply* m = range->element[2];
+      if (m->type != REDIS_REPLY_ARRAY || m->elements < 2 || m->element[0]->type != REDIS_REPLY_STRING) continue;
+      const Endpoint ep{std::string(m->element[0]->str, m->element[0]->len), static_cast<int>(m->element[1]->integer)};
+      for (size_t k = 0; k < c.nodes().size(); ++k) {
+        if (c.nodes()[k].endpoint == ep) ++votes[k];
+      }
+    }
+  }
+  std::optional<size_t> best;
+  for (const auto& v : votes) {
+    if (!best || v.second > votes[*best]) best = v.first;
+  }
+  return best;
+}
+
+// The master to take away now: on Redis Cluster the master of key's slot (as most nodes see it); in the
+// replicated topology the master Sentinel names (after an earlier split brain the old master may still call
+// itself master until Sentinel demotes it), else the first node that reports itself master.
+std::optional<size_t> current_master(const Cluster& c, Topology t, const std::string& key) {
+  std::optional<size_t> master = t == Topology::kCluster ? cluster_master_of(c, key) : sentinels_master(c);
+  if (master && role_of(c, *master) != "master") master.reset();
+  if (t == Topology::kCluster) return master;
+  for (size_t n = 0; n < c.nodes().size() && !master; ++n) {
+    if (role_of(c, n) == "master") master = n;
+  }
+  return master;
+}
+
+// True when node n is a replica whose replication link to `master` (by its cluster address) is up.
+bool replicates_from(const Cluster& c, size_t n, size_t master) {
+  if (!c.is_running(n)) return false;
+  RedisConn conn(c.nodes()[n].own_endpoint(), std::chrono::milliseconds(150), std::chrono::milliseconds(150));
+  Reply r = conn.command({"ROLE"});
+  const redisReply* raw = r.raw();
+  // ["slave", master host, master port, state, offset]
+  if (!r.ok() || !raw || raw->type != REDIS_REPLY_ARRAY || raw->elements < 4 || !raw->element[0]->str ||
+      std::string(raw->element[0]->str) != "slave" || !raw->element[1]->str || !raw->element[3]->str) {
+    return false;
+  }
+  const Endpoint& m = c.nodes()[master].endpoint;
+  return raw->element[1]->str == m.host && raw->element[2]->integer == m.port &&
+         std::string(raw->element[3]->str) == "connected";
+}
+
 class Failover : public Nemesis {
  public:
   std::string name() const override { return "failover"; }
 
   bool select_mode(const std::string& mode) override {
-    if (std::find(failover_modes().begin(), failover_modes().end(), mode) == failover_modes().end()) return false;
-    mode_ = mode;
+    const std::string m = mode == "partition" ? "split-brain" : mode;  // the mode's former name
+    if (std::find(failover_modes().begin(), failover_modes().end(), m) == failover_modes().end()) return false;
+    mode_ = m;
     return true;
   }
 
@@ -66,17 +159,18 @@ class Failover : public Nemesis {
     LinkFaults& links = env.links ? *env.links : own_links_;
     if (!start) return heal(env, op, links);
     json detail = u::detail_of(op);
-    if (env.config.topology != Topology::kReplicated) {
-      return u::complete(op, OpType::kInfo, json::array(), detail, "failover needs --topology replicated");
+    const Topology topology = env.config.topology;
+    if (topology != Topology::kReplicated && topology != Topology::kCluster) {
+      return u::complete(op, OpType::kInfo, json::array(), detail, "failover needs --topology replicated or cluster");
     }
     if (master_) return u::complete(op, OpType::kInfo, json::array(), detail, "a failover is already in force");
     const auto& nodes = env.cluster.nodes();
-    std::optional<size_t> master;
-    for (size_t n = 0; n < nodes.size() && !master; ++n) {
-      if (role_of(env.cluster, n) == "master") master = n;
-    }
+    const std::string key = detail.contains("aimed_at") ? detail["aimed_at"].value("key", kDefaultKey) : kDefaultKey;
+    if (topology == Topology::kCluster) detail["slot"] = cluster_key_slot(key);
+    const std::optional<size_t> master = current_master(env.cluster, topology, key);
     if (!master) return u::complete(op, OpType::kInfo, json::array(), detail, "no node reports itself master");
-    const std::string mode = detail.value("mode", "kill");
+    std::string mode = detail.value("mode", "kill");
+    if (mode == "partition") mode = "split-brain";
     const std::string mname = nodes[*master].name;
     json targets = json::array({mname});
     detail["master"] = mname;
@@ -85,11 +179,23 @@ class Failover : public Nemesis {
         env.cluster.kill(*master);
       } else if (mode == "pause") {
         env.cluster.pause(*master);
-      } else if (mode == "partition") {
-        for (const auto& n : nodes) {
-          if (n.name != mname) links.cut(env.cluster, name(), mname, n.name);
+      } else if (mode == "split-brain" || mode == "split-brain-with-replica") {
+        // The old master's side: the master, and with a replica one of its replicas too.
+        std::vector<std::string> side = {mname};
+        if (mode == "split-brain-with-replica") {
+          if (topology != Topology::kReplicated) throw ClusterError("split-brain-with-replica needs --topology replicated");
+          for (size_t n = 0; n < nodes.size() && side.size() < 2; ++n) {
+            if (n != *master && replicates_from(env.cluster, n, *master)) side.push_back(nodes[n].name);
+          }
+          if (side.size() < 2) throw ClusterError("split-brain-with-replica: the master has no replica to keep");
+          detail["kept"] = side[1];
         }
-        for (const auto& s : env.cluster.sentinels()) links.cut(env.cluster, name(), mname, s.name);
+        for (const auto& mine : side) {
+          for (const auto& n : nodes) {
+            if (std::find(side.begin(), side.end(), n.name) == side.end()) links.cut(env.cluster, name(), mine, n.name);
+          }
+          for (const auto& s : env.cluster.sentinels()) links.cut(env.cluster, name(), mine, s.name);
+        }
       } else {
         throw std::invalid_argument("failover: unknown mode '" + mode + "'");
       }
@@ -102,8 +208,15 @@ class Failover : public Nemesis {
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(detail.value("wait_ms", 10000));
     json promoted = nullptr;
     while (std::chrono::steady_clock::now() < deadline && !(env.stopping && env.stopping->load())) {
-      for (size_t n = 0; n < nodes.size() && promoted.is_null(); ++n) {
-        if (n != *master && role_of(env.cluster, n) == "master") promoted = nodes[n].name;
+      if (topology == Topology::kCluster) {
+        // The slot's new master, as the majority side sees it.
+        auto now = cluster_master_of(env.cluster, key);
+        if (now && *now != *master && role_of(env.cluster, *now) == "master") promoted = nodes[*now].name;
+      }
+      if (topology == Topology::kReplicated) {
+        // The replica the Sentinels name now (an old master not yet demoted also calls itself master).
+        auto now = sentinels_master(env.cluster);
+        if (now && *now != *master && role_of(env.cluster, *now) == "master") promoted = nodes[*now].name;
       }
       if (!promoted.is_null()) break;
       std::this_thread::sleep_for(std::chrono::milliseconds(100));
@@ -112,11 +225,20 @@ class Failover : public Nemesis {
     return u::complete(op, OpType::kOk, targets, detail);
   }
 
+  // Holder targeting: the fault lands right after a fresh acquire (the driver waits for one); on Redis Cluster
+  // it takes away the master of the holder's key.
+  void aim(NemesisEnv& env, FaultPlan& plan) const override {
+    if (!env.holders) return;
+    auto held = env.holders->current();
+    if (held.empty()) return;
+    plan.detail["aimed_at"] = {{"process", held.back().process}, {"key", held.back().key}};
+  }
+
   void teardown(NemesisEnv& env) noexcept override {
     if (!master_) return;
     try {
       if (mode_in_force_ == "pause") env.cluster.resume(*master_);
-      if (mode_in_force_ == "partition") (env.links ? *env.links : own_links_).uncut_all(env.cluster, name());
+      if (mode_in_force_.rfind("split-brain", 0) == 0) (env.links ? *env.links : own_links_).uncut_all(env.cluster, name());
       // kill: the cluster's stop() ends the run with every node down anyway.
     } catch (...) {
     }
@@ -130,13 +252,17 @@ class Failover : public Nemesis {
     try {
       if (mode_in_force_ == "kill") env.cluster.restart(*master_);
       if (mode_in_force_ == "pause") env.cluster.resume(*master_);
-      if (mode_in_force_ == "partition") links.uncut_all(env.cluster, name());
+      if (mode_in_force_.rfind("split-brain", 0) == 0) links.uncut_all(env.cluster, name());
     } catch (const ClusterError& e) {
       return u::complete(op, OpType::kInfo, json::array({mname}), {{"mode", mode_in_force_}}, e.what());
     }
     master_.reset();
     return u::complete(op, OpType::kOk, json::array({mname}), {{"mode", mode_in_force_}});
   }
+
+  // Which key's master to take away on Redis Cluster when holder targeting names none (the lock workload's
+  // first key).
+  static constexpr const char* kDefaultKey = "lock-0";
 
   std::string mode_;
   std::optional<size_t> master_;

@@ -3,6 +3,7 @@
 #include <boost/asio.hpp>
 
 #include <deque>
+#include <functional>
 #include <future>
 #include <iostream>
 #include <map>
@@ -26,6 +27,10 @@ constexpr size_t kMaxBuffersPerWrite = 64;
 constexpr auto kAcceptRetryDelay = std::chrono::milliseconds(50);
 // How long stop() lets outstanding operations finish (they are all cancelled) before it stops the loop.
 constexpr auto kStopDrainTimeout = std::chrono::seconds(5);
+// How often a link whose upstream is down tries to reach it (and to listen again once it answers).
+constexpr auto kProbePeriod = std::chrono::milliseconds(50);
+// The `from` of a shared link in the links map (not a valid party name: parties are node and client names).
+const char* const kSharedFrom = "*";
 
 using PartyPair = std::pair<std::string, std::string>;
 
@@ -45,25 +50,37 @@ struct PairFault {
   std::chrono::microseconds jitter{0};
 };
 
+struct Link;
+
 // What connections share: options, the RNG, the connection budget. Touched only on the proxy thread.
 struct Shared {
   Shared(const FaultProxyOptions& o, uint64_t seed) : options(o), rng(seed) {}
   FaultProxyOptions options;
   std::mt19937_64 rng;
   size_t open_connections = 0;
+  PairFault no_fault;  // the faults of a connection to a shared link from an unnamed source: never any
+  std::function<void(Link&)> upstream_refused;  // a connection's upstream refused: the link goes down
 };
 
 class Connection;
 
 struct Link {
   Link(asio::io_context& io, std::string f, std::string t, tcp::endpoint up, PairFault* pf)
-      : from(std::move(f)), to(std::move(t)), upstream(up), acceptor(io), accept_retry(io), fault(pf) {}
-  std::string from;
+      : from(std::move(f)), to(std::move(t)), upstream(up), acceptor(io), accept_retry(io), probe_timer(io),
+        probe(io), fault(pf) {}
+  bool shared() const { return fault == nullptr; }
+  std::string from;  // kSharedFrom for a shared link
   std::string to;
   tcp::endpoint upstream;
   tcp::acceptor acceptor;
+  unsigned short port = 0;  // where acceptor listens (kept while the link is down, to listen there again)
   asio::steady_timer accept_retry;
-  PairFault* fault;  // owned by Impl::faults_, stable
+  // Upstream down (it refused a connection, or upstream_down): the acceptor is closed, so that connecting is
+  // refused, and probe tries upstream every kProbePeriod until it answers.
+  bool down = false;
+  asio::steady_timer probe_timer;
+  tcp::socket probe;
+  PairFault* fault;  // owned by Impl::faults_, stable; null for a shared link (each connection has its own)
   std::map<uint64_t, std::shared_ptr<Connection>> connections;  // open ones; a connection erases itself
   LinkStats counters;  // bytes_held and connections_open are computed by stats()
 };
@@ -72,9 +89,10 @@ struct Link {
 // while open and by the handlers it has outstanding.
 class Connection : public std::enable_shared_from_this<Connection> {
  public:
-  Connection(Shared& shared, Link& link, uint64_t id, tcp::socket downstream)
+  Connection(Shared& shared, Link& link, PairFault& fault, uint64_t id, tcp::socket downstream)
       : shared_(shared),
         link_(link),
+        fault_(fault),
         id_(id),
         downstream_(std::move(downstream)),
         upstream_(downstream_.get_executor()),
@@ -107,6 +125,18 @@ class Connection : public std::enable_shared_from_this<Connection> {
     }
     pump(Side::kUp);
     pump(Side::kDown);
+  }
+
+  const PairFault* fault() const { return &fault_; }
+  // Not (yet) connected upstream, and not held there by a cut: what the upstream going down resets.
+  bool waiting_for_upstream() const { return upstream_state_ != UpstreamState::kConnected && !cut(); }
+
+  // Closes with a reset (SO_LINGER 0), so that the client reads ECONNRESET as from a refusing node.
+  void reset() {
+    if (life_ == Life::kClosed) return;
+    ErrorCode ignored;
+    downstream_.set_option(asio::socket_base::linger(true, 0), ignored);
+    close();
   }
 
   // Closes both sockets at once and drops held bytes. Idempotent.
@@ -157,12 +187,12 @@ class Connection : public std::enable_shared_from_this<Connection> {
   };
 
   Direction& dir(Side s) { return s == Side::kUp ? up_ : down_; }
-  bool cut() const { return link_.fault->state == LinkState::kCut; }
+  bool cut() const { return fault_.state == LinkState::kCut; }
 
   // When a chunk (or EOF) read now may leave: now + delay + jitter, but never before the one read before it.
   SteadyClock::time_point next_release(Direction& d) {
     SteadyClock::time_point t = SteadyClock::now();
-    const PairFault& f = *link_.fault;
+    const PairFault& f = fault_;
     if (f.delay.count() > 0 || f.jitter.count() > 0) {
       std::chrono::microseconds extra = f.delay;
       if (f.jitter.count() > 0) {
@@ -182,7 +212,10 @@ class Connection : public std::enable_shared_from_this<Connection> {
     upstream_.async_connect(link_.upstream, [this, self](const ErrorCode& ec) {
       if (life_ == Life::kClosed) return;
       if (ec) {
-        close();  // as the node itself would: refused or unreachable
+        // As the node itself would: refused or unreachable. A refusal takes the whole link down, so that the
+        // next clients are refused at connect (a definite failure) rather than accepted and closed.
+        reset();
+        if (ec == asio::error::connection_refused && shared_.upstream_refused) shared_.upstream_refused(link_);
         return;
       }
       upstream_state_ = UpstreamState::kConnected;
@@ -288,6 +321,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
 
   Shared& shared_;
   Link& link_;
+  PairFault& fault_;  // the pair this connection belongs to (the link's, or its party's on a shared link)
   const uint64_t id_;
   tcp::socket downstream_;
   tcp::socket upstream_;
@@ -319,6 +353,7 @@ class FaultProxy::Impl {
  public:
   Impl(uint64_t seed, const FaultProxyOptions& options)
       : shared_(options, seed), work_(asio::make_work_guard(io_)) {
+    shared_.upstream_refused = [this](Link& link) { go_down(link); };
     std::promise<void> done;
     loop_done_ = done.get_future();
     thread_ = std::thread([this, done = std::move(done)]() mutable {
@@ -340,24 +375,56 @@ class FaultProxy::Impl {
   Endpoint add_link(const std::string& from, const std::string& to, const Endpoint& upstream) {
     check_parties(from, to, "add_link");
     const tcp::endpoint up = resolve_upstream(upstream);
-    return call([this, from, to, up] {
-      if (run_state_ == RunState::kStopped) throw FaultProxyError("FaultProxy::add_link: the proxy is stopped");
-      const PartyPair key(from, to);
-      if (links_.count(key) != 0) {
-        throw std::invalid_argument("FaultProxy::add_link: link " + from + "->" + to + " already exists");
+    return call([this, from, to, up] { return open_link(from, to, up, &fault(from, to)); });
+  }
+
+  Endpoint add_shared_link(const std::string& to, const Endpoint& upstream, const std::string& label) {
+    const std::string from = kSharedFrom + label;
+    check_parties(from, to, "add_shared_link");
+    const tcp::endpoint up = resolve_upstream(upstream);
+    return call([this, from, to, up] { return open_link(from, to, up, nullptr); });
+  }
+
+  void name_source(const std::string& address, const std::string& party) {
+    ErrorCode ec;
+    const asio::ip::address a = asio::ip::make_address(address, ec);
+    if (ec) throw std::invalid_argument("FaultProxy::name_source: not an IP address: '" + address + "'");
+    if (party.empty() || party == kSharedFrom) {
+      throw std::invalid_argument("FaultProxy::name_source: bad party name '" + party + "'");
+    }
+    call([this, a, party] {
+      sources_[a] = party;
+      return 0;
+    });
+  }
+
+  void set_upstream(const std::string& from, const std::string& to, const Endpoint& upstream) {
+    const tcp::endpoint up = resolve_upstream(upstream);
+    call([this, from, to, up] {
+      auto it = links_.find(PartyPair(from, to));
+      if (it == links_.end()) throw std::invalid_argument("FaultProxy::set_upstream: no link " + from + "->" + to);
+      it->second->upstream = up;
+      return 0;
+    });
+  }
+
+  void upstream_down(const Endpoint& upstream) {
+    const tcp::endpoint up = resolve_upstream(upstream);
+    call([this, up] {
+      for (auto& entry : links_) {
+        if (entry.second->upstream == up) go_down(*entry.second);
       }
-      auto link = std::make_unique<Link>(io_, from, to, up, &fault(from, to));
-      const tcp::endpoint listen_at(asio::ip::address_v4::loopback(), 0);
-      ErrorCode ec;
-      link->acceptor.open(listen_at.protocol(), ec);
-      if (!ec) link->acceptor.bind(listen_at, ec);
-      if (!ec) link->acceptor.listen(asio::socket_base::max_listen_connections, ec);
-      if (ec) throw FaultProxyError("FaultProxy::add_link " + from + "->" + to + ": cannot listen: " + ec.message());
-      const unsigned short port = link->acceptor.local_endpoint().port();
-      Link& ref = *link;
-      links_.emplace(key, std::move(link));
-      accept(ref);
-      return Endpoint{"127.0.0.1", port};
+      return 0;
+    });
+  }
+
+  void upstream_up(const Endpoint& upstream) {
+    const tcp::endpoint up = resolve_upstream(upstream);
+    call([this, up] {
+      for (auto& entry : links_) {
+        if (entry.second->upstream == up && entry.second->down) listen_again(*entry.second);
+      }
+      return 0;
     });
   }
 
@@ -403,7 +470,7 @@ class FaultProxy::Impl {
 
   LinkStats stats(const std::string& from, const std::string& to) {
     return call([this, from, to] {
-      auto it = links_.find(PartyPair(from, to));
+      auto it = links_.find(PartyPair(from.empty() ? kSharedFrom : from, to));
       if (it == links_.end()) throw std::invalid_argument("FaultProxy::stats: no link " + from + "->" + to);
       const Link& link = *it->second;
       LinkStats s = link.counters;
@@ -446,6 +513,82 @@ class FaultProxy::Impl {
     return result.get();
   }
 
+  // Opens a listener for a new link; fault is null for a shared link. Proxy thread.
+  Endpoint open_link(const std::string& from, const std::string& to, const tcp::endpoint& up, PairFault* f) {
+    if (run_state_ == RunState::kStopped) throw FaultProxyError("FaultProxy::add_link: the proxy is stopped");
+    const PartyPair key(from, to);
+    if (links_.count(key) != 0) {
+      throw std::invalid_argument("FaultProxy::add_link: link " + from + "->" + to + " already exists");
+    }
+    auto link = std::make_unique<Link>(io_, from, to, up, f);
+    ErrorCode ec;
+    listen(*link, 0, ec);
+    if (ec) throw FaultProxyError("FaultProxy::add_link " + from + "->" + to + ": cannot listen: " + ec.message());
+    Link& ref = *link;
+    links_.emplace(key, std::move(link));
+    accept(ref);
+    return Endpoint{"127.0.0.1", ref.port};
+  }
+
+  // Opens link's acceptor on 127.0.0.1:port (0: a free port, remembered in link.port). SO_REUSEADDR, so that
+  // a link that went down can listen on its port again while old connections are in TIME_WAIT.
+  static void listen(Link& link, unsigned short port, ErrorCode& ec) {
+    const tcp::endpoint listen_at(asio::ip::address_v4::loopback(), port);
+    link.acceptor.open(listen_at.protocol(), ec);
+    if (!ec) link.acceptor.set_option(asio::socket_base::reuse_address(true), ec);
+    if (!ec) link.acceptor.bind(listen_at, ec);
+    if (!ec) link.acceptor.listen(asio::socket_base::max_listen_connections, ec);
+    if (!ec) link.port = link.acceptor.local_endpoint(ec).port();
+    if (ec) {
+      ErrorCode ignored;
+      link.acceptor.close(ignored);
+    }
+  }
+
+  // The link's upstream is down: stop listening (connecting is refused; the kernel resets connections still
+  // in the backlog), reset the connections still waiting for upstream, and probe until it answers.
+  void go_down(Link& link) {
+    if (link.down || run_state_ == RunState::kStopped) return;
+    link.down = true;
+    ErrorCode ignored;
+    link.acceptor.close(ignored);
+    link.accept_retry.cancel(ignored);
+    std::vector<std::shared_ptr<Connection>> waiting;
+    for (auto& c : link.connections) {
+      if (c.second->waiting_for_upstream()) waiting.push_back(c.second);
+    }
+    for (auto& c : waiting) c->reset();
+    probe(link);
+  }
+
+  void probe(Link& link) {
+    link.probe_timer.expires_after(kProbePeriod);
+    link.probe_timer.async_wait([this, &link](const ErrorCode& ec) {
+      if (ec || !link.down || run_state_ == RunState::kStopped) return;
+      ErrorCode ignored;
+      link.probe.close(ignored);
+      link.probe.async_connect(link.upstream, [this, &link](const ErrorCode& connect_ec) {
+        ErrorCode ignored2;
+        link.probe.close(ignored2);
+        if (connect_ec == asio::error::operation_aborted || !link.down) return;
+        if (!connect_ec) listen_again(link);
+        if (link.down) probe(link);  // still refused, or the port could not be had again yet
+      });
+    });
+  }
+
+  // Listens on the link's port again (a port taken meanwhile: stays down, the probe retries).
+  void listen_again(Link& link) {
+    if (run_state_ == RunState::kStopped) return;
+    ErrorCode ec;
+    listen(link, link.port, ec);
+    if (ec) return;
+    link.down = false;
+    ErrorCode ignored;
+    link.probe_timer.cancel(ignored);
+    accept(link);
+  }
+
   PairFault& fault(const std::string& a, const std::string& b) {
     std::unique_ptr<PairFault>& f = faults_[unordered(a, b)];
     if (!f) f = std::make_unique<PairFault>();
@@ -456,9 +599,11 @@ class FaultProxy::Impl {
   void notify(const PairFault* pair) {
     for (auto& entry : links_) {
       Link& link = *entry.second;
-      if (pair != nullptr && link.fault != pair) continue;
+      if (pair != nullptr && !link.shared() && link.fault != pair) continue;
       std::vector<std::shared_ptr<Connection>> conns;  // a copy: on_fault_changed may close (and erase)
-      for (auto& c : link.connections) conns.push_back(c.second);
+      for (auto& c : link.connections) {
+        if (pair == nullptr || c.second->fault() == pair) conns.push_back(c.second);
+      }
       for (auto& c : conns) c->on_fault_changed();
     }
   }
@@ -480,7 +625,7 @@ class FaultProxy::Impl {
         socket.close(ignored);
       } else {
         const uint64_t id = next_connection_id_++;
-        auto conn = std::make_shared<Connection>(shared_, link, id, std::move(socket));
+        auto conn = std::make_shared<Connection>(shared_, link, fault_of(link, socket), id, std::move(socket));
         link.connections.emplace(id, conn);
         ++shared_.open_connections;
         conn->start();
@@ -489,12 +634,27 @@ class FaultProxy::Impl {
     });
   }
 
+  // The faults a connection accepted on link follows: the link's; on a shared link, those of the pair {party
+  // named for the connection's source address, link.to}, or none for an unnamed source.
+  PairFault& fault_of(Link& link, const tcp::socket& socket) {
+    if (!link.shared()) return *link.fault;
+    ErrorCode ec;
+    const tcp::endpoint remote = socket.remote_endpoint(ec);
+    if (ec) return shared_.no_fault;
+    auto it = sources_.find(remote.address());
+    if (it == sources_.end() || it->second == link.to) return shared_.no_fault;
+    return fault(it->second, link.to);
+  }
+
   void close_all() {
     for (auto& entry : links_) {
       Link& link = *entry.second;
       ErrorCode ignored;
       link.acceptor.close(ignored);
       link.accept_retry.cancel(ignored);
+      link.down = false;
+      link.probe_timer.cancel(ignored);
+      link.probe.close(ignored);
       std::vector<std::shared_ptr<Connection>> conns;
       for (auto& c : link.connections) conns.push_back(c.second);
       for (auto& c : conns) c->close();
@@ -509,6 +669,7 @@ class FaultProxy::Impl {
   RunState run_state_ = RunState::kRunning;
   std::map<PartyPair, std::unique_ptr<PairFault>> faults_;  // by unordered pair; proxy thread
   std::map<PartyPair, std::unique_ptr<Link>> links_;        // by (from, to); proxy thread
+  std::map<asio::ip::address, std::string> sources_;        // source address -> party (shared links); proxy thread
   uint64_t next_connection_id_ = 0;
   std::future<void> loop_done_;
   std::thread thread_;
@@ -522,6 +683,17 @@ FaultProxy::~FaultProxy() = default;
 Endpoint FaultProxy::add_link(const std::string& from, const std::string& to, const Endpoint& upstream) {
   return impl_->add_link(from, to, upstream);
 }
+Endpoint FaultProxy::add_shared_link(const std::string& to, const Endpoint& upstream, const std::string& label) {
+  return impl_->add_shared_link(to, upstream, label);
+}
+void FaultProxy::name_source(const std::string& address, const std::string& party) {
+  impl_->name_source(address, party);
+}
+void FaultProxy::set_upstream(const std::string& from, const std::string& to, const Endpoint& upstream) {
+  impl_->set_upstream(from, to, upstream);
+}
+void FaultProxy::upstream_down(const Endpoint& upstream) { impl_->upstream_down(upstream); }
+void FaultProxy::upstream_up(const Endpoint& upstream) { impl_->upstream_up(upstream); }
 void FaultProxy::cut(const std::string& a, const std::string& b) { impl_->cut(a, b); }
 void FaultProxy::heal(const std::string& a, const std::string& b) { impl_->heal(a, b); }
 void FaultProxy::heal_all() { impl_->heal_all(); }

@@ -6,6 +6,11 @@
 // forwards every accepted connection to upstream: `from` connects to the listener, `to` is behind upstream.
 // Faults belong to the *unordered* pair {a, b}: cut("c0", "n1") also acts on a link added as ("n1", "c0"), and
 // a fault set before a link is added applies to it from the start.
+// A *shared link* (add_shared_link) is one listener to node `to` for many parties, told apart by the source
+// address they connect from (name_source): Redis nodes and Sentinels started with their own bind-source-addr
+// (127.0.1.x) use it for node-to-node traffic, which must name each node by one address. A connection takes
+// the faults of the pair {its source's party, to}; one from an unnamed address (the harness's own, from
+// 127.0.0.1) is never faulted.
 //
 // Behaviour (per connection, per direction):
 // - cut(a, b): nothing is forwarded in either direction; bytes read are held in the proxy (not answered, not
@@ -20,7 +25,14 @@
 //   expired" scenario needs. delay = jitter = 0 removes the delay.
 // - Closing: when one side closes (EOF or a reset) the proxy forwards what it holds from that side, then
 //   shuts down the other side's sending half; when both halves are done, or a write fails, both sockets close.
-//   An upstream that refuses the connection (a killed node) makes the proxy close the accepted connection.
+// - Upstream down: an upstream that refuses a connection (a killed node), or upstream_down(), takes every link
+//   to it down: the proxy stops listening on the link's port, so that connecting is refused as by the node
+//   itself (a definite failure for the client, not a connection closed after its request), and resets the
+//   connections still waiting for upstream (the one that met the refusal included). Connections already
+//   connected upstream end as the node ends them. The proxy probes a down upstream every 50 ms and listens
+//   on the same port again once it answers (or at once on upstream_up()); a port taken meanwhile by another
+//   program keeps the link down until it is free. A cut link to a dead node is refused too (a real DROP would
+//   leave the connect hanging).
 // - Bounds: a direction holding max_held_bytes_per_direction or more stops reading its source (so TCP
 //   backpressure holds the sender; it can exceed the cap by one read of read_chunk_bytes); at most
 //   max_connections connections are open at once (a connection accepted beyond that is closed at once).
@@ -83,6 +95,20 @@ class FaultProxy {
   // empty or equal party name or a link (from, to) already added, FaultProxyError when it cannot listen or
   // resolve, or after stop().
   Endpoint add_link(const std::string& from, const std::string& to, const Endpoint& upstream);
+  // A shared link to `to` (see the header comment); its stats are stats("*" + label, to). A party can have
+  // several, told apart by label (a Redis Cluster node: "" for its data port, "bus" for its cluster bus).
+  // Throws as add_link.
+  Endpoint add_shared_link(const std::string& to, const Endpoint& upstream, const std::string& label = "");
+  // Points the link added as (from, to) ("*" for a shared link) at another upstream, for connections from now
+  // on (a node that had to start on another port than planned). Throws std::invalid_argument for no such link.
+  void set_upstream(const std::string& from, const std::string& to, const Endpoint& upstream);
+  // Connections to shared links from `address` (an IP literal) belong to `party` from now on (connections
+  // already open keep what they had). Throws std::invalid_argument for a bad address or party name.
+  void name_source(const std::string& address, const std::string& party);
+  // The node at upstream went down (killed) / is up again (restarted): see "Upstream down" above. The proxy
+  // notices both by itself too (a refused connect, its probe); these make it immediate.
+  void upstream_down(const Endpoint& upstream);
+  void upstream_up(const Endpoint& upstream);
 
   // Fault control on the unordered pair {a, b}; see the header comment. Idempotent. Throw
   // std::invalid_argument for empty or equal names, or a negative delay or jitter. After stop() they only

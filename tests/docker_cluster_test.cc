@@ -290,6 +290,9 @@ TEST_F(DockerClusterTest, KillAndRestartWithoutPersistenceLosesData) {
   c.kill(0);
   EXPECT_FALSE(c.is_running(0));
   EXPECT_FALSE(pings(ep, milliseconds(500)));
+  // Through the proxy the dead node refuses (a definite failure), rather than accepting and closing.
+  Reply refused = command(c.endpoint_for("c0", 0), {"PING"}, milliseconds(500));
+  EXPECT_NE(refused.error.find("refused"), std::string::npos) << refused.error;
   c.restart(0);
   EXPECT_TRUE(c.is_running(0));
   EXPECT_TRUE(pings(ep));
@@ -416,6 +419,32 @@ TEST_F(DockerClusterTest, ReplicatedTopologyHasAMasterReplicasAndSentinels) {
     EXPECT_TRUE(eventually([&] { return command(c.nodes()[n].endpoint, {"GET", "k"}).str == "v"; }, seconds(5)))
         << c.nodes()[n].name;
   }
+}
+
+// The split brain of the failover nemesis: the master cut from its replicas and every Sentinel (iptables in
+// the master's namespace) while the host still reaches it; Sentinel promotes a replica; the old master keeps
+// taking writes that never reach the new one.
+TEST_F(DockerClusterTest, SplitBrainCutsTheMasterFromReplicasAndSentinels) {
+  DockerCluster& c = start(3, Topology::kReplicated);
+  for (const char* peer : {"n2", "n3", "s1", "s2", "s3"}) c.cut("n1", peer);
+  EXPECT_NE(c.iptables_rules(0).find("-s " + c.sentinels()[0].endpoint.host + "/32 -j DROP"), std::string::npos);
+  EXPECT_THROW(c.cut("s1", "s2"), ClusterError);
+  const Endpoint s1 = c.sentinels()[0].endpoint;
+  EXPECT_TRUE(eventually(
+      [&] {
+        Reply m = command(s1, {"SENTINEL", "get-master-addr-by-name", kSentinelMasterName});
+        return m.elements.size() == 2 && m.elements[0] != c.nodes()[0].endpoint.host;
+      },
+      seconds(30)))
+      << "Sentinel promoted no replica";
+  ASSERT_EQ(command(c.nodes()[0].endpoint, {"SET", "split", "old-master"}).str, "OK");  // still a master
+  std::this_thread::sleep_for(milliseconds(500));
+  EXPECT_TRUE(command(c.nodes()[1].endpoint, {"GET", "split"}).is_nil());
+  EXPECT_TRUE(command(c.nodes()[2].endpoint, {"GET", "split"}).is_nil());
+  c.heal("s1", "n1");
+  EXPECT_NE(c.iptables_rules(0).find("DROP"), std::string::npos);  // the other cuts stay
+  c.heal_all();
+  EXPECT_EQ(c.iptables_rules(0).find("DROP"), std::string::npos);
 }
 
 // A run killed with SIGKILL leaves its containers; `lockcheck clean` (docker_clean) finds them by label.

@@ -219,18 +219,99 @@ TEST_F(FaultProxyTest, TheServersCloseReachesTheClient) {
   EXPECT_TRUE(eventually([&] { return proxy.stats("c0", "n1").connections_open == 0; }, kLongTimeout));
 }
 
-TEST(FaultProxyNoServerTest, AnUpstreamThatRefusesMakesTheProxyClose) {
+TEST(FaultProxyNoServerTest, AnUpstreamThatRefusesTakesTheLinkDownSoConnectingIsRefused) {
   FaultProxy proxy(1);
   const Endpoint nobody{"127.0.0.1", testing_support::pick_free_port()};
   const Endpoint at = proxy.add_link("c0", "n1", nobody);
   RedisConn c = connect(at, kLongTimeout);
-  ASSERT_TRUE(c && c->err == 0);  // the proxy accepts ...
+  ASSERT_TRUE(c && c->err == 0);  // the first one is accepted (the proxy cannot know yet) ...
   Reply r = command(c.get(), {"PING"});
-  EXPECT_EQ(r, nullptr);  // ... and closes once upstream refuses
-  // EOF, or a reset when the PING was still unread in the proxy's socket as it closed.
+  EXPECT_EQ(r, nullptr);  // ... and reset once upstream refuses
   EXPECT_TRUE(c->err == REDIS_ERR_EOF || (c->err == REDIS_ERR_IO && std::string(c->errstr).find("reset") !=
                                                                           std::string::npos))
       << c->err << " " << c->errstr;
+  // From then on connecting is refused, as by the dead node itself: a definite failure for a client.
+  EXPECT_TRUE(eventually([&] { return connection_refused(at); }, kLongTimeout));
+  RedisConn later = connect(at, kLongTimeout);
+  ASSERT_TRUE(later);
+  EXPECT_NE(later->err, 0);
+}
+
+// A plain TCP listener on a given port (a stand-in for a node that dies and comes back on its port).
+int listen_on(int port) {
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  int one = 1;
+  ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(static_cast<uint16_t>(port));
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 || ::listen(fd, 16) != 0) {
+    ::close(fd);
+    return -1;
+  }
+  return fd;
+}
+
+TEST(FaultProxyNoServerTest, ALinkWhoseUpstreamWentDownListensAgainWhenItIsBack) {
+  FaultProxy proxy(1);
+  const int port = testing_support::pick_free_port();
+  int node = listen_on(port);
+  ASSERT_GE(node, 0);
+  const Endpoint upstream{"127.0.0.1", port};
+  const Endpoint at = proxy.add_link("c0", "n1", upstream);
+  EXPECT_FALSE(connection_refused(at));
+  ::close(node);  // the node is killed; the cluster tells the proxy
+  proxy.upstream_down(upstream);
+  EXPECT_TRUE(connection_refused(at));
+  node = listen_on(port);  // restarted on its port: the probe finds it
+  ASSERT_GE(node, 0);
+  EXPECT_TRUE(eventually([&] { return !connection_refused(at); }, kLongTimeout));
+  ::close(node);
+  proxy.upstream_down(upstream);
+  EXPECT_TRUE(connection_refused(at));
+  node = listen_on(port);
+  ASSERT_GE(node, 0);
+  proxy.upstream_up(upstream);  // at once
+  EXPECT_FALSE(connection_refused(at));
+  ::close(node);
+}
+
+// Sends an inline PING over a raw socket bound to source (127.x.y.z) and returns what came back within limit.
+std::string ping_from(const std::string& source, const Endpoint& at, std::chrono::milliseconds limit) {
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in src{};
+  src.sin_family = AF_INET;
+  ::inet_pton(AF_INET, source.c_str(), &src.sin_addr);
+  sockaddr_in dst{};
+  dst.sin_family = AF_INET;
+  dst.sin_port = htons(static_cast<uint16_t>(at.port));
+  ::inet_pton(AF_INET, at.host.c_str(), &dst.sin_addr);
+  std::string got;
+  if (::bind(fd, reinterpret_cast<sockaddr*>(&src), sizeof src) == 0 &&
+      ::connect(fd, reinterpret_cast<sockaddr*>(&dst), sizeof dst) == 0 &&
+      ::send(fd, "PING\r\n", 6, MSG_NOSIGNAL) == 6) {
+    got = read_raw(fd, 7, limit);
+  }
+  ::close(fd);
+  return got;
+}
+
+TEST_F(FaultProxyTest, ASharedLinkTellsPartiesApartByTheirSourceAddress) {
+  FaultProxy proxy(1);
+  proxy.name_source("127.0.1.2", "n2");
+  proxy.name_source("127.0.2.1", "s1");
+  const Endpoint at = proxy.add_shared_link("n1", server_.endpoint());
+  EXPECT_EQ(ping_from("127.0.1.2", at, kLongTimeout), "+PONG\r\n");
+  proxy.cut("n1", "n2");
+  EXPECT_EQ(ping_from("127.0.1.2", at, kShortTimeout), "");          // n2 is cut from n1
+  EXPECT_EQ(ping_from("127.0.2.1", at, kLongTimeout), "+PONG\r\n");  // s1 is not
+  EXPECT_EQ(ping_from("127.0.0.1", at, kLongTimeout), "+PONG\r\n");  // an unnamed source never is
+  proxy.cut("s1", "n1");
+  EXPECT_EQ(ping_from("127.0.2.1", at, kShortTimeout), "");
+  proxy.heal_all();
+  EXPECT_EQ(ping_from("127.0.1.2", at, kLongTimeout), "+PONG\r\n");
+  EXPECT_EQ(proxy.stats("*", "n1").connections_accepted, 6u);
 }
 
 TEST_F(FaultProxyTest, ConnectionsBeyondTheLimitAreClosed) {

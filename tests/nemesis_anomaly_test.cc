@@ -201,14 +201,18 @@ class RedlockRestartTest : public AnomalyTest {
     EXPECT_TRUE(killed.is_ok()) << killed.error;
     const auto killed_at = std::chrono::steady_clock::now();
     if (restart_delay.count() == 0) EXPECT_TRUE(nemesis_op(*kill, "restart", "stop", json::array()).is_ok());
-    // B tries while A holds the lock (A's hold is well within its validity).
+    // B tries while A holds the lock (A's hold is well within its validity). A releases on time, on its own
+    // thread: one of B's acquires (with Redlock's retries against a dead and two cut nodes) can outlast it.
+    std::thread a_releases([&] {
+      std::this_thread::sleep_until(t0 + hold);
+      a.release("lock-0");
+    });
     bool b_holds = false;
     while (!b_holds && std::chrono::steady_clock::now() < t0 + hold) {
       b_holds = b.acquire("lock-0", ttl).outcome == OpType::kOk;
       if (!b_holds) std::this_thread::sleep_for(milliseconds(100));
     }
-    std::this_thread::sleep_until(t0 + hold);
-    a.release("lock-0");
+    a_releases.join();
     if (restart_delay.count() > 0) {
       std::this_thread::sleep_until(killed_at + restart_delay);
       EXPECT_TRUE(nemesis_op(*kill, "restart", "stop", json::array()).is_ok());
