@@ -14,8 +14,9 @@
 //   lost-before-release / lost-before-extend (notes, not violations): a release or extend of a lock the process
 //                     held failed with "not held": the lock had expired or been taken by then. Listed so a
 //                     reader sees where locks were lost; a violation needs an overlap of use or of leases.
-// Acquires without validity_ms have an unknown window: they are counted, and a history where no window could be
-// formed is unknown, never valid.
+// An acquire without validity_ms gets the lease a careful client computes from its TTL (CheckOptions.ttl_ms):
+// [ok, invoke + TTL], counted as validity_from_ttl. Without a TTL its window is unknown: counted, and a history
+// where no window could be formed is unknown, never valid.
 #include <algorithm>
 #include <map>
 #include <memory>
@@ -43,13 +44,13 @@ class LeaseChecker : public Checker {
  public:
   std::string name() const override { return "lease"; }
 
-  CheckResult check(const History& h, const CheckOptions&) const override {
+  CheckResult check(const History& h, const CheckOptions& opts) const override {
     CheckResult r;
     const std::vector<int64_t> pairs = pair_index(h);
     std::map<std::string, std::vector<Window>> windows;  // key -> closed and open windows
     // (key, process) -> index of its current window in windows[key], or -1.
     std::map<std::pair<std::string, Process>, int64_t> current;
-    int64_t ok_acquires = 0, without_validity = 0, expired_grants = 0, extends_applied = 0, lost = 0;
+    int64_t ok_acquires = 0, without_validity = 0, expired_grants = 0, extends_applied = 0, lost = 0, derived = 0;
     nlohmann::json notes = nlohmann::json::array();
 
     for (size_t i = 0; i < h.size(); ++i) {
@@ -91,8 +92,19 @@ class LeaseChecker : public Checker {
         continue;
       }
       if (done == nullptr || !done->is_ok()) continue;
-      const std::optional<int64_t> validity = done->validity_ms;
+      std::optional<int64_t> validity = done->validity_ms;
       if (acquire) ++ok_acquires;
+      if (!validity && acquire && opts.ttl_ms > 0) {
+        // A client that reports no validity (most single-node libraries) still knows its TTL: the lease it may
+        // assume is what a careful client computes, TTL - the acquire's own duration (as the workloads do).
+        const int64_t left = opts.ttl_ms - (done->time_ns - op.time_ns) / 1000000;
+        ++derived;
+        if (left <= 0) {
+          current[who] = -1;  // expired on arrival by the client's own reckoning: no window, no claim made
+          continue;
+        }
+        validity = left;
+      }
       if (!validity) {
         if (acquire) {
           ++without_validity;
@@ -100,7 +112,7 @@ class LeaseChecker : public Checker {
         }
         continue;
       }
-      if (*validity <= 0) {
+      if (*validity <= 0 && done->validity_ms) {
         ++expired_grants;
         if (r.anomalies.size() < kMaxAnomalies) {
           r.anomalies.push_back(
@@ -189,6 +201,7 @@ class LeaseChecker : public Checker {
 
     r.stats = {{"ok_acquires", ok_acquires},
                {"acquires_without_validity", without_validity},
+               {"validity_from_ttl", derived},
                {"windows", window_count},
                {"windows_cut_before_ok", cut_at_once},
                {"expired_grants", expired_grants},
@@ -223,6 +236,7 @@ class LeaseChecker : public Checker {
       r.summary = "nothing checked: no acquire reported validity_ms, so lease windows are unknown";
     } else {
       r.summary = "no two processes' lease windows overlap (" + std::to_string(window_count) + " windows";
+      if (derived > 0) r.summary += ", " + std::to_string(derived) + " from the TTL (no validity reported)";
       if (without_validity > 0) r.summary += ", " + std::to_string(without_validity) + " acquires without validity skipped";
       r.summary += ")" + lost_note;
     }

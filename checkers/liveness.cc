@@ -85,7 +85,7 @@ class LivenessChecker : public Checker {
     }
     if (ttl_ms <= 0) {
       r.valid = Validity::kUnknown;
-      r.summary = "the TTL is unknown (not given, and no acquire reported a validity): liveness not judged";
+      r.summary = "nothing checked: the TTL is unknown (not given, and no acquire reported a validity)";
       return r;
     }
     const int64_t ttl_ns = ttl_ms * 1000000;
@@ -288,8 +288,8 @@ class LivenessChecker : public Checker {
       r.summary = what + ": " + r.anomalies[0]["description"].get<std::string>() + note;
     } else if (judged_attempts == 0) {
       r.valid = Validity::kUnknown;
-      r.summary = attempts == 0 ? "no acquires: liveness not judged"
-                                : "no acquire outside faults while the lock was free: liveness not judged";
+      r.summary = attempts == 0 ? "nothing checked: no acquires"
+                                : "nothing checked: no acquire outside faults while the lock was free";
       r.summary += note;
     } else {
       r.summary = "every key tried outside faults was granted within " + format_duration_ms(bound_ns) +

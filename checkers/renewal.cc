@@ -116,7 +116,7 @@ class RenewalChecker : public Checker {
                   r.anomalies[0]["description"].get<std::string>();
     } else if (extends == 0) {
       r.valid = Validity::kUnknown;
-      r.summary = "no extends: nothing to judge";
+      r.summary = "nothing checked: no extends";
     } else {
       r.summary = std::to_string(ok_extends) + " ok extends, none after another process held the lock; " +
                   std::to_string(failed) + " failed (the lock was lost, and the client was told)";

@@ -1,5 +1,7 @@
 #include "harness/config.h"
 
+#include <fstream>
+
 #include <cctype>
 #include <set>
 
@@ -97,6 +99,16 @@ void resolve_lock(RunConfig& c) {
     c.client_cmd = join_command_line(adapter_argv(*a, c.lock_opts));
   } catch (const std::invalid_argument& e) {
     throw ConfigError(std::string("--lock-opt: ") + e.what());
+  }
+}
+
+nlohmann::json read_json_file(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw ConfigError(path + ": cannot open");
+  try {
+    return nlohmann::json::parse(in);
+  } catch (const nlohmann::json::parse_error& e) {
+    throw ConfigError(path + ": not valid JSON (" + e.what() + ")");
   }
 }
 

@@ -64,6 +64,9 @@ void resolve_lock(RunConfig& c);
 // LockOptions.extra for the run's lock clients: client_cmd, wait_replicas and, for built-in algorithms, the
 // lock_opts (an adapter's options are flags in its client_cmd instead). stderr_path: where an external client's
 // stderr goes ("" for /dev/null).
+// Reads a JSON file. Throws ConfigError naming the file when it cannot be opened or is not valid JSON.
+nlohmann::json read_json_file(const std::string& path);
+
 nlohmann::json lock_extra(const RunConfig& c, const std::string& stderr_path = "");
 
 // Parse the enum flags; throw ConfigError naming the flag.

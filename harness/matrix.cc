@@ -30,15 +30,6 @@ namespace lockcheck {
 
 namespace {
 
-nlohmann::json read_json(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) throw ConfigError(path + ": cannot open");
-  try {
-    return nlohmann::json::parse(in);
-  } catch (const nlohmann::json::parse_error& e) {
-    throw ConfigError(path + ": not valid JSON (" + e.what() + ")");
-  }
-}
 
 Validity parse_expect(const nlohmann::json& v, const std::string& where) {
   if (v.is_string()) {
@@ -331,7 +322,7 @@ Matrix load_matrix(const std::string& file_or_name, const std::string& results_d
     const char* dir = std::getenv("LOCKCHECK_MATRIX_DIR");
     path = std::string(dir ? dir : LOCKCHECK_SOURCE_DIR "/harness/matrix") + "/" + file_or_name + ".json";
   }
-  return parse_matrix(read_json(path), results_dir);
+  return parse_matrix(read_json_file(path), results_dir);
 }
 
 int test_all(const TestAllOptions& opts, std::ostream& out) {
@@ -416,7 +407,7 @@ int test_all(const TestAllOptions& opts, std::ostream& out) {
       job.run_dir = run_dir_from_log(stem + ".log");
       if (!job.run_dir.empty() && fs::exists(job.run_dir + "/results.json")) {
         try {
-          job.results = read_json(job.run_dir + "/results.json");
+          job.results = read_json_file(job.run_dir + "/results.json");
         } catch (const ConfigError&) {
           job.results = nullptr;
         }
@@ -473,7 +464,7 @@ int test_all(const TestAllOptions& opts, std::ostream& out) {
 }
 
 std::optional<int64_t> first_anomaly_ns(const std::string& run_dir) {
-  nlohmann::json results = read_json(run_dir + "/results.json");
+  nlohmann::json results = read_json_file(run_dir + "/results.json");
   std::optional<int64_t> first;
   std::vector<int64_t> op_indices;
   for (const auto& c : results.value("checkers", nlohmann::json::array())) {
@@ -558,7 +549,7 @@ int rerun(const std::string& run_dir, std::ostream& out) {
   out << "rerun of " << run_dir << ": fault timeline matched " << matched << " of " << total
       << " faults (same action, fault and targets, in order)\n";
   if (fs::exists(o.run_dir + "/results.json")) {
-    nlohmann::json r = read_json(o.run_dir + "/results.json");
+    nlohmann::json r = read_json_file(o.run_dir + "/results.json");
     r["rerun"] = {{"of", run_dir}, {"faults_matched", matched}, {"faults", total}};
     std::ofstream(o.run_dir + "/results.json") << r.dump(2) << "\n";
   }

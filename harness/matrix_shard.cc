@@ -13,15 +13,6 @@ namespace lockcheck {
 
 namespace {
 
-nlohmann::json read_json_file(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) throw ConfigError(path + ": cannot open");
-  try {
-    return nlohmann::json::parse(in);
-  } catch (const nlohmann::json::parse_error& e) {
-    throw ConfigError(path + ": not valid JSON (" + e.what() + ")");
-  }
-}
 
 // The file test-all reads for `matrix` (a path, or a shipped matrix's name): as load_matrix resolves it.
 std::string matrix_file(const std::string& matrix) {

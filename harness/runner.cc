@@ -67,15 +67,6 @@ void write_json_file(const std::string& path, const nlohmann::json& j) {
   fs::rename(tmp, path);
 }
 
-nlohmann::json read_json_file(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) throw ConfigError(path + ": cannot open");
-  try {
-    return nlohmann::json::parse(in);
-  } catch (const nlohmann::json::parse_error& e) {
-    throw ConfigError(path + ": not valid JSON (" + e.what() + ")");
-  }
-}
 
 // Creates results/<run-id>/ and points results/latest at it.
 std::string make_run_dir(const RunConfig& cfg) {

@@ -231,6 +231,27 @@ TEST(LeaseChecker, AFailedExtendEndsTheWindow) {
   EXPECT_EQ(r.anomalies[0]["kind"], "lost-before-extend");
 }
 
+// With the run's TTL known, an acquire that reports no validity gets the lease a careful client computes:
+// [ok, invoke + TTL].
+TEST(LeaseChecker, WithoutValidityTheTtlGivesTheLease) {
+  CheckOptions o;
+  o.ttl_ms = 50;
+  HistoryBuilder b;
+  acquire(b, 0, 0, 10, -1);   // [10, 50]
+  acquire(b, 1, 40, 45, -1);  // [45, 90]: overlaps
+  CheckResult r = run_checker(*make_checker("lease"), b.history(), o);
+  ASSERT_EQ(r.valid, Validity::kInvalid) << r.summary;
+  EXPECT_EQ(r.anomalies[0]["from_ns"], 45000000);
+  EXPECT_EQ(r.anomalies[0]["to_ns"], 50000000);
+  EXPECT_EQ(r.stats["validity_from_ttl"], 2);
+  HistoryBuilder c;
+  acquire(c, 0, 0, 10, -1);   // [10, 50]
+  acquire(c, 1, 49, 51, -1);
+  CheckResult r2 = run_checker(*make_checker("lease"), c.history(), o);
+  EXPECT_EQ(r2.valid, Validity::kValid) << r2.summary;
+  EXPECT_NE(r2.summary.find("2 from the TTL"), std::string::npos) << r2.summary;
+}
+
 TEST(LeaseChecker, TheSameProcessReacquiringIsNotAnOverlap) {
   HistoryBuilder b;
   acquire(b, 0, 0, 1, 100);

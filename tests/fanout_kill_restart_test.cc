@@ -49,8 +49,12 @@ void loop_under_kill_and_restart(Proxy proxy, const char* algorithm) {
     const int64_t before = calls.load();
     c.cluster->restart(a);
     c.cluster->restart(b);
-    std::this_thread::sleep_for(milliseconds(400));
-    EXPECT_GT(calls.load(), before) << "cycle " << cycle << ": the client made no progress";
+    // Progress within 3 s: one sequential call may take up to 5 x (connect + op timeout) = 2 s.
+    const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(3);
+    while (calls.load() <= before + 1 && std::chrono::steady_clock::now() < until) {
+      std::this_thread::sleep_for(milliseconds(20));
+    }
+    EXPECT_GT(calls.load(), before + 1) << "cycle " << cycle << ": the client made no progress";
   }
   stop.store(true);
   // A call is bounded by connect + op timeout (parallel) or their sum over five nodes (sequential): the join
