@@ -164,7 +164,11 @@ TEST(ClusterLockTest, LocksKeysOnEveryMasterThroughTheProxyFollowingRedirections
   EXPECT_TRUE(c.exists(replica, "lock-0"));
 }
 
-TEST(FailoverRunTest, ARedisClusterFailoverLosesTheClusterLock) {
+// Disabled: with the mutex checker's use view (issue 11) this run is valid. What it found before was the old
+// model's false alarm (a release that failed after the heal counted as a hold), not a double grant: the lease
+// checker never saw one. A split brain that makes Redis Cluster grant a held lock twice is still to be built
+// (issue 12); the row in harness/matrix/findings-failover.json is the target.
+TEST(FailoverRunTest, DISABLED_ARedisClusterFailoverLosesTheClusterLock) {
   testing_util::TempDir dir;
   RunConfig c;
   c.results_dir = dir.path() + "/results";
@@ -176,7 +180,7 @@ TEST(FailoverRunTest, ARedisClusterFailoverLosesTheClusterLock) {
   c.nemesis = {"failover:split-brain"};
   c.nemesis_targeting = "holder";
   c.nemesis_interval_s = 3;
-  c.time_limit_s = 14;
+  c.time_limit_s = 25;
   std::ostringstream out;
   RunOutcome o = run_test(c, out);
   ASSERT_FALSE(o.run_dir.empty()) << out.str();
