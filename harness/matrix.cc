@@ -23,6 +23,7 @@
 #include "harness/process.h"
 #include "harness/runner.h"
 #include "harness/signals.h"
+#include "report/html.h"
 
 namespace fs = boost::filesystem;
 
@@ -39,19 +40,6 @@ Validity parse_expect(const nlohmann::json& v, const std::string& where) {
   throw ConfigError(where + ": expect must be \"valid\" or \"invalid\"");
 }
 
-std::string html_escape(const std::string& s) {
-  std::string o;
-  for (char c : s) {
-    switch (c) {
-      case '&': o += "&amp;"; break;
-      case '<': o += "&lt;"; break;
-      case '>': o += "&gt;"; break;
-      case '"': o += "&quot;"; break;
-      default: o.push_back(c);
-    }
-  }
-  return o;
-}
 
 std::string utc_stamp() {
   std::time_t t = std::time(nullptr);  // names the summary folder only
@@ -160,7 +148,7 @@ EntryOutcome judge(const MatrixEntry& e, const std::vector<const Job*>& jobs) {
   return o;
 }
 
-std::string xml_escape(const std::string& s) { return html_escape(s); }
+std::string xml_escape(const std::string& s) { return report::escape(s); }
 
 void write_junit(const std::string& path, const Matrix& m, const std::vector<EntryOutcome>& outcomes,
                  const std::vector<double>& seconds) {
@@ -200,11 +188,11 @@ void write_summary(const std::string& path, const Matrix& m, const std::vector<E
   size_t met = 0;
   for (const auto& o : outcomes) met += o.met;
   const fs::path base = fs::absolute(fs::path(path).parent_path());
-  out << "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>lockcheck test-all: " << html_escape(m.name)
+  out << "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>lockcheck test-all: " << report::escape(m.name)
       << "</title><style>body{font-family:sans-serif;margin:2em}table{border-collapse:collapse}"
          "td,th{border:1px solid #ccc;padding:4px 8px;text-align:left;vertical-align:top}"
          ".met{background:#e6f4ea}.missed{background:#fce8e6}h1 .met,h1 .missed{padding:0 .3em}</style></head><body>\n";
-  out << "<h1>lockcheck test-all: " << html_escape(m.name) << " — <span class=\""
+  out << "<h1>lockcheck test-all: " << report::escape(m.name) << " — <span class=\""
       << (met == outcomes.size() ? "met\">all " : "missed\">") << met << " of " << outcomes.size()
       << " expectations met</span></h1>\n<table><tr><th>entry</th><th>lock</th><th>workload</th><th>nemesis</th>"
          "<th>expected</th><th>found</th><th>runs</th></tr>\n";
@@ -212,18 +200,18 @@ void write_summary(const std::string& path, const Matrix& m, const std::vector<E
     const auto& e = m.entries[i];
     std::string expect = e.expect ? to_string(*e.expect) : "";
     for (const auto& [c, v] : e.expect_checkers) expect += (expect.empty() ? "" : ", ") + c + ": " + to_string(v);
-    out << "<tr class=\"" << (outcomes[i].met ? "met" : "missed") << "\"><td>" << html_escape(e.name) << "</td><td>"
-        << html_escape(e.config.lock) << "</td><td>" << html_escape(e.config.workload) << "</td><td>"
-        << html_escape(e.config.nemesis.empty() ? "none" : nlohmann::json(e.config.nemesis).dump()) << "</td><td>"
-        << html_escape(expect) << "</td><td>" << html_escape(outcomes[i].finding) << "</td><td>";
+    out << "<tr class=\"" << (outcomes[i].met ? "met" : "missed") << "\"><td>" << report::escape(e.name) << "</td><td>"
+        << report::escape(e.config.lock) << "</td><td>" << report::escape(e.config.workload) << "</td><td>"
+        << report::escape(e.config.nemesis.empty() ? "none" : nlohmann::json(e.config.nemesis).dump()) << "</td><td>"
+        << report::escape(expect) << "</td><td>" << report::escape(outcomes[i].finding) << "</td><td>";
     for (const auto& j : jobs) {
       if (j.entry != i) continue;
       std::string verdict = j.results.is_object() ? j.results.value("valid", "?") : "error";
       if (j.run_dir.empty()) {
-        out << "seed " << j.seed << ": " << html_escape(verdict) << "<br>";
+        out << "seed " << j.seed << ": " << report::escape(verdict) << "<br>";
       } else {
         const std::string rel = fs::relative(fs::absolute(j.run_dir) / "report.html", base).string();
-        out << "<a href=\"" << html_escape(rel) << "\">seed " << j.seed << ": " << html_escape(verdict) << "</a><br>";
+        out << "<a href=\"" << report::escape(rel) << "\">seed " << j.seed << ": " << report::escape(verdict) << "</a><br>";
       }
     }
     out << "</td></tr>\n";

@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "harness/exit_codes.h"
+#include "report/html.h"
 
 namespace lockcheck {
 
@@ -20,19 +21,6 @@ size_t index_of(std::vector<std::string>& v, const std::string& s) {
   return v.size() - 1;
 }
 
-std::string esc(const std::string& s) {
-  std::string o;
-  for (char c : s) {
-    switch (c) {
-      case '&': o += "&amp;"; break;
-      case '<': o += "&lt;"; break;
-      case '>': o += "&gt;"; break;
-      case '"': o += "&quot;"; break;
-      default: o += c;
-    }
-  }
-  return o;
-}
 
 std::string seconds_text(double s) {
   std::ostringstream o;
@@ -118,18 +106,18 @@ std::string scorecard_html(const Scorecard& s, const std::string& base) {
   o << "<h2>Scorecard: library &times; scenario</h2>\n<p>Each cell: the verdict over its seeds (invalid if any seed "
        "found an anomaly), the seeds that found one, the median time to the first anomaly, and the runs.</p>\n"
        "<table><tr><th>library</th>";
-  for (const auto& c : s.columns) o << "<th>" << esc(c) << "</th>";
+  for (const auto& c : s.columns) o << "<th>" << report::escape(c) << "</th>";
   o << "</tr>\n";
   for (size_t r = 0; r < s.rows.size(); ++r) {
-    o << "<tr><th>" << esc(s.rows[r]) << "</th>";
+    o << "<tr><th>" << report::escape(s.rows[r]) << "</th>";
     for (size_t c = 0; c < s.columns.size(); ++c) {
       const ScorecardCell& cell = s.cells[r][c];
       const char* cls = cell.verdict == "valid" ? "met" : cell.verdict == "invalid" ? "missed" : "";
-      o << "<td class=\"" << cls << "\">" << esc(cell_text(cell));
+      o << "<td class=\"" << cls << "\">" << report::escape(cell_text(cell));
       for (size_t k = 0; k < cell.run_dirs.size(); ++k) {
         if (cell.run_dirs[k].empty()) continue;
         const std::string rel = fs::relative(fs::absolute(cell.run_dirs[k]) / "report.html", base).string();
-        o << (k ? " " : "<br>") << "<a href=\"" << esc(rel) << "\">s" << cell.seeds[k] << "</a>";
+        o << (k ? " " : "<br>") << "<a href=\"" << report::escape(rel) << "\">s" << cell.seeds[k] << "</a>";
       }
       o << "</td>";
     }
