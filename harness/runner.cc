@@ -286,6 +286,16 @@ void print_verdict(std::ostream& out, const nlohmann::json& results, const std::
   out << "report:  " << run_dir << "/report.html\n";
 }
 
+// What results.json says of every run, whatever its end: id, start, duration, op counts, versions.
+nlohmann::json results_head(const RunConfig& cfg, const std::string& dir, const std::string& started_at,
+                            double duration_s, const OpCounts& c) {
+  return {{"run_id", fs::path(dir).filename().string()},
+          {"started_at", started_at},
+          {"duration_s", duration_s},
+          {"ops", {{"ok", c.ok}, {"fail", c.fail}, {"info", c.info}}},
+          {"versions", {{"lockcheck", kLockcheckVersion}, {"redis", redis_version(cfg)}}}};
+}
+
 // The results of a run that ended in a harness error or an interrupt: verdict unknown, the error said.
 nlohmann::json unfinished_results(nlohmann::json results, const std::string& error) {
   results["valid"] = "unknown";
@@ -302,11 +312,7 @@ nlohmann::json unfinished_results(nlohmann::json results, const std::string& err
   log.log(why);
   cluster.stop();
   const OpCounts c = history.counts();
-  nlohmann::json results = {{"run_id", fs::path(dir).filename().string()},
-                            {"started_at", started_at},
-                            {"duration_s", cfg.time_limit_s},
-                            {"ops", {{"ok", c.ok}, {"fail", c.fail}, {"info", c.info}}},
-                            {"versions", {{"lockcheck", kLockcheckVersion}, {"redis", redis_version(cfg)}}}};
+  const nlohmann::json results = results_head(cfg, dir, started_at, cfg.time_limit_s, c);
   try {
     write_json_file(dir + "/results.json", unfinished_results(results, why));
   } catch (const std::exception&) {
@@ -457,13 +463,8 @@ RunOutcome run_test(RunConfig cfg, std::ostream& out) {
     cluster->stop();
   }
 
-  nlohmann::json results = {
-      {"run_id", fs::path(dir).filename().string()},
-      {"started_at", started_at},
-      {"duration_s", duration_s},
-      {"ops", {{"ok", counts.ok}, {"fail", counts.fail}, {"info", counts.info}}},
-      {"versions", {{"lockcheck", kLockcheckVersion}, {"redis", redis_version(cfg)}}},
-  };
+  nlohmann::json results = results_head(cfg, dir, started_at, duration_s, counts);
+
   nlohmann::json nodes = nlohmann::json::array();
   if (cluster) {
     for (const auto& n : cluster->nodes()) {
