@@ -34,9 +34,7 @@ class ClientPause : public Nemesis {
   }
 
   void aim(NemesisEnv& env, FaultPlan& plan) const override {
-    json all = json::array();
-    for (int s = 0; s < env.config.concurrency; ++s) all.push_back("c" + std::to_string(s));
-    plan.targets = all;
+    plan.targets = u::all_slots(env.config.concurrency);
     plan.detail["fires"] = "first to acquire";
   }
 

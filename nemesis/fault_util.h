@@ -84,6 +84,13 @@ inline size_t node_index(const Cluster& c, const std::string& name) {
   throw std::invalid_argument("no node named '" + name + "'");
 }
 
+// Every client slot of the run, "c0" .. "c<concurrency-1>": what a client fault aimed at the next holder arms.
+inline nlohmann::json all_slots(int concurrency) {
+  nlohmann::json all = nlohmann::json::array();
+  for (int s = 0; s < concurrency; ++s) all.push_back("c" + std::to_string(s));
+  return all;
+}
+
 inline std::vector<std::string> strings(const nlohmann::json& j) {
   std::vector<std::string> out;
   if (!j.is_array()) return out;
