@@ -13,7 +13,7 @@
 
 #include <cstdint>
 
-#include "harness/op.h"
+#include "core/op.h"
 
 namespace lockcheck {
 

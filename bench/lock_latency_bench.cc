@@ -17,7 +17,7 @@
 #include <string>
 #include <vector>
 
-#include "harness/local_cluster.h"
+#include "cluster/local_cluster.h"
 #include "locks/lock_client.h"
 
 namespace lockcheck {

@@ -33,7 +33,7 @@
 
 #include "bench/history_gen.h"
 #include "checkers/mutex.h"
-#include "harness/history.h"
+#include "core/history.h"
 
 namespace lockcheck {
 namespace {

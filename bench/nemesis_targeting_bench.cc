@@ -27,7 +27,7 @@
 #include <boost/filesystem.hpp>
 #include <nlohmann/json.hpp>
 
-#include "harness/history.h"
+#include "core/history.h"
 #include "harness/runner.h"
 #include "locks/lock_client.h"
 

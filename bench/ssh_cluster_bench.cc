@@ -1,4 +1,4 @@
-// Start-up and teardown time of an ssh cluster (harness/ssh_cluster.h), e.g. on scripts/ssh-testbed:
+// Start-up and teardown time of an ssh cluster (cluster/ssh_cluster.h), e.g. on scripts/ssh-testbed:
 //   BUILD/bench/ssh_cluster_bench --hosts FILE [--nodes 5] [--repeat 3]
 // Prints one line per round: start s, stop s. Never asserts on speed.
 #include <chrono>
@@ -8,7 +8,7 @@
 
 #include <boost/filesystem.hpp>
 
-#include "harness/ssh_cluster.h"
+#include "cluster/ssh_cluster.h"
 
 int main(int argc, char** argv) {
   std::string hosts;

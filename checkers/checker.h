@@ -10,7 +10,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "harness/op.h"
+#include "core/op.h"
 
 namespace lockcheck {
 

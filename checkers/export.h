@@ -5,7 +5,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "harness/op.h"
+#include "core/op.h"
 
 namespace lockcheck {
 

@@ -5,7 +5,7 @@
 
 #include <string>
 
-#include "harness/history.h"
+#include "core/history.h"
 
 namespace lockcheck {
 

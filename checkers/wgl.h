@@ -64,7 +64,7 @@
 #include <vector>
 
 #include "checkers/state_cache.h"
-#include "harness/op.h"
+#include "core/op.h"
 
 namespace lockcheck {
 namespace wgl {

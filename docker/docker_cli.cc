@@ -26,7 +26,7 @@
 #include <boost/process/io.hpp>
 #include <boost/process/search_path.hpp>
 
-#include "harness/cluster.h"
+#include "core/cluster.h"
 
 namespace lockcheck {
 namespace docker {

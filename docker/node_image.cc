@@ -11,7 +11,7 @@
 #include <boost/process/search_path.hpp>
 #include <boost/uuid/detail/sha1.hpp>
 
-#include "harness/cluster.h"
+#include "core/cluster.h"
 
 namespace lockcheck {
 namespace docker {

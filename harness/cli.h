@@ -8,7 +8,7 @@
 
 namespace lockcheck {
 
-// Runs the command line args (without the program name). Returns the exit status (harness/exit_codes.h).
+// Runs the command line args (without the program name). Returns the exit status (core/exit_codes.h).
 int cli_main(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
 
 }  // namespace lockcheck

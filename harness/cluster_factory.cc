@@ -1,8 +1,8 @@
 #include "harness/cluster_factory.h"
 
-#include "harness/docker_cluster.h"
-#include "harness/local_cluster.h"
-#include "harness/ssh_cluster.h"
+#include "docker/docker_cluster.h"
+#include "cluster/local_cluster.h"
+#include "cluster/ssh_cluster.h"
 
 namespace lockcheck {
 

@@ -3,8 +3,8 @@
 #include <memory>
 #include <string>
 
-#include "harness/cluster.h"
-#include "harness/config.h"
+#include "core/cluster.h"
+#include "core/config.h"
 
 namespace lockcheck {
 

@@ -17,12 +17,12 @@
 #include <sstream>
 #include <thread>
 
-#include "harness/exit_codes.h"
-#include "harness/history.h"
+#include "core/exit_codes.h"
+#include "core/history.h"
 #include "harness/matrix_shard.h"
-#include "harness/process.h"
+#include "sys/process.h"
 #include "harness/runner.h"
-#include "harness/signals.h"
+#include "sys/signals.h"
 #include "report/html.h"
 
 namespace fs = boost::filesystem;

@@ -28,7 +28,7 @@
 #include <nlohmann/json.hpp>
 
 #include "checkers/checker.h"
-#include "harness/config.h"
+#include "core/config.h"
 
 namespace lockcheck {
 

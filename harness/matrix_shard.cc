@@ -4,7 +4,7 @@
 #include <fstream>
 #include <set>
 
-#include "harness/config.h"
+#include "core/config.h"
 #include "harness/matrix.h"
 
 namespace fs = boost::filesystem;

@@ -11,15 +11,15 @@
 #include <nlohmann/json.hpp>
 
 #include "checkers/checker.h"
-#include "harness/config.h"
-#include "harness/op.h"
+#include "core/config.h"
+#include "core/op.h"
 
 namespace lockcheck {
 
 struct RunOutcome {
   std::string run_dir;            // empty when the run never got a folder
   Validity valid = Validity::kUnknown;
-  int exit_code = 3;              // see harness/exit_codes.h
+  int exit_code = 3;              // see core/exit_codes.h
 };
 
 // Runs one test end to end and writes results/<run-id>/. Prints progress and the verdict to out.

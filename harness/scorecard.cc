@@ -5,7 +5,7 @@
 #include <iomanip>
 #include <sstream>
 
-#include "harness/exit_codes.h"
+#include "core/exit_codes.h"
 #include "report/html.h"
 
 namespace lockcheck {

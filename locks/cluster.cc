@@ -19,8 +19,8 @@
 
 #include <map>
 
-#include "harness/process.h"
-#include "harness/random.h"
+#include "sys/process.h"
+#include "core/random.h"
 #include "locks/single_node.h"
 
 namespace lockcheck {

@@ -21,7 +21,7 @@
 #include <cstring>
 #include <filesystem>
 
-#include "harness/process.h"
+#include "sys/process.h"
 #include "locks/lock_extra.h"
 
 namespace lockcheck {

@@ -14,7 +14,7 @@
 
 #include <string>
 
-#include "harness/redis_conn.h"
+#include "sys/redis_conn.h"
 #include "locks/lock_client.h"
 
 namespace lockcheck {

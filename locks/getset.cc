@@ -11,8 +11,8 @@
 // reading of its clock. A client whose clock runs ahead takes live locks for expired ones and steals them.
 #include <map>
 
-#include "harness/process.h"
-#include "harness/random.h"
+#include "sys/process.h"
+#include "core/random.h"
 #include "locks/fencing.h"
 #include "locks/lock_extra.h"
 #include "locks/single_node.h"

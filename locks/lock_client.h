@@ -14,8 +14,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "harness/cluster.h"
-#include "harness/op.h"
+#include "core/cluster.h"
+#include "core/op.h"
 
 namespace lockcheck {
 
@@ -56,7 +56,7 @@ class LockClient {
   // subprocess): client faults act on it (client-pause stops it with SIGSTOP, client-crash kills it).
   virtual std::optional<int> os_pid() const { return std::nullopt; }
 
-  // Crash points (the client-crash nemesis, nemesis/client_crashes.h). The workload installs a hook; a client
+  // Crash points (the client-crash nemesis, core/client_crashes.h). The workload installs a hook; a client
   // whose recipe has several steps asks it at a named point inside an op (e.g. "mid-acquire" between SETNX and
   // EXPIRE) and, when it answers true, dies there: it abandons the op (and its connection) without another
   // command and returns info. No hook: never crashes.

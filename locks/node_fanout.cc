@@ -9,7 +9,7 @@
 #include <cerrno>
 #include <stdexcept>
 
-#include "harness/process.h"
+#include "sys/process.h"
 
 namespace lockcheck {
 

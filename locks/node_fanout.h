@@ -10,7 +10,7 @@
 // parallel round on healthy connections costs one write and one read per node and (usually) one epoll_wait.
 // hiredis 0.14 has no async timeouts, so the deadlines are this object's own timer.
 //
-// What each node's outcome means, in RedisConn's taxonomy (harness/redis_conn.h):
+// What each node's outcome means, in RedisConn's taxonomy (sys/redis_conn.h):
 //   kReply    a reply arrived (it may be an error reply);
 //   kNotSent  the request certainly did not run: the connection could not be made (refused, or not made
 //             within connect_timeout), or the connection was found closed before the request was written;
@@ -28,8 +28,8 @@
 #include <string>
 #include <vector>
 
-#include "harness/cluster.h"
-#include "harness/redis_conn.h"
+#include "core/cluster.h"
+#include "sys/redis_conn.h"
 
 struct event_base;
 struct event;

@@ -48,7 +48,7 @@
 #include <random>
 #include <thread>
 
-#include "harness/random.h"
+#include "core/random.h"
 #include "locks/fencing.h"
 #include "locks/lock_extra.h"
 #include "locks/node_fanout.h"

@@ -4,7 +4,7 @@
 // works. The recipe writes EX seconds; PX is the same command in milliseconds (honours --ttl-ms exactly).
 #include <set>
 
-#include "harness/process.h"
+#include "sys/process.h"
 #include "locks/fencing.h"
 #include "locks/single_node.h"
 

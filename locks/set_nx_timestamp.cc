@@ -5,7 +5,7 @@
 // deletes the next holder's lock as V2.0 did; skewed client clocks make collisions likelier still.
 #include <map>
 
-#include "harness/process.h"
+#include "sys/process.h"
 #include "locks/fencing.h"
 #include "locks/single_node.h"
 

@@ -11,7 +11,7 @@
 // between the two commands (the acquire is reported info: the client is gone).
 #include <set>
 
-#include "harness/process.h"
+#include "sys/process.h"
 #include "locks/fencing.h"
 #include "locks/lock_extra.h"
 #include "locks/single_node.h"

@@ -11,9 +11,9 @@
 #include <chrono>
 #include <map>
 
-#include "harness/process.h"
-#include "harness/random.h"
-#include "harness/redis_conn.h"
+#include "sys/process.h"
+#include "core/random.h"
+#include "sys/redis_conn.h"
 #include "locks/fencing.h"
 #include "locks/lock_client.h"
 #include "locks/lock_extra.h"

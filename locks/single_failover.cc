@@ -24,8 +24,8 @@
 #include <map>
 #include <optional>
 
-#include "harness/process.h"
-#include "harness/random.h"
+#include "sys/process.h"
+#include "core/random.h"
 #include "locks/fencing.h"
 #include "locks/lock_extra.h"
 #include "locks/single_node.h"

@@ -5,7 +5,7 @@
 #include <chrono>
 #include <cstdint>
 
-#include "harness/redis_conn.h"
+#include "sys/redis_conn.h"
 #include "locks/lock_client.h"
 
 namespace lockcheck {

@@ -1,5 +1,5 @@
 // Nemesis `client-crash`: a client process dies at a chosen point of its lock ops without releasing
-// (nemesis/client_crashes.h): "mid-acquire" (setnx-expire: between SETNX and EXPIRE, so the lock never expires),
+// (core/client_crashes.h): "mid-acquire" (setnx-expire: between SETNX and EXPIRE, so the lock never expires),
 // "after-acquire" (the lock is held until its TTL) or "mid-release" (the release never reaches the node). Modes
 // select the point (client-crash:mid-acquire); without one each fault draws it.
 // Start arms one crash: random targeting for one random slot, holder targeting for every slot (the next process
@@ -7,7 +7,7 @@
 // crashed where; an arm that has not fired by then is widened to every slot and stays armed until a process
 // gets there (so a slot that happens not to acquire cannot make the fault silently miss), and the report says
 // so (detail.pending). Teardown disarms everything. The crashed op ends info and its process is retired.
-#include "nemesis/client_pauses.h"
+#include "core/client_pauses.h"
 #include "nemesis/fault_util.h"
 
 namespace lockcheck {

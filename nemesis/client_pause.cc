@@ -1,13 +1,13 @@
 // Nemesis `client-pause`: the "GC pause" of Kleppmann's analysis. The lock holder stops, right after its
 // acquire succeeded, for longer than the TTL (pause_ms, 2 x TTL by default) and then carries on as if it still
 // held the lock: a lock with a TTL cannot prevent that, a fencing token checked by the resource can.
-// Start arms a pause (nemesis/client_pauses.h) for client slots: random targeting one random slot (widened to
+// Start arms a pause (core/client_pauses.h) for client slots: random targeting one random slot (widened to
 // every slot after half the period if it has not fired), holder
 // targeting every slot (so the next process to acquire, the new holder, takes it at once). The first process of
 // those slots to reach its pause point during the fault period pauses; the stop op disarms what did not fire
 // and reports, in detail.paused, which process paused and for how long (a pause in progress runs to its end).
 // Teardown ends every pause at once.
-#include "nemesis/client_pauses.h"
+#include "core/client_pauses.h"
 #include "nemesis/fault_util.h"
 
 namespace lockcheck {

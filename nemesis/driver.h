@@ -29,8 +29,8 @@
 #include <thread>
 #include <vector>
 
-#include "harness/run_log.h"
-#include "nemesis/client_pauses.h"
+#include "core/run_log.h"
+#include "core/client_pauses.h"
 #include "nemesis/holders.h"
 #include "nemesis/link_faults.h"
 #include "nemesis/schedule.h"

@@ -22,7 +22,7 @@
 #include <map>
 #include <thread>
 
-#include "harness/redis_conn.h"
+#include "sys/redis_conn.h"
 #include "nemesis/fault_util.h"
 #include "nemesis/holders.h"
 #include "nemesis/link_faults.h"

@@ -10,7 +10,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "harness/random.h"
+#include "core/random.h"
 #include "nemesis/nemesis.h"
 
 namespace lockcheck {

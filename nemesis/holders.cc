@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "harness/redis_conn.h"
+#include "sys/redis_conn.h"
 
 namespace lockcheck {
 

@@ -18,8 +18,8 @@
 #include <string>
 #include <vector>
 
-#include "harness/cluster.h"
-#include "harness/history.h"
+#include "core/cluster.h"
+#include "core/history.h"
 
 namespace lockcheck {
 

@@ -14,7 +14,7 @@
 #include <utility>
 #include <vector>
 
-#include "harness/cluster.h"
+#include "core/cluster.h"
 
 namespace lockcheck {
 

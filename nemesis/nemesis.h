@@ -19,9 +19,9 @@
 #include <string>
 #include <vector>
 
-#include "harness/cluster.h"
-#include "harness/config.h"
-#include "harness/history.h"
+#include "core/cluster.h"
+#include "core/config.h"
+#include "core/history.h"
 
 namespace lockcheck {
 

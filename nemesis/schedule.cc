@@ -5,7 +5,7 @@
 #include <random>
 #include <stdexcept>
 
-#include "harness/random.h"
+#include "core/random.h"
 
 namespace lockcheck {
 

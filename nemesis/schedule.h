@@ -29,7 +29,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "harness/config.h"
+#include "core/config.h"
 #include "nemesis/nemesis.h"
 
 namespace lockcheck {

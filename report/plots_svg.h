@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "harness/op.h"
+#include "core/op.h"
 #include "report/run_model.h"
 
 namespace lockcheck {

@@ -12,7 +12,7 @@
 #include <boost/filesystem.hpp>
 
 #include "checkers/checker.h"
-#include "harness/history.h"
+#include "core/history.h"
 #include "report/anomalies.h"
 #include "report/assets.h"
 #include "report/html.h"

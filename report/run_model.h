@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "harness/op.h"
+#include "core/op.h"
 
 namespace lockcheck {
 namespace report {

@@ -12,13 +12,13 @@
 #include <thread>
 
 #include "harness/cli.h"
-#include "harness/config.h"
+#include "core/config.h"
 #include "harness/matrix.h"
-#include "harness/process.h"
+#include "sys/process.h"
 #include "harness/runner.h"
 #include "locks/adapters.h"
 #include "lock_test_util.h"
-#include "nemesis/client_pauses.h"
+#include "core/client_pauses.h"
 
 #ifndef LOCKCHECK_CLIENTS_DIR
 #define LOCKCHECK_CLIENTS_DIR ""

@@ -4,7 +4,7 @@
 
 #include <sstream>
 
-#include "harness/exit_codes.h"
+#include "core/exit_codes.h"
 
 namespace lockcheck {
 namespace {

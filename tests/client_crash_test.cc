@@ -1,4 +1,4 @@
-// The client-crash nemesis: its arms (nemesis/client_crashes.h), its schedule, and the crash points of
+// The client-crash nemesis: its arms (core/client_crashes.h), its schedule, and the crash points of
 // record_lock_op and setnx-expire against a real Redis (a crash between SETNX and EXPIRE leaves a key that never
 // expires).
 #include <gtest/gtest.h>
@@ -7,11 +7,11 @@
 #include <fstream>
 #include <thread>
 
-#include "harness/local_cluster.h"
-#include "harness/process.h"
-#include "harness/redis_conn.h"
+#include "cluster/local_cluster.h"
+#include "sys/process.h"
+#include "sys/redis_conn.h"
 #include "locks/lock_client.h"
-#include "nemesis/client_pauses.h"
+#include "core/client_pauses.h"
 #include "nemesis/nemesis.h"
 #include "nemesis/schedule.h"
 #include "tests/test_util.h"

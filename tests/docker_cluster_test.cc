@@ -1,7 +1,7 @@
 // The docker backend against the real engine: each test starts its own small cluster of containers, applies a
 // fault, checks that it took effect and that it was undone, and stops the cluster; after each test nothing
 // labelled with its run id is left. Skipped (not failed) when no Docker engine answers.
-#include "harness/docker_cluster.h"
+#include "docker/docker_cluster.h"
 
 #include <fcntl.h>
 #include <poll.h>
@@ -23,7 +23,7 @@
 
 #include "docker/docker_cli.h"
 #include "docker/node_image.h"
-#include "nemesis/clock_shim.h"
+#include "cluster/clock_shim.h"
 
 namespace lockcheck {
 namespace {

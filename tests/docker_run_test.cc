@@ -5,10 +5,10 @@
 #include <sstream>
 
 #include "docker/docker_cli.h"
-#include "harness/docker_cluster.h"
-#include "harness/exit_codes.h"
-#include "harness/history.h"
-#include "harness/process.h"
+#include "docker/docker_cluster.h"
+#include "core/exit_codes.h"
+#include "core/history.h"
+#include "sys/process.h"
 #include "harness/runner.h"
 #include "tests/test_util.h"
 

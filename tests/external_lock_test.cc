@@ -6,8 +6,8 @@
 #include <fstream>
 #include <sstream>
 
-#include "harness/history.h"
-#include "harness/process.h"
+#include "core/history.h"
+#include "sys/process.h"
 #include "harness/runner.h"
 #include "lock_test_util.h"
 

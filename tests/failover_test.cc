@@ -9,7 +9,7 @@
 #include <sstream>
 #include <thread>
 
-#include "harness/exit_codes.h"
+#include "core/exit_codes.h"
 #include "harness/matrix.h"
 #include "harness/runner.h"
 #include "lock_test_util.h"

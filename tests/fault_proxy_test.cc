@@ -1,4 +1,4 @@
-#include "nemesis/fault_proxy.h"
+#include "cluster/fault_proxy.h"
 
 #include <arpa/inet.h>
 #include <fcntl.h>

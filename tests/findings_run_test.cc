@@ -11,13 +11,13 @@
 #include <thread>
 
 #include "checkers/checker.h"
-#include "harness/exit_codes.h"
-#include "harness/history.h"
-#include "harness/local_cluster.h"
-#include "harness/redis_conn.h"
+#include "core/exit_codes.h"
+#include "core/history.h"
+#include "cluster/local_cluster.h"
+#include "sys/redis_conn.h"
 #include "harness/runner.h"
 #include "locks/lock_client.h"
-#include "nemesis/client_pauses.h"
+#include "core/client_pauses.h"
 #include "tests/test_util.h"
 #include "workloads/workload.h"
 

@@ -1,4 +1,4 @@
-#include "harness/history.h"
+#include "core/history.h"
 
 #include <gtest/gtest.h>
 #include <unistd.h>

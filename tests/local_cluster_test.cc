@@ -1,4 +1,4 @@
-#include "harness/local_cluster.h"
+#include "cluster/local_cluster.h"
 
 #include <gtest/gtest.h>
 #include <signal.h>
@@ -8,7 +8,7 @@
 
 #include <hiredis/hiredis.h>
 
-#include "harness/redis_conn.h"
+#include "sys/redis_conn.h"
 
 namespace lockcheck {
 namespace {

@@ -10,8 +10,8 @@
 #include <memory>
 #include <string>
 
-#include "harness/local_cluster.h"
-#include "harness/redis_conn.h"
+#include "cluster/local_cluster.h"
+#include "sys/redis_conn.h"
 #include "locks/lock_client.h"
 
 namespace lockcheck {

@@ -10,8 +10,8 @@
 #include <sstream>
 
 #include "harness/cli.h"
-#include "harness/config.h"
-#include "harness/exit_codes.h"
+#include "core/config.h"
+#include "core/exit_codes.h"
 #include "harness/matrix.h"
 #include "tests/test_util.h"
 

@@ -5,8 +5,8 @@
 #include <fstream>
 #include <sstream>
 
-#include "harness/exit_codes.h"
-#include "harness/history.h"
+#include "core/exit_codes.h"
+#include "core/history.h"
 #include "harness/runner.h"
 #include "tests/test_util.h"
 

@@ -16,10 +16,10 @@
 
 #include "checkers/checker.h"
 #include "harness/cluster_factory.h"
-#include "harness/local_cluster.h"
-#include "harness/redis_conn.h"
+#include "cluster/local_cluster.h"
+#include "sys/redis_conn.h"
 #include "locks/lock_client.h"
-#include "nemesis/client_pauses.h"
+#include "core/client_pauses.h"
 #include "nemesis/link_faults.h"
 #include "nemesis/nemesis.h"
 #include "tests/test_util.h"

@@ -10,9 +10,9 @@
 #include <fstream>
 #include <thread>
 
-#include "harness/local_cluster.h"
-#include "harness/redis_conn.h"
-#include "nemesis/client_pauses.h"
+#include "cluster/local_cluster.h"
+#include "sys/redis_conn.h"
+#include "core/client_pauses.h"
 #include "nemesis/driver.h"
 #include "nemesis/link_faults.h"
 #include "nemesis/schedule.h"

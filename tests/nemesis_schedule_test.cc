@@ -8,7 +8,7 @@
 #include <set>
 #include <thread>
 
-#include "nemesis/client_pauses.h"
+#include "core/client_pauses.h"
 #include "nemesis/fault_util.h"
 #include "nemesis/holders.h"
 #include "nemesis/link_faults.h"

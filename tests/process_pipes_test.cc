@@ -1,4 +1,4 @@
-// ChildProcess with stdin/stdout pipes, split_command_line, and ignore_sigpipe (harness/process.h).
+// ChildProcess with stdin/stdout pipes, split_command_line, and ignore_sigpipe (sys/process.h).
 #include <gtest/gtest.h>
 #include <poll.h>
 #include <signal.h>
@@ -6,7 +6,7 @@
 
 #include <cerrno>
 
-#include "harness/process.h"
+#include "sys/process.h"
 
 namespace lockcheck {
 namespace {

@@ -24,7 +24,7 @@
 #include <utility>
 #include <vector>
 
-#include "harness/cluster.h"
+#include "core/cluster.h"
 
 namespace lockcheck {
 namespace testing_support {

@@ -11,7 +11,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "harness/op.h"
+#include "core/op.h"
 
 namespace lockcheck {
 namespace report_test {

@@ -9,9 +9,9 @@
 #include <sstream>
 #include <thread>
 
-#include "harness/exit_codes.h"
-#include "harness/history.h"
-#include "harness/process.h"
+#include "core/exit_codes.h"
+#include "core/history.h"
+#include "sys/process.h"
 #include "tests/test_util.h"
 
 namespace lockcheck {

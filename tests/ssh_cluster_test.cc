@@ -1,7 +1,7 @@
 // The ssh backend on the namespace test bed (scripts/ssh-testbed): the cluster's primitives, a redlock run under
 // partitions and kill through the CLI, and nothing left afterwards (no namespace, no sshd, no iptables rule, no
 // Redis, no remote folder). Needs root; skipped with a message otherwise, except under CI=true, where it fails.
-#include "harness/ssh_cluster.h"
+#include "cluster/ssh_cluster.h"
 
 #include <signal.h>
 #include <unistd.h>
@@ -17,8 +17,8 @@
 #include <thread>
 
 #include "harness/cli.h"
-#include "harness/exit_codes.h"
-#include "harness/process.h"
+#include "core/exit_codes.h"
+#include "sys/process.h"
 #include "test_util.h"
 
 namespace lockcheck {

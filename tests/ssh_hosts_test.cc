@@ -1,14 +1,14 @@
 // The ssh backend without SSH: hosts-file parsing and its errors, shell quoting, the ssh/scp command lines.
-#include "harness/ssh_hosts.h"
+#include "cluster/ssh_hosts.h"
 
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <fstream>
 
-#include "harness/config.h"
-#include "harness/process.h"
-#include "harness/ssh_cluster.h"
+#include "core/config.h"
+#include "sys/process.h"
+#include "cluster/ssh_cluster.h"
 #include "test_util.h"
 
 namespace lockcheck {

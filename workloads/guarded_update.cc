@@ -14,7 +14,7 @@
 #include <atomic>
 #include <thread>
 
-#include "harness/random.h"
+#include "core/random.h"
 #include "workloads/resource.h"
 #include "workloads/workload.h"
 

@@ -2,7 +2,7 @@
 // and never past the validity the client reported: a careful client), release it, pause briefly. The history of acquires and releases is judged by the mutex checker (the strict view: a holder
 // believes it holds the lock until it releases) and the lease checker (the claimed view: only within the
 // validity the client reported).
-#include "harness/random.h"
+#include "core/random.h"
 #include "workloads/workload.h"
 
 namespace lockcheck {

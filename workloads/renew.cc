@@ -10,7 +10,7 @@
 // resurrected lock), liveness and stats.
 #include <algorithm>
 
-#include "harness/random.h"
+#include "core/random.h"
 #include "workloads/workload.h"
 
 namespace lockcheck {

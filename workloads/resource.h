@@ -7,9 +7,9 @@
 #include <string>
 #include <vector>
 
-#include "harness/config.h"
-#include "harness/local_cluster.h"
-#include "harness/redis_conn.h"
+#include "core/config.h"
+#include "cluster/local_cluster.h"
+#include "sys/redis_conn.h"
 
 namespace lockcheck {
 

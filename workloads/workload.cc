@@ -5,13 +5,13 @@
 #include <algorithm>
 #include <thread>
 
-#include "harness/random.h"
+#include "core/random.h"
 
 namespace lockcheck {
 
 namespace {
 
-// The client-crash nemesis's crash points around an op (nemesis/client_crashes.h). True when the process
+// The client-crash nemesis's crash points around an op (core/client_crashes.h). True when the process
 // crashes at `point`: an external client's subprocess is killed there with SIGKILL; a built-in client just
 // stops (its connection is abandoned with the retired process's client).
 bool crash_here(ProcessEnv& env, const char* point) {

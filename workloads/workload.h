@@ -12,11 +12,11 @@
 #include <string>
 #include <vector>
 
-#include "harness/cluster.h"
-#include "harness/config.h"
-#include "harness/history.h"
+#include "core/cluster.h"
+#include "core/config.h"
+#include "core/history.h"
 #include "locks/lock_client.h"
-#include "nemesis/client_pauses.h"
+#include "core/client_pauses.h"
 
 namespace lockcheck {
 

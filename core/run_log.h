@@ -5,7 +5,7 @@
 #include <mutex>
 #include <string>
 
-#include "harness/clock.h"
+#include "core/clock.h"
 
 namespace lockcheck {
 

@@ -10,8 +10,8 @@
 #include <string>
 #include <vector>
 
-#include "harness/clock.h"
-#include "harness/op.h"
+#include "core/clock.h"
+#include "core/op.h"
 
 namespace lockcheck {
 

@@ -1,4 +1,4 @@
-#include "harness/docker_cluster.h"
+#include "docker/docker_cluster.h"
 
 #include <signal.h>
 #include <sys/types.h>
@@ -19,8 +19,8 @@
 #include <hiredis/hiredis.h>
 
 #include "docker/node_image.h"
-#include "nemesis/clock_shim.h"
-#include "nemesis/fault_proxy.h"
+#include "cluster/clock_shim.h"
+#include "cluster/fault_proxy.h"
 
 namespace lockcheck {
 

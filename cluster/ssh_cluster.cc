@@ -1,4 +1,4 @@
-#include "harness/ssh_cluster.h"
+#include "cluster/ssh_cluster.h"
 
 #include <signal.h>
 #include <sys/stat.h>
@@ -19,9 +19,9 @@
 #include <hiredis/hiredis.h>
 
 #include "docker/docker_cli.h"
-#include "harness/process.h"
-#include "nemesis/clock_shim.h"
-#include "nemesis/fault_proxy.h"
+#include "sys/process.h"
+#include "cluster/clock_shim.h"
+#include "cluster/fault_proxy.h"
 
 namespace lockcheck {
 

@@ -1,4 +1,4 @@
-#include "harness/redis_conn.h"
+#include "sys/redis_conn.h"
 
 #include <hiredis/hiredis.h>
 #include <sys/time.h>

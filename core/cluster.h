@@ -1,5 +1,5 @@
 // The Redis nodes under test, behind one interface with two backends: `local` (redis-server processes on
-// loopback, harness/local_cluster.h) and `docker` (containers). Like Jepsen's db protocol: start and stop,
+// loopback, cluster/local_cluster.h) and `docker` (containers). Like Jepsen's db protocol: start and stop,
 // plus the fault primitives the nemesis needs. Node numbers are 0-based; node names are "n1", "n2", ...
 #pragma once
 

@@ -1,4 +1,4 @@
-#include "harness/random.h"
+#include "core/random.h"
 
 #include <sys/random.h>
 

@@ -1,4 +1,4 @@
-#include "harness/ssh_hosts.h"
+#include "cluster/ssh_hosts.h"
 
 #include <pwd.h>
 #include <unistd.h>
@@ -7,7 +7,7 @@
 #include <fstream>
 #include <set>
 
-#include "harness/config.h"
+#include "core/config.h"
 
 namespace lockcheck {
 

@@ -26,8 +26,8 @@
 #include <optional>
 #include <vector>
 
-#include "harness/op.h"
-#include "nemesis/client_crashes.h"
+#include "core/op.h"
+#include "core/client_crashes.h"
 
 namespace lockcheck {
 

@@ -1,4 +1,4 @@
-#include "harness/signals.h"
+#include "sys/signals.h"
 
 #include <pthread.h>
 #include <signal.h>
@@ -6,7 +6,7 @@
 
 #include <cstring>
 
-#include "harness/process.h"
+#include "sys/process.h"
 
 namespace lockcheck {
 

@@ -1,4 +1,4 @@
-#include "harness/op.h"
+#include "core/op.h"
 
 #include <stdexcept>
 #include <unordered_map>

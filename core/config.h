@@ -10,7 +10,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "harness/cluster.h"
+#include "core/cluster.h"
 
 namespace lockcheck {
 
@@ -22,7 +22,7 @@ class ConfigError : public std::invalid_argument {
 
 struct RunConfig {
   std::string cluster = "local";                 // --cluster local|docker|ssh
-  std::string hosts;                             // --hosts FILE: the ssh backend's hosts (harness/ssh_hosts.h)
+  std::string hosts;                             // --hosts FILE: the ssh backend's hosts (cluster/ssh_hosts.h)
   Topology topology = Topology::kIndependent;    // --topology independent|replicated
   int nodes = 5;                                 // --nodes: lock nodes (replicated: master + replicas)
   Persistence persistence = Persistence::kNone;  // --persistence none|aof-everysec|aof-always

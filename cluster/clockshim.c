@@ -12,7 +12,7 @@
  *
  * The offset file: named by the environment variable LOCKCHECK_CLOCK_FILE; at least 8 bytes; bytes 0..7 hold
  * the offset as a signed 64-bit integer of nanoseconds in native byte order (little endian on x86_64). The
- * writer (nemesis/clock_shim.cc) stores those 8 bytes with one aligned 8-byte store through its own shared
+ * writer (cluster/clock_shim.cc) stores those 8 bytes with one aligned 8-byte store through its own shared
  * mapping of the same page, and this shim reads them with one aligned 8-byte load, so a reader sees either the
  * old or the new offset, never a mix; a change takes effect on the next clock call of every thread.
  *

@@ -1,4 +1,4 @@
-#include "harness/history.h"
+#include "core/history.h"
 
 #include <fcntl.h>
 #include <sys/stat.h>

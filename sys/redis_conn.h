@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "harness/cluster.h"
+#include "core/cluster.h"
 
 struct redisContext;
 struct redisReply;

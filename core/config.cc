@@ -1,4 +1,4 @@
-#include "harness/config.h"
+#include "core/config.h"
 
 #include <fstream>
 
@@ -8,7 +8,7 @@
 #include <filesystem>
 
 #include "locks/adapters.h"
-#include "harness/ssh_hosts.h"
+#include "cluster/ssh_hosts.h"
 #include "locks/lock_client.h"
 #include "nemesis/nemesis.h"
 #include "workloads/workload.h"

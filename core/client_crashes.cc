@@ -1,4 +1,4 @@
-#include "nemesis/client_crashes.h"
+#include "core/client_crashes.h"
 
 #include <algorithm>
 #include <stdexcept>

@@ -1,4 +1,4 @@
-#include "nemesis/client_pauses.h"
+#include "core/client_pauses.h"
 
 #include <signal.h>
 

@@ -51,7 +51,7 @@
 #include <stdexcept>
 #include <string>
 
-#include "harness/cluster.h"
+#include "core/cluster.h"
 
 namespace lockcheck {
 

@@ -1,4 +1,4 @@
-#include "harness/process.h"
+#include "sys/process.h"
 
 #include <fcntl.h>
 #include <signal.h>

@@ -1,5 +1,5 @@
 // The `ssh` cluster backend: every Redis node (and Sentinel) runs on a remote host reached with OpenSSH, as in
-// Jepsen. Selected with `--cluster ssh --hosts FILE` (harness/ssh_hosts.h describes the file). Clients run here
+// Jepsen. Selected with `--cluster ssh --hosts FILE` (cluster/ssh_hosts.h describes the file). Clients run here
 // and reach the nodes over the network. scripts/ssh-testbed makes such hosts on one machine.
 //
 // What a run creates, and stop() removes (also after an error or SIGINT/SIGTERM):
@@ -27,10 +27,10 @@
 //                    holds for a Sentinel on the same host. Give as many hosts as nodes for exact cuts.
 //   node <-> node delay   tc netem on both hosts (one delay per host towards its delayed peers); on a kernel
 //                    without sch_netem: ClusterError "delay not available on HOST".
-//   client <-> node  the harness's TCP fault proxy (nemesis/fault_proxy.h) on 127.0.0.1, forwarding to the node:
+//   client <-> node  the harness's TCP fault proxy (cluster/fault_proxy.h) on 127.0.0.1, forwarding to the node:
 //                    client slots all come from this machine's one address, which host rules cannot tell apart.
 //
-// Every remote call is `ssh`/`scp` with an argv vector (harness/ssh_hosts.h quotes it for the remote shell),
+// Every remote call is `ssh`/`scp` with an argv vector (cluster/ssh_hosts.h quotes it for the remote shell),
 // BatchMode, ConnectTimeout and a bounded wait. Thread-safety: one internal mutex, as the docker backend.
 #pragma once
 
@@ -45,9 +45,9 @@
 #include <utility>
 #include <vector>
 
-#include "harness/cluster.h"
-#include "harness/config.h"
-#include "harness/ssh_hosts.h"
+#include "core/cluster.h"
+#include "core/config.h"
+#include "cluster/ssh_hosts.h"
 
 namespace lockcheck {
 

@@ -1,4 +1,4 @@
-#include "harness/local_cluster.h"
+#include "cluster/local_cluster.h"
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -13,8 +13,8 @@
 #include <map>
 #include <thread>
 
-#include "harness/redis_conn.h"
-#include "nemesis/clock_shim.h"
+#include "sys/redis_conn.h"
+#include "cluster/clock_shim.h"
 
 namespace fs = boost::filesystem;
 

@@ -1,4 +1,4 @@
-#include "nemesis/clock_shim.h"
+#include "cluster/clock_shim.h"
 
 #include <fcntl.h>
 #include <sys/mman.h>

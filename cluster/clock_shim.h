@@ -1,4 +1,4 @@
-// The harness side of the clock shim (nemesis/clockshim.c): where the LD_PRELOAD library is, and the offset
+// The harness side of the clock shim (cluster/clockshim.c): where the LD_PRELOAD library is, and the offset
 // file it reads. A node started with LD_PRELOAD=clock_shim_library() and LOCKCHECK_CLOCK_FILE=<file> sees
 // CLOCK_REALTIME (clock_gettime, gettimeofday, time) moved by the offset in <file>; write_clock_offset changes
 // it at once, for every thread of every process that maps the file.

@@ -1,9 +1,9 @@
 // The default backend: redis-server processes on loopback, no root and no Docker needed.
 // Each node has its own port (free, chosen at start and kept across restarts), data dir nodes/nX/ and log
 // nodes/nX.log under the run's folder. Persistence is off unless asked for (--persistence).
-// Every client reaches the nodes through the harness's TCP fault proxy (nemesis/fault_proxy.h): one link per
+// Every client reaches the nodes through the harness's TCP fault proxy (cluster/fault_proxy.h): one link per
 // (party, node), made on first use by endpoint_for, so that the nemesis can cut or delay any one link without
-// root. Every node runs with the clock shim preloaded (nemesis/clock_shim.h) and its own offset file nX/clock,
+// root. Every node runs with the clock shim preloaded (cluster/clock_shim.h) and its own offset file nX/clock,
 // so that set_clock_offset moves that node's wall clock at once.
 //
 // Topologies:
@@ -41,10 +41,10 @@
 #include <string>
 #include <vector>
 
-#include "harness/cluster.h"
-#include "harness/config.h"
-#include "harness/process.h"
-#include "nemesis/fault_proxy.h"
+#include "core/cluster.h"
+#include "core/config.h"
+#include "sys/process.h"
+#include "cluster/fault_proxy.h"
 
 namespace lockcheck {
 

@@ -15,7 +15,7 @@
 // Faults:
 //   kill / restart   `docker kill` (SIGKILL) / `docker start`: same container, same address, same mounts
 //   pause / resume   `docker pause` / `docker unpause` (the cgroup freezer)
-//   clock            write_clock_offset on the node's clock file (nemesis/clock_shim.h); at once
+//   clock            write_clock_offset on the node's clock file (cluster/clock_shim.h); at once
 //   node <-> node    iptables DROP rules inside each container's network namespace (containers run with
 //                    CAP_NET_ADMIN; rules are loaded with `docker exec iptables-restore`). A side that is down
 //                    or paused gets its rules when it comes back (a restart starts a fresh namespace), so a cut
@@ -23,7 +23,7 @@
 //   node <-> Sentinel  (rules in the node's namespace only; the failover nemesis's split-brain cuts the master
 //                    from its replicas and every Sentinel). Sentinel <-> Sentinel cuts are not supported. Delays between nodes are not supported (they need
 //                    tc netem, which the kernels we run on lack): set_delay throws ClusterError for them.
-//   client <-> node  the harness's TCP fault proxy (nemesis/fault_proxy.h): client slot cK reaches node n
+//   client <-> node  the harness's TCP fault proxy (cluster/fault_proxy.h): client slot cK reaches node n
 //                    through its own listener on 127.0.0.1 that forwards to the container's address.
 //
 // Engine calls are the docker CLI (argv vectors through docker/docker_cli.h), each with a bounded timeout.
@@ -45,8 +45,8 @@
 #include <vector>
 
 #include "docker/docker_cli.h"
-#include "harness/cluster.h"
-#include "harness/config.h"
+#include "core/cluster.h"
+#include "core/config.h"
 
 namespace lockcheck {
 
@@ -57,7 +57,7 @@ constexpr const char* kDockerRunLabel = "lockcheck.run";
 constexpr const char* kDockerOwnerPidLabel = "lockcheck.owner-pid";
 constexpr const char* kDockerOwnerHostLabel = "lockcheck.owner-host";
 
-// The replicated topology's Sentinels monitor the master under kSentinelMasterName (harness/cluster.h).
+// The replicated topology's Sentinels monitor the master under kSentinelMasterName (core/cluster.h).
 
 struct DockerClusterOptions {
   std::string docker_path;         // the docker client; empty: `docker` on PATH
