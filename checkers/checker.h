@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/op.h"
+#include "core/registry.h"
 
 namespace lockcheck {
 
@@ -65,7 +66,7 @@ struct CheckerInfo {
   std::unique_ptr<Checker> (*make)();
 };
 // The registry (checkers/registry.cc): one line per checker.
-const std::vector<CheckerInfo>& checker_registry();
+const Registry<CheckerInfo>& checker_registry();
 // nullptr when unknown.
 std::unique_ptr<Checker> make_checker(const std::string& name);
 

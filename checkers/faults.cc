@@ -83,4 +83,10 @@ class FaultsChecker : public Checker {
 
 std::unique_ptr<Checker> make_faults_checker() { return std::make_unique<FaultsChecker>(); }
 
+// This checker's line in the registry (checkers/registry.cc): its name, what `lockcheck list` says of it, its factory.
+CheckerInfo faults_checker() {
+  return {"faults", "the planned faults took effect (client-pause armed vs fired); judged whenever a nemesis runs",
+   make_faults_checker};
+}
+
 }  // namespace lockcheck

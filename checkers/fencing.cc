@@ -159,4 +159,10 @@ class FencingChecker : public Checker {
 
 std::unique_ptr<Checker> make_fencing_checker() { return std::make_unique<FencingChecker>(); }
 
+// This checker's line in the registry (checkers/registry.cc): its name, what `lockcheck list` says of it, its factory.
+CheckerInfo fencing_checker() {
+  return {"fencing", "tokens increase in real-time order per key; no write with a stale token is accepted",
+   make_fencing_checker};
+}
+
 }  // namespace lockcheck

@@ -248,4 +248,10 @@ class LeaseChecker : public Checker {
 
 std::unique_ptr<Checker> make_lease_checker() { return std::make_unique<LeaseChecker>(); }
 
+// This checker's line in the registry (checkers/registry.cc): its name, what `lockcheck list` says of it, its factory.
+CheckerInfo lease_checker() {
+  return {"lease", "no two processes' lease windows (acquire ok .. ok + validity_ms, extends, release) overlap",
+   make_lease_checker};
+}
+
 }  // namespace lockcheck

@@ -321,4 +321,11 @@ class LivenessChecker : public Checker {
 
 std::unique_ptr<Checker> make_liveness_checker() { return std::make_unique<LivenessChecker>(); }
 
+// This checker's line in the registry (checkers/registry.cc): its name, what `lockcheck list` says of it, its factory.
+CheckerInfo liveness_checker() {
+  return {"liveness", "outside faults, a key processes keep trying to acquire is granted within 2 x TTL + op timeout "
+   "(stuck lock, livelock)",
+   make_liveness_checker};
+}
+
 }  // namespace lockcheck

@@ -364,4 +364,10 @@ class LostUpdatesChecker : public Checker {
 
 std::unique_ptr<Checker> make_lost_updates_checker() { return std::make_unique<LostUpdatesChecker>(); }
 
+// This checker's line in the registry (checkers/registry.cc): its name, what `lockcheck list` says of it, its factory.
+CheckerInfo lost_updates_checker() {
+  return {"lost-updates", "acknowledged adds / increments are in the final read; stale reads; unexpected elements",
+   make_lost_updates_checker};
+}
+
 }  // namespace lockcheck

@@ -477,4 +477,10 @@ CheckResult MutexChecker::check(const History& h, const CheckOptions& opts) cons
 
 std::unique_ptr<Checker> make_mutex_checker() { return std::make_unique<MutexChecker>(); }
 
+// This checker's line in the registry (checkers/registry.cc): its name, what `lockcheck list` says of it, its factory.
+CheckerInfo mutex_checker() {
+  return {"mutex", "linearizability of acquire/release/extend against an owner-aware mutex, per key (WGL search)",
+   make_mutex_checker};
+}
+
 }  // namespace lockcheck

@@ -129,4 +129,11 @@ class RenewalChecker : public Checker {
 
 std::unique_ptr<Checker> make_renewal_checker() { return std::make_unique<RenewalChecker>(); }
 
+// This checker's line in the registry (checkers/registry.cc): its name, what `lockcheck list` says of it, its factory.
+CheckerInfo renewal_checker() {
+  return {"renewal", "an ok extend after another process acquired the key since the extender's last lease is a "
+   "resurrected lock",
+   make_renewal_checker};
+}
+
 }  // namespace lockcheck

@@ -117,4 +117,10 @@ class StatsChecker : public Checker {
 
 std::unique_ptr<Checker> make_stats_checker() { return std::make_unique<StatsChecker>(); }
 
+// This checker's line in the registry (checkers/registry.cc): its name, what `lockcheck list` says of it, its factory.
+CheckerInfo stats_checker() {
+  return {"stats", "op counts, latency percentiles and throughput per second (valid once any op completed)",
+   make_stats_checker};
+}
+
 }  // namespace lockcheck

@@ -1,4 +1,5 @@
 #include "cluster/local_cluster.h"
+#include "core/assert.h"
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -15,6 +16,8 @@
 
 #include "sys/redis_conn.h"
 #include "cluster/clock_shim.h"
+#include "core/party.h"
+#include "cluster/redis_config.h"
 
 namespace fs = boost::filesystem;
 
@@ -74,7 +77,7 @@ LocalCluster::LocalCluster(LocalClusterOptions opts) : opts_(std::move(opts)) {
   if (replicated) {
     for (int k = 0; k < opts_.sentinels; ++k) {
       NodeInfo info;
-      info.name = "s" + std::to_string(k + 1);
+      info.name = Party::sentinel(k).name();
       info.role = NodeRole::kSentinel;
       info.endpoint = Endpoint{"127.0.0.1", 0};
       info.log_path = opts_.nodes_dir + "/" + info.name + ".log";
@@ -263,12 +266,7 @@ void LocalCluster::write_node_config(size_t n) const {
   c += "logfile " + abs_path(nodes_[n].log_path) + "\n";
   c += "daemonize no\n";
   c += "protected-mode no\n";
-  c += "save \"\"\n";
-  switch (opts_.persistence) {
-    case Persistence::kNone: c += "appendonly no\n"; break;
-    case Persistence::kAofEverysec: c += "appendonly yes\nappendfsync everysec\n"; break;
-    case Persistence::kAofAlways: c += "appendonly yes\nappendfsync always\n"; break;
-  }
+  c += persistence_conf(opts_.persistence);
   c += peer_link_config(nodes_[n], false);
   if (n > 0) {
     const Endpoint master = peer_endpoint(nodes_[n].name, 0);
@@ -279,7 +277,6 @@ void LocalCluster::write_node_config(size_t n) const {
 
 void LocalCluster::write_sentinel_config(size_t k) const {
   const Endpoint master = peer_endpoint(sentinels_[k].name, 0);
-  const std::string m = kSentinelMasterName;
   std::string c;
   c += "# written by lockcheck; Sentinel rewrites it with what it learns\n";
   c += "port " + std::to_string(sentinels_[k].listen.port) + "\n";
@@ -289,11 +286,7 @@ void LocalCluster::write_sentinel_config(size_t k) const {
   c += "daemonize no\n";
   c += "protected-mode no\n";
   c += peer_link_config(sentinels_[k], true);
-  c += "sentinel monitor " + m + " " + master.host + " " + std::to_string(master.port) + " " +
-       std::to_string(opts_.sentinel_quorum) + "\n";
-  c += "sentinel down-after-milliseconds " + m + " " + std::to_string(opts_.sentinel_down_after.count()) + "\n";
-  c += "sentinel failover-timeout " + m + " " + std::to_string(opts_.sentinel_failover_timeout.count()) + "\n";
-  c += "sentinel parallel-syncs " + m + " 1\n";
+  c += sentinel_monitor_conf(master, opts_.sentinel_quorum, opts_.sentinel_timings);
   write_file(config_path(opts_.nodes_dir, sentinels_[k].name), c);
 }
 
@@ -328,19 +321,9 @@ std::vector<std::string> LocalCluster::argv_for(size_t n) const {
       "--logfile", fs::absolute(nodes_[n].log_path).string(),
       "--daemonize", "no",
       "--protected-mode", "no",
-      "--save", "",
   };
-  switch (opts_.persistence) {
-    case Persistence::kNone:
-      argv.insert(argv.end(), {"--appendonly", "no"});
-      break;
-    case Persistence::kAofEverysec:
-      argv.insert(argv.end(), {"--appendonly", "yes", "--appendfsync", "everysec"});
-      break;
-    case Persistence::kAofAlways:
-      argv.insert(argv.end(), {"--appendonly", "yes", "--appendfsync", "always"});
-      break;
-  }
+  const auto persistence = persistence_args(opts_.persistence);
+  argv.insert(argv.end(), persistence.begin(), persistence.end());
   argv.insert(argv.end(), cluster_args.begin(), cluster_args.end());
   return argv;
 }
@@ -515,6 +498,7 @@ void LocalCluster::stop() noexcept {
 }
 
 void LocalCluster::kill(size_t n) {
+  LOCKCHECK_ASSERT(n < nodes_.size(), "node " + std::to_string(n) + " of " + std::to_string(nodes_.size()));
   std::lock_guard<std::mutex> lock(mu_);
   if (procs_.at(n)) procs_[n]->kill_and_reap();
   procs_[n].reset();
@@ -524,6 +508,7 @@ void LocalCluster::kill(size_t n) {
 }
 
 void LocalCluster::restart(size_t n) {
+  LOCKCHECK_ASSERT(n < nodes_.size(), "node " + std::to_string(n) + " of " + std::to_string(nodes_.size()));
   std::lock_guard<std::mutex> lock(mu_);
   if (procs_.at(n) && procs_[n]->running()) {
     if (paused_[n]) procs_[n]->signal(SIGCONT);
@@ -536,6 +521,7 @@ void LocalCluster::restart(size_t n) {
 }
 
 void LocalCluster::pause(size_t n) {
+  LOCKCHECK_ASSERT(n < nodes_.size(), "node " + std::to_string(n) + " of " + std::to_string(nodes_.size()));
   std::lock_guard<std::mutex> lock(mu_);
   if (!procs_.at(n)) throw ClusterError("cannot pause " + nodes_[n].name + ": it is down");
   procs_[n]->signal(SIGSTOP);
@@ -543,6 +529,7 @@ void LocalCluster::pause(size_t n) {
 }
 
 void LocalCluster::resume(size_t n) {
+  LOCKCHECK_ASSERT(n < nodes_.size(), "node " + std::to_string(n) + " of " + std::to_string(nodes_.size()));
   std::lock_guard<std::mutex> lock(mu_);
   if (!procs_.at(n)) return;
   procs_[n]->signal(SIGCONT);
@@ -550,6 +537,7 @@ void LocalCluster::resume(size_t n) {
 }
 
 void LocalCluster::set_clock_offset(size_t n, std::chrono::nanoseconds offset) {
+  LOCKCHECK_ASSERT(n < nodes_.size(), "node " + std::to_string(n) + " of " + std::to_string(nodes_.size()));
   if (!opts_.use_clock_shim) throw ClusterError("clock faults need the clock shim (use_clock_shim is off)");
   try {
     write_clock_offset(data_dirs_.at(n) + "/clock", offset);

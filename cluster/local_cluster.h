@@ -45,6 +45,7 @@
 #include "core/config.h"
 #include "sys/process.h"
 #include "cluster/fault_proxy.h"
+#include "cluster/redis_config.h"
 
 namespace lockcheck {
 
@@ -62,8 +63,7 @@ struct LocalClusterOptions {
   // Replicated topology only.
   int sentinels = 3;
   int sentinel_quorum = 2;
-  std::chrono::milliseconds sentinel_down_after{1000};       // down-after-milliseconds
-  std::chrono::milliseconds sentinel_failover_timeout{3000};  // failover-timeout
+  SentinelTimings sentinel_timings;  // the shared defaults (cluster/redis_config.h)
   std::chrono::milliseconds ready_timeout{30000};  // replication links up and Sentinels aware of each other
   // Cluster topology only: cluster-node-timeout (a master unreachable this long is failed over).
   std::chrono::milliseconds cluster_node_timeout{1000};

@@ -18,10 +18,11 @@
 #include <boost/filesystem.hpp>
 #include <hiredis/hiredis.h>
 
-#include "docker/docker_cli.h"
 #include "sys/process.h"
 #include "cluster/clock_shim.h"
 #include "cluster/fault_proxy.h"
+#include "core/party.h"
+#include "cluster/redis_config.h"
 
 namespace lockcheck {
 
@@ -69,19 +70,20 @@ std::string program(const std::string& name) {
   return *p;
 }
 
-docker::CommandResult run_argv(const std::vector<std::string>& argv, milliseconds timeout,
-                               const std::string& input = "") {
-  docker::CommandOptions o;
+CommandResult run_argv(const std::vector<std::string>& argv, milliseconds timeout, const std::string& input = "") {
+  CommandOptions o;
   o.timeout = timeout;
   o.stdin_data = input;
-  std::vector<std::string> args(argv.begin() + 1, argv.end());
+  o.own_process_group = true;  // the teardown's ssh calls must outlive a terminal's Ctrl-C
+  std::vector<std::string> resolved = argv;
+  resolved[0] = program(argv[0]);
   static const bool trace = [] {
     const char* v = std::getenv("LOCKCHECK_SSH_TRACE");
     return v != nullptr && v[0] != '\0' && std::string(v) != "0";
   }();
   try {
     const auto t0 = std::chrono::steady_clock::now();
-    docker::CommandResult r = docker::run_program(program(argv[0]), args, o);
+    CommandResult r = run_command(resolved, o);
     if (trace) {
       auto ms = std::chrono::duration_cast<milliseconds>(std::chrono::steady_clock::now() - t0).count();
       std::fprintf(stderr, "lockcheck: %s ... %s -> exit %d in %lld ms\n", argv[0].c_str(), argv.back().c_str(),
@@ -194,7 +196,7 @@ SshCluster::SshCluster(const RunConfig& config, std::string run_dir, SshClusterO
   for (int i = 0; i < config_.nodes; ++i) {
     const size_t h = static_cast<size_t>(i) % H;
     NodeInfo info;
-    info.name = "n" + std::to_string(i + 1);
+    info.name = Party::node(i).name();
     info.role = (config_.topology == Topology::kReplicated && i > 0) ? NodeRole::kReplica : NodeRole::kMaster;
     info.endpoint = {file_.hosts[h].address, file_.hosts[h].base_port + static_cast<int>(i / H)};
     info.log_path = path("nodes/" + info.name + ".log");
@@ -207,7 +209,7 @@ SshCluster::SshCluster(const RunConfig& config, std::string run_dir, SshClusterO
     for (int s = 0; s < options_.sentinels; ++s) {
       const size_t h = static_cast<size_t>(config_.nodes + s) % H;  // after the nodes: own hosts when there are enough
       NodeInfo info;
-      info.name = "s" + std::to_string(s + 1);
+      info.name = Party::sentinel(s).name();
       info.role = NodeRole::kSentinel;
       info.endpoint = {file_.hosts[h].address, kSentinelBasePort + static_cast<int>((config_.nodes + s) / H)};
       info.log_path = path("nodes/" + info.name + ".log");
@@ -216,6 +218,7 @@ SshCluster::SshCluster(const RunConfig& config, std::string run_dir, SshClusterO
       host_state_[h].used = true;
     }
   }
+  links_ = SplitNetwork("ssh cluster", nodes_.size(), sentinels_.size(), config_.concurrency, this);
 }
 
 SshCluster::~SshCluster() { stop(); }
@@ -333,10 +336,11 @@ void SshCluster::start_locked() {
   for (const auto& s : sentinels_) wait_ready(s.endpoint, "Sentinel " + s.name);
   if (config_.topology == Topology::kReplicated) wait_replicas_linked();
   proxy_ = std::make_unique<FaultProxy>(config_.seed);
+  links_.set_proxy(proxy_.get());
   client_endpoints_.assign(static_cast<size_t>(std::max(config_.concurrency, 0)), {});
   for (size_t slot = 0; slot < client_endpoints_.size(); ++slot) {
     for (const auto& node : nodes_) {
-      client_endpoints_[slot].push_back(proxy_->add_link("c" + std::to_string(slot), node.name, node.endpoint));
+      client_endpoints_[slot].push_back(proxy_->add_link(Party::client(slot).name(), node.name, node.endpoint));
     }
   }
 }
@@ -368,7 +372,6 @@ void SshCluster::setup_host(size_t h) {
   std::ofstream(stage + "/owner") << ::getpid() << " " << hostname() << "\n";
   fs::copy_file(options_.clock_shim.empty() ? clock_shim_library() : options_.clock_shim, stage + "/libclockshim.so");
   const std::string rdir = remote_dir(h);
-  const bool aof = config_.persistence != Persistence::kNone;
   for (size_t i = 0; i < procs_.size(); ++i) {
     const Proc& p = procs_[i];
     if (p.host != h) continue;
@@ -382,19 +385,13 @@ void SshCluster::setup_host(size_t h) {
       const NodeInfo& n = nodes_[i];
       conf << "port " << n.endpoint.port << "\nbind 0.0.0.0\nprotected-mode no\ndaemonize yes\n"
            << "pidfile " << rd << "/redis.pid\nlogfile " << rd << "/redis.log\ndir " << rd << "/data\n"
-           << "save \"\"\nrepl-diskless-sync-delay 0\n"
-           << "appendonly " << (aof ? "yes" : "no") << "\n";
-      if (aof) conf << "appendfsync " << (config_.persistence == Persistence::kAofAlways ? "always" : "everysec") << "\n";
+           << "repl-diskless-sync-delay 0\n" << persistence_conf(config_.persistence);
       if (n.role == NodeRole::kReplica) conf << "replicaof " << nodes_[0].endpoint.host << " " << nodes_[0].endpoint.port << "\n";
     } else {
       const NodeInfo& s = sentinels_[i - nodes_.size()];
       conf << "port " << s.endpoint.port << "\nbind 0.0.0.0\nprotected-mode no\ndaemonize yes\n"
            << "pidfile " << rd << "/redis.pid\nlogfile " << rd << "/redis.log\ndir " << rd << "/data\n"
-           << "sentinel monitor " << kSentinelMasterName << " " << nodes_[0].endpoint.host << " "
-           << nodes_[0].endpoint.port << " " << (options_.sentinels / 2 + 1) << "\n"
-           << "sentinel down-after-milliseconds " << kSentinelMasterName << " " << options_.sentinel_down_after_ms << "\n"
-           << "sentinel failover-timeout " << kSentinelMasterName << " " << options_.sentinel_failover_timeout_ms << "\n"
-           << "sentinel parallel-syncs " << kSentinelMasterName << " 1\n";
+           << sentinel_monitor_conf(nodes_[0].endpoint, options_.sentinels / 2 + 1, options_.sentinel_timings);
     }
     if (!conf) throw ClusterError("ssh cluster: cannot write " + d + "/redis.conf");
   }
@@ -408,7 +405,7 @@ void SshCluster::setup_host(size_t h) {
 
 void SshCluster::start_proc(Proc& p, const std::string& program_path) {
   const std::string rd = remote_dir(p.host) + "/" + p.name;
-  const bool sentinel = p.name[0] == 's';
+  const bool sentinel = Party::parse(p.name).value_or(Party::node(0)).is_sentinel();
   std::vector<std::string> argv = {"sh", "-c", kStartScript, "sh", rd + "/redis.pid",
                                    config_.persistence == Persistence::kNone && !sentinel ? rd + "/data/dump.rdb" : "",
                                    "env", "LD_PRELOAD=" + remote_dir(p.host) + "/libclockshim.so",
@@ -597,12 +594,9 @@ size_t SshCluster::party_host(const std::string& party) const {
 }
 
 int SshCluster::client_slot(const std::string& party) const {
-  if (party.size() < 2 || party.size() > 7 || party[0] != 'c') return -1;
-  for (size_t i = 1; i < party.size(); ++i) {
-    if (party[i] < '0' || party[i] > '9') return -1;
-  }
-  int slot = std::atoi(party.c_str() + 1);
-  return slot < config_.concurrency ? slot : -1;
+  const auto p = Party::parse(party);
+  if (!p || !p->is_client() || p->index >= static_cast<size_t>(config_.concurrency)) return -1;
+  return static_cast<int>(p->index);
 }
 
 Endpoint SshCluster::endpoint_for(const std::string& party, size_t n) const {
@@ -646,83 +640,52 @@ std::string SshCluster::iptables_rules(size_t n) const {
   return ssh_check(node_host_[n], {"iptables", "-S"}, true);
 }
 
-void SshCluster::cut(const std::string& a, const std::string& b) {
-  std::lock_guard<std::mutex> lock(mu_);
-  if (!started_ || stopped_) throw ClusterError("ssh cluster: not running");
-  size_t na = node_index(a), nb = node_index(b);
-  int ca = client_slot(a), cb = client_slot(b);
-  const size_t ha = party_host(a), hb = party_host(b);  // nodes and Sentinels
-  if (ha != std::string::npos && hb != std::string::npos) {
-    if (a == b) return;
-    if (ha == hb) {
-      throw ClusterError("ssh cluster: cannot cut " + a + " from " + b + ": both run on host " +
-                         hosts_[ha].host().name + " (give the hosts file as many hosts as nodes)");
-    }
-    cuts_.insert(std::minmax(a, b));
-    for_hosts({ha, hb}, [this](size_t h) { sync_rules(h); });  // both at once
-    return;
-  }
-  if ((ca >= 0 && nb != std::string::npos) || (na != std::string::npos && cb >= 0)) {
-    try {
-      proxy_->cut(a, b);
-    } catch (const std::exception& e) {
-      throw ClusterError(std::string("ssh cluster: cut ") + a + " " + b + ": " + e.what());
-    }
-    return;
-  }
-  if (ca >= 0 && cb >= 0) return;
-  throw ClusterError("ssh cluster: cannot cut '" + a + "' from '" + b + "': unknown party");
+// The party dispatch is SplitNetwork's (cluster/split_network.h): client links go to this machine's fault proxy,
+// links between nodes and Sentinels come back here as peer links: iptables rules (and tc netem) on their hosts.
+void SshCluster::cut(const std::string& a, const std::string& b) { links_.cut(a, b); }
+void SshCluster::heal(const std::string& a, const std::string& b) { links_.heal(a, b); }
+void SshCluster::heal_all() { links_.heal_all(); }
+void SshCluster::set_delay(const std::string& a, const std::string& b, milliseconds delay, milliseconds jitter) {
+  links_.set_delay(a, b, delay, jitter);
 }
 
-void SshCluster::heal(const std::string& a, const std::string& b) {
+void SshCluster::require_running() const {
   std::lock_guard<std::mutex> lock(mu_);
   if (!started_ || stopped_) throw ClusterError("ssh cluster: not running");
-  size_t na = node_index(a), nb = node_index(b);
-  int ca = client_slot(a), cb = client_slot(b);
+}
+
+void SshCluster::cut_peers(const std::string& a, const std::string& b) {
+  std::lock_guard<std::mutex> lock(mu_);
   const size_t ha = party_host(a), hb = party_host(b);
-  if (ha != std::string::npos && hb != std::string::npos) {
-    cuts_.erase(std::minmax(a, b));
-    node_delays_.erase(std::minmax(a, b));
-    for_hosts({ha, hb}, [this](size_t h) {
-      if (host_state_[h].chain_made) sync_rules(h);
-      sync_delays(h);
-    });
-    return;
+  if (ha == hb) {
+    throw ClusterError("ssh cluster: cannot cut " + a + " from " + b + ": both run on host " + hosts_[ha].host().name +
+                       " (give the hosts file as many hosts as nodes)");
   }
-  if ((ca >= 0 && nb != std::string::npos) || (na != std::string::npos && cb >= 0)) {
-    try {
-      proxy_->heal(a, b);
-    } catch (const std::exception& e) {
-      throw ClusterError(std::string("ssh cluster: heal ") + a + " " + b + ": " + e.what());
-    }
-    return;
-  }
-  if (ca >= 0 && cb >= 0) return;
-  throw ClusterError("ssh cluster: cannot heal '" + a + "' and '" + b + "': unknown party");
+  cuts_.insert(std::minmax(a, b));
+  for_hosts({ha, hb}, [this](size_t h) { sync_rules(h); });  // both at once
 }
 
-void SshCluster::heal_all() {
+void SshCluster::heal_peers(const std::string& a, const std::string& b) {
   std::lock_guard<std::mutex> lock(mu_);
-  if (!started_ || stopped_) throw ClusterError("ssh cluster: not running");
+  const size_t ha = party_host(a), hb = party_host(b);
+  cuts_.erase(std::minmax(a, b));
+  node_delays_.erase(std::minmax(a, b));
+  for_hosts({ha, hb}, [this](size_t h) {
+    if (host_state_[h].chain_made) sync_rules(h);
+    sync_delays(h);
+  });
+}
+
+void SshCluster::heal_all_peers() {
+  std::lock_guard<std::mutex> lock(mu_);
   cuts_.clear();
   node_delays_.clear();
-  std::string error;
   std::vector<size_t> all;
   for (size_t h = 0; h < hosts_.size(); ++h) all.push_back(h);
-  try {
-    for_hosts(all, [this](size_t h) {
-      if (host_state_[h].chain_made) sync_rules(h);
-      sync_delays(h);
-    });
-  } catch (const ClusterError& e) {
-    error = e.what();
-  }
-  try {
-    proxy_->heal_all();
-  } catch (const std::exception& e) {
-    error = std::string("ssh cluster: heal_all: ") + e.what();
-  }
-  if (!error.empty()) throw ClusterError(error);
+  for_hosts(all, [this](size_t h) {
+    if (host_state_[h].chain_made) sync_rules(h);
+    sync_delays(h);
+  });
 }
 
 // Host h delays what it sends to its delayed peers: a prio root qdisc whose 4th band is a netem, and one u32
@@ -776,46 +739,29 @@ void SshCluster::sync_delays(size_t h) {
   st.delays = want;
 }
 
-void SshCluster::set_delay(const std::string& a, const std::string& b, milliseconds delay, milliseconds jitter) {
+void SshCluster::delay_peers(const std::string& a, const std::string& b, milliseconds delay, milliseconds jitter) {
   std::lock_guard<std::mutex> lock(mu_);
-  if (!started_ || stopped_) throw ClusterError("ssh cluster: not running");
-  size_t na = node_index(a), nb = node_index(b);
-  int ca = client_slot(a), cb = client_slot(b);
-  if ((ca >= 0 && nb != std::string::npos) || (na != std::string::npos && cb >= 0)) {
+  const size_t ha = party_host(a), hb = party_host(b);
+  const bool remove = delay.count() == 0 && jitter.count() == 0;
+  if (remove && !node_delays_.count(std::minmax(a, b))) return;  // nothing to remove
+  if (ha == hb) throw ClusterError("ssh cluster: cannot delay " + a + " and " + b + ": both run on one host");
+  if (remove) {
+    node_delays_.erase(std::minmax(a, b));
+  } else {
+    node_delays_[std::minmax(a, b)] = {delay.count(), jitter.count()};
+  }
+  std::string error;
+  for (size_t h : {ha, hb}) {
     try {
-      proxy_->set_delay(a, b, delay, jitter);
-    } catch (const std::exception& e) {
-      throw ClusterError(std::string("ssh cluster: delay ") + a + " " + b + ": " + e.what());
+      sync_delays(h);
+    } catch (const ClusterError& e) {
+      error = e.what();
     }
-    return;
   }
-  const size_t ha = party_host(a), hb = party_host(b);  // nodes and Sentinels
-  if (ha != std::string::npos && hb != std::string::npos) {
-    if (a == b) return;
-    const bool remove = delay.count() == 0 && jitter.count() == 0;
-    if (remove && !node_delays_.count(std::minmax(a, b))) return;  // nothing to remove
-    if (ha == hb) throw ClusterError("ssh cluster: cannot delay " + a + " and " + b + ": both run on one host");
-    if (remove) {
-      node_delays_.erase(std::minmax(a, b));
-    } else {
-      node_delays_[std::minmax(a, b)] = {delay.count(), jitter.count()};
-    }
-    std::string error;
-    for (size_t h : {ha, hb}) {
-      try {
-        sync_delays(h);
-      } catch (const ClusterError& e) {
-        error = e.what();
-      }
-    }
-    if (!error.empty()) {
-      node_delays_.erase(std::minmax(a, b));
-      throw ClusterError(error);
-    }
-    return;
+  if (!error.empty()) {
+    node_delays_.erase(std::minmax(a, b));
+    throw ClusterError(error);
   }
-  if (ca >= 0 && cb >= 0) return;
-  throw ClusterError("ssh cluster: cannot delay '" + a + "' and '" + b + "': unknown party");
 }
 
 // ---------------------------------------------------------------------------------------------------------

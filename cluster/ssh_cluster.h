@@ -45,9 +45,11 @@
 #include <utility>
 #include <vector>
 
+#include "cluster/split_network.h"
 #include "core/cluster.h"
 #include "core/config.h"
 #include "cluster/ssh_hosts.h"
+#include "cluster/redis_config.h"
 
 namespace lockcheck {
 
@@ -57,14 +59,13 @@ class FaultProxy;
 struct SshClusterOptions {
   std::string clock_shim;                             // empty: clock_shim_library()
   int sentinels = 3;
-  int64_t sentinel_down_after_ms = 3000;
-  int64_t sentinel_failover_timeout_ms = 10000;
+  SentinelTimings sentinel_timings;  // the shared defaults (cluster/redis_config.h)
   std::chrono::seconds connect_timeout{10};           // ssh ConnectTimeout
   std::chrono::milliseconds call_timeout{30000};      // bound on any one ssh/scp call
   std::chrono::milliseconds ready_timeout{30000};     // bound on waiting for PING after start/restart
 };
 
-class SshCluster final : public Cluster {
+class SshCluster final : public Cluster, private PeerLinks {
  public:
   // Reads the hosts file config.hosts (ConfigError on a bad one). Nothing is started yet.
   SshCluster(const RunConfig& config, std::string run_dir, SshClusterOptions options = {});
@@ -125,6 +126,14 @@ class SshCluster final : public Cluster {
   void sync_rules(size_t h);
   void sync_delays(size_t h);
   void signal_proc(const Proc& p, const char* sig);
+  // PeerLinks (node <-> node and node <-> Sentinel links, for links_): iptables and tc netem on the hosts.
+  void require_running() const override;
+  void cut_peers(const std::string& a, const std::string& b) override;
+  void heal_peers(const std::string& a, const std::string& b) override;
+  void heal_all_peers() override;
+  void delay_peers(const std::string& a, const std::string& b, std::chrono::milliseconds delay,
+                   std::chrono::milliseconds jitter) override;
+
   size_t node_index(const std::string& party) const;
   size_t party_host(const std::string& party) const;  // host of a node or Sentinel; npos otherwise
   int client_slot(const std::string& party) const;
@@ -158,6 +167,7 @@ class SshCluster final : public Cluster {
   std::set<std::pair<std::string, std::string>> cuts_;
   std::map<std::pair<std::string, std::string>, std::pair<int64_t, int64_t>> node_delays_;
   std::unique_ptr<FaultProxy> proxy_;
+  SplitNetwork links_;  // client links through proxy_, server links through the PeerLinks above
   std::vector<std::vector<Endpoint>> client_endpoints_;
   bool started_ = false;
   bool stopped_ = false;

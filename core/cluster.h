@@ -1,6 +1,6 @@
-// The Redis nodes under test, behind one interface with two backends: `local` (redis-server processes on
-// loopback, cluster/local_cluster.h) and `docker` (containers). Like Jepsen's db protocol: start and stop,
-// plus the fault primitives the nemesis needs. Node numbers are 0-based; node names are "n1", "n2", ...
+// The Redis nodes under test, behind one interface with three backends: `local` (redis-server processes on
+// loopback, cluster/local_cluster.h), `docker` (containers, docker/docker_cluster.h) and `ssh` (remote hosts,
+// cluster/ssh_cluster.h). Node numbers are 0-based; node names are "n1", "n2", ...
 #pragma once
 
 #include <chrono>
@@ -70,9 +70,45 @@ struct NodeInfo {
   const Endpoint& own_endpoint() const { return listen.port != 0 ? listen : endpoint; }
 };
 
-class Cluster {
+// Split as Jepsen splits a DB: the nodes' lifecycle (Cluster), faults of one node's process and clock
+// (NodeFaults, Jepsen's Kill and Pause), and the network between parties (Network). A backend implements all
+// three; a nemesis needs only the part it faults.
+
+// Faults of one node. REQUIRES: n < nodes().size() (asserted). Throw ClusterError when the backend cannot do it.
+class NodeFaults {
  public:
-  virtual ~Cluster() = default;
+  virtual ~NodeFaults() = default;
+  virtual void kill(size_t n) = 0;      // SIGKILL; the node stays down until restart
+  virtual void restart(size_t n) = 0;   // start again on the same address and data dir; waits for PING
+  virtual void pause(size_t n) = 0;     // SIGSTOP (or the cgroup freezer)
+  virtual void resume(size_t n) = 0;    // SIGCONT
+  // Offsets the node's wall clock (CLOCK_REALTIME) by offset; 0 resets it. Effective at once.
+  virtual void set_clock_offset(size_t n, std::chrono::nanoseconds offset) = 0;
+  virtual bool is_running(size_t n) const = 0;  // started and not killed
+};
+
+// The network. A party is a node name ("n1"), a Sentinel ("s1") or a client slot ("c0", "c1", ...; core/party.h:
+// client process p uses slot "c" + p % concurrency, so a retired process's replacement sees the same network).
+// Links are symmetric. Throw ClusterError for an unknown party or a link the backend cannot fault.
+class Network {
+ public:
+  virtual ~Network() = default;
+  // Where party reaches node n (a client slot's view; the fault proxy's port in the local backend).
+  virtual Endpoint endpoint_for(const std::string& party, size_t n) const = 0;
+  // Cuts the link a<->b: bytes are held, not answered or refused (like an iptables DROP). Idempotent.
+  virtual void cut(const std::string& a, const std::string& b) = 0;
+  // Heals one link / every link (held bytes flow again), and removes every delay.
+  virtual void heal(const std::string& a, const std::string& b) = 0;
+  virtual void heal_all() = 0;
+  // Adds latency (+ uniform jitter in [0, jitter]) to each chunk on a<->b, order preserved; 0 removes it.
+  virtual void set_delay(const std::string& a, const std::string& b, std::chrono::milliseconds delay,
+                         std::chrono::milliseconds jitter) = 0;
+};
+
+// The nodes under test: lifecycle and what they are, with their node faults and their network.
+class Cluster : public NodeFaults, public Network {
+ public:
+  ~Cluster() override = default;
 
   // Brings every node up and waits until each answers PING. Throws ClusterError.
   virtual void start() = 0;
@@ -85,27 +121,9 @@ class Cluster {
   // Sentinels of the replicated topology (empty otherwise).
   virtual std::vector<NodeInfo> sentinels() const { return {}; }
 
-  // Fault primitives. REQUIRES: n < nodes().size(). Throw ClusterError when the backend cannot do it.
-  virtual void kill(size_t n) = 0;      // SIGKILL; the node stays down until restart
-  virtual void restart(size_t n) = 0;   // start again on the same address and data dir; waits for PING
-  virtual void pause(size_t n) = 0;     // SIGSTOP (or the cgroup freezer)
-  virtual void resume(size_t n) = 0;    // SIGCONT
-  // Offsets the node's wall clock (CLOCK_REALTIME) by offset; 0 resets it. Effective at once.
-  virtual void set_clock_offset(size_t n, std::chrono::nanoseconds offset) = 0;
-  virtual bool is_running(size_t n) const = 0;  // started and not killed
-
-  // Network. A party is a node name ("n1") or a client slot ("c0", "c1", ...; client process p uses slot
-  // "c" + p % concurrency, so a retired process's replacement sees the same network). Links are symmetric.
-  // Where party reaches node n (a client slot's view; the fault proxy's port in the local backend).
-  virtual Endpoint endpoint_for(const std::string& party, size_t n) const = 0;
-  // Cuts the link a<->b: bytes are held, not answered or refused (like an iptables DROP). Idempotent.
-  virtual void cut(const std::string& a, const std::string& b) = 0;
-  // Heals one link / every link (held bytes flow again), and removes every delay.
-  virtual void heal(const std::string& a, const std::string& b) = 0;
-  virtual void heal_all() = 0;
-  // Adds latency (+ uniform jitter in [0, jitter]) to each chunk on a<->b, order preserved; 0 removes it.
-  virtual void set_delay(const std::string& a, const std::string& b, std::chrono::milliseconds delay,
-                         std::chrono::milliseconds jitter) = 0;
+  NodeFaults& node_faults() { return *this; }
+  Network& network() { return *this; }
+  const Network& network() const { return *this; }
 };
 
 }  // namespace lockcheck

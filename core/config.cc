@@ -1,17 +1,12 @@
 #include "core/config.h"
 
-#include <fstream>
-
 #include <cctype>
+#include <cerrno>
+#include <cstdlib>
+#include <fstream>
 #include <set>
-
-#include <filesystem>
-
-#include "locks/adapters.h"
-#include "cluster/ssh_hosts.h"
-#include "locks/lock_client.h"
-#include "nemesis/nemesis.h"
-#include "workloads/workload.h"
+#include <limits>
+#include <type_traits>
 
 namespace lockcheck {
 
@@ -54,52 +49,214 @@ void require(bool ok, const char* flag, const T& value, const char* what) {
   if (!ok) throw ConfigError(std::string(flag) + ": " + std::to_string(value) + " " + what);
 }
 
-// --lock-opt keys: an adapter's flags, or the LockOptions.extra keys a built-in algorithm reads.
-void validate_lock_opts(const RunConfig& c) {
-  if (!c.lock_opts.is_object()) throw ConfigError("--lock-opt: lock_opts must be a JSON object");
-  if (const LockAdapter* a = find_lock_adapter(c.lock)) {
-    try {
-      adapter_argv(*a, c.lock_opts);
-    } catch (const std::invalid_argument& e) {
-      throw ConfigError(std::string("--lock-opt: ") + e.what());
-    }
-    std::error_code ec;
-    if (!std::filesystem::exists(adapter_program(*a), ec)) {
-      throw ConfigError(std::string("--lock ") + a->name + ": the adapter is not built (" + adapter_program(*a) +
-                        " is missing; run scripts/build-clients, which needs " + a->toolchain + ")");
-    }
-    return;
+using json = nlohmann::json;
+using Kind = ConfigField::Kind;
+
+// Flag text into a value, strictly: the whole text must be the number.
+int64_t parse_int(const std::string& text, const std::string& name) {
+  errno = 0;
+  char* end = nullptr;
+  const long long v = std::strtoll(text.c_str(), &end, 10);
+  if (text.empty() || errno != 0 || *end != '\0') throw ConfigError(name + ": '" + text + "' is not an integer");
+  return v;
+}
+uint64_t parse_uint(const std::string& text, const std::string& name) {
+  errno = 0;
+  char* end = nullptr;
+  const unsigned long long v = std::strtoull(text.c_str(), &end, 10);
+  if (text.empty() || text[0] == '-' || errno != 0 || *end != '\0') {
+    throw ConfigError(name + ": '" + text + "' is not a non-negative integer");
   }
-  const LockAlgorithm* algo = find_lock_algorithm(c.lock);
-  const std::string keys = algo ? algo->option_keys : "";
-  for (auto it = c.lock_opts.begin(); it != c.lock_opts.end(); ++it) {
-    bool known = false;
+  return v;
+}
+double parse_double(const std::string& text, const std::string& name) {
+  errno = 0;
+  char* end = nullptr;
+  const double v = std::strtod(text.c_str(), &end);
+  if (text.empty() || errno != 0 || *end != '\0') throw ConfigError(name + ": '" + text + "' is not a number");
+  return v;
+}
+
+// The member's value as config.json holds it.
+template <auto M>
+json get_field(const RunConfig& c) {
+  const auto& v = c.*M;
+  using T = std::decay_t<decltype(v)>;
+  if constexpr (std::is_same_v<T, Topology> || std::is_same_v<T, Persistence>) {
+    return to_string(v);
+  } else {
+    return v;
+  }
+}
+
+template <auto M>
+void set_field(RunConfig& c, const json& j, const std::string& name) {
+  auto& v = c.*M;
+  using T = std::decay_t<decltype(v)>;
+  try {
+    if constexpr (std::is_same_v<T, Topology>) {
+      v = parse_topology(j.get<std::string>());
+    } else if constexpr (std::is_same_v<T, Persistence>) {
+      v = parse_persistence(j.get<std::string>());
+    } else if constexpr (std::is_same_v<T, json>) {
+      if (!j.is_object()) throw ConfigError(name + ": must be an object of KEY: VALUE");
+      v = j;
+    } else {
+      v = j.get<T>();
+    }
+  } catch (const json::exception&) {
+    throw ConfigError(name + ": wrong type (" + j.dump() + ")");
+  }
+}
+
+// --lock-opt KEY=VALUE (repeatable): VALUE is JSON when it parses as JSON (3, 0.5, true), else a string.
+void add_lock_opt(json& opts, const std::string& kv) {
+  const auto eq = kv.find('=');
+  if (eq == std::string::npos || eq == 0) throw ConfigError("--lock-opt: '" + kv + "' is not KEY=VALUE");
+  const std::string key = kv.substr(0, eq), value = kv.substr(eq + 1);
+  if (opts.contains(key)) throw ConfigError("--lock-opt: '" + key + "' given twice");
+  json parsed = json::parse(value, nullptr, false);
+  opts[key] = parsed.is_discarded() ? json(value) : parsed;
+}
+
+template <auto M>
+void parse_flag_field(RunConfig& c, const std::string& text, const std::string& name) {
+  auto& v = c.*M;
+  using T = std::decay_t<decltype(v)>;
+  if constexpr (std::is_same_v<T, std::string>) {
+    v = text;
+  } else if constexpr (std::is_same_v<T, bool>) {
+    if (text != "true" && text != "false") throw ConfigError(name + ": '" + text + "' is not true or false");
+    v = text == "true";
+  } else if constexpr (std::is_same_v<T, uint64_t>) {
+    v = parse_uint(text, name);
+  } else if constexpr (std::is_integral_v<T>) {
+    const int64_t x = parse_int(text, name);
+    if (x < static_cast<int64_t>(std::numeric_limits<T>::min()) || x > static_cast<int64_t>(std::numeric_limits<T>::max())) {
+      throw ConfigError(name + ": " + text + " is out of range");
+    }
+    v = static_cast<T>(x);
+  } else if constexpr (std::is_floating_point_v<T>) {
+    v = parse_double(text, name);
+  } else if constexpr (std::is_same_v<T, Topology>) {
+    v = parse_topology(text);
+  } else if constexpr (std::is_same_v<T, Persistence>) {
+    v = parse_persistence(text);
+  } else if constexpr (std::is_same_v<T, std::vector<std::string>>) {
+    // A comma list; "none" (or nothing) is the empty list.
+    v.clear();
+    if (text == "none" || text.empty()) return;
     size_t pos = 0;
-    while (pos <= keys.size()) {
-      size_t end = keys.find(',', pos);
-      if (end == std::string::npos) end = keys.size();
-      std::string k = keys.substr(pos, end - pos);
-      k.erase(0, k.find_first_not_of(' '));
-      if (k == it.key()) known = true;
-      pos = end + 1;
+    while (true) {
+      const size_t comma = text.find(',', pos);
+      std::string item = text.substr(pos, comma == std::string::npos ? std::string::npos : comma - pos);
+      if (item.empty() || item == "none") throw ConfigError(name + ": '" + text + "' is not a comma list");
+      v.push_back(item);
+      if (comma == std::string::npos) break;
+      pos = comma + 1;
     }
-    if (!known) {
-      throw ConfigError("--lock-opt: '" + it.key() + "' is not an option of " + c.lock + " (known: " +
-                        (keys.empty() ? std::string("none") : keys) + ")");
-    }
+  } else if constexpr (std::is_same_v<T, json>) {
+    add_lock_opt(v, text);  // repeatable: each occurrence adds a key
   }
+}
+
+template <typename T>
+constexpr Kind kind_of() {
+  if constexpr (std::is_same_v<T, std::string>) return Kind::kString;
+  else if constexpr (std::is_same_v<T, bool>) return Kind::kBool;
+  else if constexpr (std::is_same_v<T, uint64_t>) return Kind::kUint;
+  else if constexpr (std::is_integral_v<T>) return Kind::kInt;
+  else if constexpr (std::is_floating_point_v<T>) return Kind::kDouble;
+  else if constexpr (std::is_same_v<T, Topology> || std::is_same_v<T, Persistence>) return Kind::kEnum;
+  else if constexpr (std::is_same_v<T, std::vector<std::string>>) return Kind::kList;
+  else return Kind::kObject;
+}
+
+template <auto M>
+ConfigField row(const char* key, const char* flag, const char* help, const char* group, const char* unit,
+                void (*check)(const RunConfig&) = nullptr) {
+  using T = std::decay_t<decltype(std::declval<RunConfig>().*M)>;
+  return ConfigField{key, flag, help, group, unit, kind_of<T>(), &get_field<M>, &set_field<M>,
+                     &parse_flag_field<M>, check};
+}
+
+void one_of(const std::string& value, const char* flag, std::initializer_list<const char*> allowed) {
+  std::string list;
+  for (const char* a : allowed) {
+    if (value == a) return;
+    list += (list.empty() ? "" : ", ") + std::string(a);
+  }
+  throw ConfigError(std::string(flag) + ": '" + value + "' is not one of " + list);
 }
 
 }  // namespace
 
-void resolve_lock(RunConfig& c) {
-  const LockAdapter* a = find_lock_adapter(c.lock);
-  if (!a) return;
-  try {
-    c.client_cmd = join_command_line(adapter_argv(*a, c.lock_opts));
-  } catch (const std::invalid_argument& e) {
-    throw ConfigError(std::string("--lock-opt: ") + e.what());
+// The fields in the order of config.json, the flags' --help and the report's rows.
+const std::vector<ConfigField>& config_fields() {
+  using C = RunConfig;
+  // clang-format off
+  static const std::vector<ConfigField> fields = {
+    row<&C::cluster>("cluster", "cluster", "local (redis-server processes), docker, or ssh (--hosts)", "cluster", "",
+        [](const C& c) { one_of(c.cluster, "--cluster", {"local", "docker", "ssh"}); }),
+    row<&C::hosts>("hosts", "hosts", "hosts file of --cluster ssh (JSON; scripts/ssh-testbed writes one)", "cluster", "",
+        [](const C& c) { if (c.cluster != "ssh" && !c.hosts.empty()) throw ConfigError("--hosts: only with --cluster ssh"); }),
+    row<&C::topology>("topology", "topology", "independent (N masters), replicated (master, replicas, 3 Sentinels) or cluster (Redis Cluster: half masters, half replicas)", "cluster", ""),
+    row<&C::nodes>("nodes", "nodes", "number of Redis nodes", "cluster", "",
+        [](const C& c) { require(c.nodes >= 1 && c.nodes <= 15, "--nodes", c.nodes, "must be between 1 and 15"); }),
+    row<&C::persistence>("persistence", "persistence", "none, aof-everysec or aof-always", "cluster", ""),
+    row<&C::lock>("lock", "lock", "lock algorithm (see lockcheck list)", "lock", ""),
+    row<&C::workload>("workload", "workload", "workload (see lockcheck list)", "workload", ""),
+    row<&C::nemesis>("nemesis", "nemesis", "comma list of faults (see lockcheck list), or none", "nemesis", ""),
+    row<&C::nemesis_targeting>("nemesis_targeting", "nemesis-targeting", "random, or holder: aim faults at the current lock holder and its nodes", "nemesis", "",
+        [](const C& c) { one_of(c.nemesis_targeting, "--nemesis-targeting", {"random", "holder"}); }),
+    row<&C::nemesis_interval_s>("nemesis_interval_s", "nemesis-interval", "seconds between a fault and its heal", "nemesis", "s",
+        [](const C& c) { require(c.nemesis_interval_s > 0 && c.nemesis_interval_s <= 3600, "--nemesis-interval", c.nemesis_interval_s, "must be in (0, 3600] seconds"); }),
+    row<&C::restart_delay_ms>("restart_delay_ms", "restart-delay", "ms a killed node stays down before restart", "nemesis", "ms",
+        [](const C& c) { require(c.restart_delay_ms >= 0, "--restart-delay", c.restart_delay_ms, "must be >= 0 ms"); }),
+    row<&C::time_limit_s>("time_limit_s", "time-limit", "seconds the workload runs", "workload", "s",
+        [](const C& c) { require(c.time_limit_s > 0 && c.time_limit_s <= 7 * 24 * 3600, "--time-limit", c.time_limit_s, "must be in (0, 604800] seconds"); }),
+    row<&C::concurrency>("concurrency", "concurrency", "client processes", "workload", "",
+        [](const C& c) { require(c.concurrency >= 1 && c.concurrency <= 1000, "--concurrency", c.concurrency, "must be between 1 and 1000"); }),
+    row<&C::keys>("keys", "keys", "number of lock keys", "workload", "",
+        [](const C& c) { require(c.keys >= 1 && c.keys <= 100000, "--keys", c.keys, "must be between 1 and 100000"); }),
+    row<&C::ttl_ms>("ttl_ms", "ttl-ms", "lock TTL in ms", "timing", "ms",
+        [](const C& c) { require(c.ttl_ms >= 10 && c.ttl_ms <= 24LL * 3600 * 1000, "--ttl-ms", c.ttl_ms, "must be between 10 and 86400000"); }),
+    row<&C::hold_ms_max>("hold_ms_max", "hold-ms-max", "longest hold in ms (-1: 80% of the TTL)", "timing", "ms",
+        [](const C& c) { require(c.hold_ms_max >= -1, "--hold-ms-max", c.hold_ms_max, "must be >= 0 (or -1 for 80% of the TTL)"); }),
+    row<&C::work_ms>("work_ms", "work-ms", "set workloads: ms between read and write under the lock (-1: TTL/3)", "timing", "ms",
+        [](const C& c) { require(c.work_ms >= -1, "--work-ms", c.work_ms, "must be >= 0 (or -1 for a third of the TTL)"); }),
+    row<&C::op_timeout_ms>("op_timeout_ms", "op-timeout-ms", "per-request timeout of the lock clients", "timing", "ms",
+        [](const C& c) { require(c.op_timeout_ms >= 1 && c.op_timeout_ms <= 600000, "--op-timeout-ms", c.op_timeout_ms, "must be between 1 and 600000"); }),
+    row<&C::fencing>("fencing", "fencing", "hand out fencing tokens with each acquire", "lock", ""),
+    row<&C::client_cmd>("client_cmd", "client-cmd", "command line of an external lock client (--lock external)", "lock", ""),
+    row<&C::lock_opts>("lock_opts", "lock-opt", "KEY=VALUE: an option of the lock (repeatable; see lockcheck list)", "lock", ""),
+    row<&C::wait_replicas>("wait_replicas", "wait", "single-failover: WAIT for N replicas after SET", "lock", "",
+        [](const C& c) { require(c.wait_replicas >= 0, "--wait", c.wait_replicas, "must be >= 0"); }),
+    row<&C::checker_timeout_s>("checker_timeout_s", "checker-timeout", "seconds of search before a checker answers unknown", "checkers", "s",
+        [](const C& c) { require(c.checker_timeout_s > 0, "--checker-timeout", c.checker_timeout_s, "must be > 0 seconds"); }),
+    row<&C::seed>("seed", "seed", "RNG seed (0: pick one; it is recorded)", "seed", ""),
+    row<&C::label>("label", "label", "a name for the run, used in its id", "label", "",
+        [](const C& c) {
+          for (char ch : c.label) {
+            if (!std::isalnum(static_cast<unsigned char>(ch)) && ch != '-' && ch != '_' && ch != '.') {
+              throw ConfigError("--label: '" + c.label + "' may hold only letters, digits, '-', '_' and '.'");
+            }
+          }
+        }),
+    row<&C::results_dir>("results_dir", "results", "folder for results/<run-id>/", "", "",
+        [](const C& c) { if (c.results_dir.empty()) throw ConfigError("--results: must not be empty"); }),
+    row<&C::redis_server>("redis_server", "redis-server", "redis-server binary (local cluster)", "cluster", ""),
+    row<&C::argv>("argv", "", "the command line as given", "", ""),
+  };
+  // clang-format on
+  return fields;
+}
+
+const ConfigField* find_config_field(const std::string& key) {
+  for (const auto& f : config_fields()) {
+    if (key == f.key) return &f;
   }
+  return nullptr;
 }
 
 nlohmann::json read_json_file(const std::string& path) {
@@ -112,22 +269,10 @@ nlohmann::json read_json_file(const std::string& path) {
   }
 }
 
-nlohmann::json lock_extra(const RunConfig& c, const std::string& stderr_path) {
-  nlohmann::json extra = {{"client_cmd", c.client_cmd}, {"wait_replicas", c.wait_replicas}};
-  if (!find_lock_adapter(c.lock) && c.lock_opts.is_object()) {
-    for (auto it = c.lock_opts.begin(); it != c.lock_opts.end(); ++it) extra[it.key()] = it.value();
+void validate_fields(const RunConfig& c) {
+  for (const auto& f : config_fields()) {
+    if (f.check) f.check(c);
   }
-  if (!stderr_path.empty() && !extra.contains("client_stderr_path")) extra["client_stderr_path"] = stderr_path;
-  return extra;
-}
-
-void validate(const RunConfig& c) {
-  if (c.cluster != "local" && c.cluster != "docker" && c.cluster != "ssh") {
-    throw ConfigError("--cluster: '" + c.cluster + "' is not one of local, docker, ssh");
-  }
-  if (c.cluster == "ssh") load_ssh_hosts(c.hosts);  // throws ConfigError naming the file and field
-  if (c.cluster != "ssh" && !c.hosts.empty()) throw ConfigError("--hosts: only with --cluster ssh");
-  require(c.nodes >= 1 && c.nodes <= 15, "--nodes", c.nodes, "must be between 1 and 15");
   if (c.topology == Topology::kReplicated && c.nodes < 2) {
     throw ConfigError("--nodes: the replicated topology needs a master and at least one replica");
   }
@@ -137,136 +282,23 @@ void validate(const RunConfig& c) {
   if (c.topology == Topology::kCluster && c.cluster != "local") {
     throw ConfigError("--topology cluster: only on the local backend (--cluster local) in this build");
   }
-  if (!find_lock_algorithm(c.lock)) throw ConfigError("--lock: unknown lock algorithm '" + c.lock + "' (see lockcheck list)");
-  if (!make_workload(c.workload)) throw ConfigError("--workload: unknown workload '" + c.workload + "' (see lockcheck list)");
-  std::set<std::string> seen;
-  for (const auto& n : c.nemesis) {
-    if (!make_nemesis(n)) throw ConfigError("--nemesis: unknown nemesis '" + n + "' (see lockcheck list)");
-    if (!seen.insert(n).second) throw ConfigError("--nemesis: '" + n + "' given twice");
-  }
-  if (c.nemesis_targeting != "random" && c.nemesis_targeting != "holder") {
-    throw ConfigError("--nemesis-targeting: '" + c.nemesis_targeting + "' is not one of random, holder");
-  }
-  require(c.nemesis_interval_s > 0 && c.nemesis_interval_s <= 3600, "--nemesis-interval", c.nemesis_interval_s,
-          "must be in (0, 3600] seconds");
-  require(c.restart_delay_ms >= 0, "--restart-delay", c.restart_delay_ms, "must be >= 0 ms");
-  require(c.time_limit_s > 0 && c.time_limit_s <= 7 * 24 * 3600, "--time-limit", c.time_limit_s,
-          "must be in (0, 604800] seconds");
-  require(c.concurrency >= 1 && c.concurrency <= 1000, "--concurrency", c.concurrency, "must be between 1 and 1000");
-  require(c.keys >= 1 && c.keys <= 100000, "--keys", c.keys, "must be between 1 and 100000");
-  require(c.ttl_ms >= 10 && c.ttl_ms <= 24LL * 3600 * 1000, "--ttl-ms", c.ttl_ms, "must be between 10 and 86400000");
-  require(c.hold_ms_max >= -1, "--hold-ms-max", c.hold_ms_max, "must be >= 0 (or -1 for 80% of the TTL)");
-  require(c.work_ms >= -1, "--work-ms", c.work_ms, "must be >= 0 (or -1 for a third of the TTL)");
-  require(c.op_timeout_ms >= 1 && c.op_timeout_ms <= 600000, "--op-timeout-ms", c.op_timeout_ms,
-          "must be between 1 and 600000");
-  require(c.wait_replicas >= 0, "--wait", c.wait_replicas, "must be >= 0");
-  require(c.checker_timeout_s > 0, "--checker-timeout", c.checker_timeout_s, "must be > 0 seconds");
   if (c.lock == "external" && c.client_cmd.empty()) throw ConfigError("--client-cmd: required with --lock external");
-  if (make_workload(c.workload)->needs_fencing() && !find_lock_algorithm(c.lock)->hands_out_tokens && !c.fencing) {
-    throw ConfigError("--workload " + c.workload + ": the resource accepts only writes that carry a fencing token, and "
-                      "--lock " + c.lock + " hands out tokens only if its client does; add --fencing if it does "
-                      "(otherwise every write would be refused and nothing would be checked)");
-  }
-  validate_lock_opts(c);
-  if (c.results_dir.empty()) throw ConfigError("--results: must not be empty");
-  for (char ch : c.label) {
-    if (!std::isalnum(static_cast<unsigned char>(ch)) && ch != '-' && ch != '_' && ch != '.') {
-      throw ConfigError("--label: '" + c.label + "' may hold only letters, digits, '-', '_' and '.'");
-    }
-  }
 }
 
 void to_json(nlohmann::json& j, const RunConfig& c) {
-  j = nlohmann::json{
-      {"cluster", c.cluster},
-      {"hosts", c.hosts},
-      {"topology", to_string(c.topology)},
-      {"nodes", c.nodes},
-      {"persistence", to_string(c.persistence)},
-      {"lock", c.lock},
-      {"workload", c.workload},
-      {"nemesis", c.nemesis},
-      {"nemesis_targeting", c.nemesis_targeting},
-      {"nemesis_interval_s", c.nemesis_interval_s},
-      {"restart_delay_ms", c.restart_delay_ms},
-      {"time_limit_s", c.time_limit_s},
-      {"concurrency", c.concurrency},
-      {"keys", c.keys},
-      {"ttl_ms", c.ttl_ms},
-      {"hold_ms_max", c.hold_ms_max},
-      {"work_ms", c.work_ms},
-      {"op_timeout_ms", c.op_timeout_ms},
-      {"fencing", c.fencing},
-      {"client_cmd", c.client_cmd},
-      {"lock_opts", c.lock_opts},
-      {"wait_replicas", c.wait_replicas},
-      {"checker_timeout_s", c.checker_timeout_s},
-      {"seed", c.seed},
-      {"label", c.label},
-      {"results_dir", c.results_dir},
-      {"redis_server", c.redis_server},
-      {"argv", c.argv},
-  };
+  j = nlohmann::json::object();
+  for (const auto& f : config_fields()) j[f.key] = f.get(c);
 }
-
-namespace {
-
-template <typename T>
-void get_field(const nlohmann::json& j, const char* name, T& out) {
-  auto it = j.find(name);
-  if (it == j.end()) return;
-  try {
-    out = it->get<T>();
-  } catch (const nlohmann::json::exception&) {
-    throw ConfigError(std::string("config field \"") + name + "\": wrong type (" + it->dump() + ")");
-  }
-}
-
-}  // namespace
 
 void from_json(const nlohmann::json& j, RunConfig& c) {
   if (!j.is_object()) throw ConfigError("config: must be a JSON object");
-  static const std::set<std::string> known = {
-      "cluster", "hosts", "topology", "nodes", "persistence", "lock", "workload", "nemesis", "nemesis_targeting",
-      "nemesis_interval_s", "restart_delay_ms", "time_limit_s", "concurrency", "keys", "ttl_ms", "hold_ms_max",
-      "work_ms", "op_timeout_ms", "fencing", "client_cmd", "lock_opts", "wait_replicas", "checker_timeout_s", "seed",
-      "label", "results_dir", "redis_server", "argv"};
   for (auto it = j.begin(); it != j.end(); ++it) {
-    if (!known.count(it.key())) throw ConfigError("config: unknown field \"" + it.key() + "\"");
+    if (!find_config_field(it.key())) throw ConfigError("config: unknown field \"" + it.key() + "\"");
   }
-  get_field(j, "cluster", c.cluster);
-  get_field(j, "hosts", c.hosts);
-  std::string topology = to_string(c.topology), persistence = to_string(c.persistence);
-  get_field(j, "topology", topology);
-  c.topology = parse_topology(topology);
-  get_field(j, "persistence", persistence);
-  c.persistence = parse_persistence(persistence);
-  get_field(j, "nodes", c.nodes);
-  get_field(j, "lock", c.lock);
-  get_field(j, "workload", c.workload);
-  get_field(j, "nemesis", c.nemesis);
-  get_field(j, "nemesis_targeting", c.nemesis_targeting);
-  get_field(j, "nemesis_interval_s", c.nemesis_interval_s);
-  get_field(j, "restart_delay_ms", c.restart_delay_ms);
-  get_field(j, "time_limit_s", c.time_limit_s);
-  get_field(j, "concurrency", c.concurrency);
-  get_field(j, "keys", c.keys);
-  get_field(j, "ttl_ms", c.ttl_ms);
-  get_field(j, "hold_ms_max", c.hold_ms_max);
-  get_field(j, "work_ms", c.work_ms);
-  get_field(j, "op_timeout_ms", c.op_timeout_ms);
-  get_field(j, "fencing", c.fencing);
-  get_field(j, "client_cmd", c.client_cmd);
-  get_field(j, "lock_opts", c.lock_opts);
-  if (!c.lock_opts.is_object()) throw ConfigError("config field \"lock_opts\": must be an object of KEY: VALUE");
-  get_field(j, "wait_replicas", c.wait_replicas);
-  get_field(j, "checker_timeout_s", c.checker_timeout_s);
-  get_field(j, "seed", c.seed);
-  get_field(j, "label", c.label);
-  get_field(j, "results_dir", c.results_dir);
-  get_field(j, "redis_server", c.redis_server);
-  get_field(j, "argv", c.argv);
-  resolve_lock(c);
+  for (const auto& f : config_fields()) {
+    auto it = j.find(f.key);
+    if (it != j.end()) f.set(c, *it, std::string("config field \"") + f.key + "\"");
+  }
 }
 
 Persistence persistence_from_string(const std::string& s) { return parse_persistence(s); }

@@ -26,7 +26,7 @@ struct RunConfig {
   Topology topology = Topology::kIndependent;    // --topology independent|replicated
   int nodes = 5;                                 // --nodes: lock nodes (replicated: master + replicas)
   Persistence persistence = Persistence::kNone;  // --persistence none|aof-everysec|aof-always
-  std::string lock = "single";                   // --lock: a name from lock_algorithms()
+  std::string lock = "single";                   // --lock: a name from lock_registry()
   std::string workload = "lock";                 // --workload
   std::vector<std::string> nemesis;              // --nemesis a,b,c; empty means none
   std::string nemesis_targeting = "random";      // --nemesis-targeting random|holder
@@ -55,26 +55,44 @@ struct RunConfig {
   int64_t effective_work_ms() const { return work_ms >= 0 ? work_ms : ttl_ms / 3; }
 };
 
-// Throws ConfigError naming the field when a value is out of range or unknown (lock, workload, nemesis ...).
-void validate(const RunConfig& c);
+// Throws ConfigError naming the flag when a field is out of range (every field's own rule in config_fields(),
+// and the rules between fields: topology and nodes, hosts and cluster). Names of parts (lock, workload,
+// nemesis) are checked against their registries one floor up, by harness/plan.h's resolve_plan().
+void validate_fields(const RunConfig& c);
 
-// For a shipped adapter (--lock redsync, ...; locks/adapters.h): sets client_cmd to the adapter's command line
-// with its lock_opts as flags. Other locks: unchanged. Throws ConfigError on an unknown or ill-typed option.
-void resolve_lock(RunConfig& c);
-// LockOptions.extra for the run's lock clients: client_cmd, wait_replicas and, for built-in algorithms, the
-// lock_opts (an adapter's options are flags in its client_cmd instead). stderr_path: where an external client's
-// stderr goes ("" for /dev/null).
 // Reads a JSON file. Throws ConfigError naming the file when it cannot be opened or is not valid JSON.
 nlohmann::json read_json_file(const std::string& path);
-
-nlohmann::json lock_extra(const RunConfig& c, const std::string& stderr_path = "");
 
 // Parse the enum flags; throw ConfigError naming the flag.
 Persistence persistence_from_string(const std::string& s);
 Topology topology_from_string(const std::string& s);
 
+// Every field of config.json (written with every field; missing fields keep their defaults; unknown fields and
+// bad values throw ConfigError naming the field).
 void to_json(nlohmann::json& j, const RunConfig& c);
-// Missing fields keep their defaults; unknown fields and bad values throw ConfigError.
 void from_json(const nlohmann::json& j, RunConfig& c);
+
+// One table of RunConfig's fields drives its JSON (to_json / from_json), the `lockcheck run` flags (harness/
+// cli.cc), the range checks (validate_fields) and the report's configuration table (report/report.cc). A new
+// field is one member in RunConfig plus one row in config_fields() (core/config.cc).
+struct ConfigField {
+  enum class Kind { kString, kInt, kUint, kDouble, kBool, kEnum, kList, kObject };
+  const char* key;    // in config.json: "ttl_ms"
+  const char* flag;   // the `run` flag without dashes ("ttl-ms"); "" when it has none (argv)
+  const char* help;   // the flag's --help line
+  const char* group;  // the report's configuration row it is shown in ("" = not shown)
+  const char* unit;   // "ms", "s" or "" (shown after the value in the report)
+  Kind kind;
+  // The field as JSON, as config.json holds it.
+  nlohmann::json (*get)(const RunConfig&);
+  // Sets the field from JSON (config.json) or from the flag's text (`from_flag`: "5", "a,b", "true").
+  // Throws ConfigError naming the field (`--flag` for flag text, `config field "key"` for JSON).
+  void (*set)(RunConfig&, const nlohmann::json&, const std::string& name);
+  void (*parse_flag)(RunConfig&, const std::string& text, const std::string& name);
+  // The field's own range rule: throws ConfigError naming `--flag` when the value is out of range.
+  void (*check)(const RunConfig&);
+};
+const std::vector<ConfigField>& config_fields();
+const ConfigField* find_config_field(const std::string& key);  // nullptr when unknown
 
 }  // namespace lockcheck

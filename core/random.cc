@@ -1,4 +1,5 @@
 #include "core/random.h"
+#include "core/assert.h"
 
 #include <sys/random.h>
 
@@ -52,6 +53,7 @@ uint64_t derive_seed(uint64_t run_seed, uint64_t stream) {
 }
 
 int64_t uniform(std::mt19937_64& rng, int64_t lo, int64_t hi) {
+  LOCKCHECK_ASSERT(lo <= hi, "uniform(" + std::to_string(lo) + ", " + std::to_string(hi) + ")");
   return std::uniform_int_distribution<int64_t>(lo, hi)(rng);
 }
 

@@ -21,11 +21,12 @@
 #include "docker/node_image.h"
 #include "cluster/clock_shim.h"
 #include "cluster/fault_proxy.h"
+#include "core/party.h"
+#include "cluster/redis_config.h"
 
 namespace lockcheck {
 
 namespace fs = boost::filesystem;
-using docker::CommandResult;
 using std::chrono::milliseconds;
 using std::chrono::seconds;
 
@@ -174,7 +175,7 @@ DockerCluster::DockerCluster(const RunConfig& config, std::string run_dir, Docke
   network_ = "lockcheck-" + run_id_;
   for (int i = 0; i < config_.nodes; ++i) {
     NodeInfo info;
-    info.name = "n" + std::to_string(i + 1);
+    info.name = Party::node(i).name();
     info.role = (config_.topology == Topology::kReplicated && i > 0) ? NodeRole::kReplica : NodeRole::kMaster;
     info.endpoint.port = kRedisPort;
     info.log_path = path("nodes/" + info.name + ".log");
@@ -183,7 +184,7 @@ DockerCluster::DockerCluster(const RunConfig& config, std::string run_dir, Docke
   if (config_.topology == Topology::kReplicated) {
     for (int s = 0; s < options_.sentinels; ++s) {
       NodeInfo info;
-      info.name = "s" + std::to_string(s + 1);
+      info.name = Party::sentinel(s).name();
       info.role = NodeRole::kSentinel;
       info.endpoint.port = kSentinelPort;
       info.log_path = path("nodes/" + info.name + ".log");
@@ -191,6 +192,7 @@ DockerCluster::DockerCluster(const RunConfig& config, std::string run_dir, Docke
     }
   }
   state_.resize(nodes_.size());
+  links_ = SplitNetwork("docker cluster", nodes_.size(), sentinels_.size(), config_.concurrency, this);
 }
 
 DockerCluster::~DockerCluster() { stop(); }
@@ -352,13 +354,12 @@ void DockerCluster::run_data_node(size_t n) {
     // A tmpfs is mounted afresh at every container start: a restarted node comes back empty, even as a
     // replica that had written the master's RDB to its dir.
     args.insert(args.end(), {"--tmpfs", "/data:rw,mode=1777"});
-    persistence = {"--save", "", "--appendonly", "no"};
+    persistence = persistence_args(config_.persistence);
   } else {
     const std::string data_dir = path("docker/data/" + node.name);
     fs::create_directories(data_dir);
     args.insert(args.end(), {"--mount", bind_mount(data_dir, "/data", false)});
-    persistence = {"--save", "", "--appendonly", "yes", "--appendfsync",
-                   config_.persistence == Persistence::kAofAlways ? "always" : "everysec"};
+    persistence = persistence_args(config_.persistence);
   }
   args.push_back(image_tag_);
   args.insert(args.end(), {docker::kImageRedisServer, "--bind", "0.0.0.0", "--port", std::to_string(kRedisPort),
@@ -386,13 +387,7 @@ void DockerCluster::run_sentinel(size_t s) {
          << "daemonize no\n"
          << "logfile " << kContainerLog << "\n"
          << "dir /tmp\n"
-         << "sentinel monitor " << kSentinelMasterName << " " << nodes_[0].endpoint.host << " " << kRedisPort
-         << " " << quorum << "\n"
-         << "sentinel down-after-milliseconds " << kSentinelMasterName << " " << options_.sentinel_down_after_ms
-         << "\n"
-         << "sentinel failover-timeout " << kSentinelMasterName << " " << options_.sentinel_failover_timeout_ms
-         << "\n"
-         << "sentinel parallel-syncs " << kSentinelMasterName << " 1\n";
+         << sentinel_monitor_conf({nodes_[0].endpoint.host, kRedisPort}, quorum, options_.sentinel_timings);
     if (!conf) throw ClusterError("cannot write " + conf_dir + "/sentinel.conf");
   }
   std::vector<std::string> args = {"run", "--detach", "--name", container_name(sentinel.name), "--hostname",
@@ -447,10 +442,11 @@ void DockerCluster::wait_replicas_linked() const {
 
 void DockerCluster::open_client_proxies() {
   proxy_ = std::make_unique<FaultProxy>(config_.seed);
+  links_.set_proxy(proxy_.get());
   client_endpoints_.assign(static_cast<size_t>(std::max(config_.concurrency, 0)), {});
   for (size_t slot = 0; slot < client_endpoints_.size(); ++slot) {
     for (const auto& node : nodes_) {
-      client_endpoints_[slot].push_back(proxy_->add_link("c" + std::to_string(slot), node.name, node.endpoint));
+      client_endpoints_[slot].push_back(proxy_->add_link(Party::client(slot).name(), node.name, node.endpoint));
     }
   }
 }
@@ -639,13 +635,9 @@ size_t DockerCluster::node_index(const std::string& party) const {
 }
 
 int DockerCluster::client_slot(const std::string& party) const {
-  if (party.size() < 2 || party[0] != 'c') return -1;
-  for (size_t i = 1; i < party.size(); ++i) {
-    if (party[i] < '0' || party[i] > '9') return -1;
-  }
-  if (party.size() > 7) return -1;
-  int slot = std::atoi(party.c_str() + 1);
-  return slot < config_.concurrency ? slot : -1;
+  const auto p = Party::parse(party);
+  if (!p || !p->is_client() || p->index >= static_cast<size_t>(config_.concurrency)) return -1;
+  return static_cast<int>(p->index);
 }
 
 size_t DockerCluster::sentinel_index(const std::string& party) const {
@@ -701,88 +693,56 @@ std::string DockerCluster::iptables_rules(size_t n) const {
                     options_.engine_timeout);
 }
 
-void DockerCluster::cut(const std::string& a, const std::string& b) {
+// The party dispatch is SplitNetwork's (cluster/split_network.h): client links go to the fault proxy, links
+// between nodes and Sentinels come back here as peer links, cut by iptables in the node's namespace.
+void DockerCluster::cut(const std::string& a, const std::string& b) { links_.cut(a, b); }
+void DockerCluster::heal(const std::string& a, const std::string& b) { links_.heal(a, b); }
+void DockerCluster::heal_all() { links_.heal_all(); }
+void DockerCluster::set_delay(const std::string& a, const std::string& b, milliseconds delay, milliseconds jitter) {
+  links_.set_delay(a, b, delay, jitter);
+}
+
+void DockerCluster::require_running() const {
   std::lock_guard<std::mutex> lock(mu_);
   if (!started_ || stopped_) throw ClusterError("docker cluster: not running");
-  size_t na = node_index(a), nb = node_index(b);
-  int ca = client_slot(a), cb = client_slot(b);
-  if (na != std::string::npos && nb != std::string::npos) {
-    if (na == nb) return;
-    cuts_.insert(std::minmax(a, b));
-    // Either side's rules alone cut the link; both get them so that it stays cut while one is paused or down.
-    std::string error;
-    for (size_t n : {na, nb}) {
-      try {
-        sync_rules(n);
-      } catch (const ClusterError& e) {
-        error = e.what();
-      }
+}
+
+// The rules of the node(s) on the link: either side's rules alone cut a node <-> node link, and both get them so
+// that it stays cut while one is paused or down; a node <-> Sentinel link is cut by the node's rules alone
+// (Sentinels run without CAP_NET_ADMIN).
+void DockerCluster::sync_link(const std::string& a, const std::string& b) {
+  std::string error;
+  for (const std::string& p : {a, b}) {
+    const size_t n = node_index(p);
+    if (n == std::string::npos) continue;
+    try {
+      sync_rules(n);
+    } catch (const ClusterError& e) {
+      error = e.what();
     }
-    if (!error.empty()) throw ClusterError(error);
-    return;
   }
-  const size_t sa = sentinel_index(a), sb = sentinel_index(b);
-  if ((na != std::string::npos && sb != std::string::npos) || (sa != std::string::npos && nb != std::string::npos)) {
-    // Node <-> Sentinel: the node's rules alone cut it (Sentinels run without CAP_NET_ADMIN).
-    cuts_.insert(std::minmax(a, b));
-    sync_rules(na != std::string::npos ? na : nb);
-    return;
-  }
-  if (sa != std::string::npos && sb != std::string::npos) {
+  if (!error.empty()) throw ClusterError(error);
+}
+
+void DockerCluster::cut_peers(const std::string& a, const std::string& b) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (node_index(a) == std::string::npos && node_index(b) == std::string::npos) {
     throw ClusterError("docker cluster: cutting Sentinel from Sentinel (" + a + ", " + b + ") is not supported");
   }
-  if ((ca >= 0 && nb != std::string::npos) || (na != std::string::npos && cb >= 0)) {
-    try {
-      proxy_->cut(a, b);
-    } catch (const std::exception& e) {
-      throw ClusterError(std::string("docker cluster: cut ") + a + " " + b + ": " + e.what());
-    }
-    return;
-  }
-  if (ca >= 0 && cb >= 0) return;  // clients do not talk to each other: nothing to cut
-  throw ClusterError("docker cluster: cannot cut '" + a + "' from '" + b + "': unknown party");
+  cuts_.insert(std::minmax(a, b));
+  sync_link(a, b);
 }
 
-void DockerCluster::heal(const std::string& a, const std::string& b) {
+void DockerCluster::heal_peers(const std::string& a, const std::string& b) {
   std::lock_guard<std::mutex> lock(mu_);
-  if (!started_ || stopped_) throw ClusterError("docker cluster: not running");
-  size_t na = node_index(a), nb = node_index(b);
-  int ca = client_slot(a), cb = client_slot(b);
-  if (na != std::string::npos && nb != std::string::npos) {
-    cuts_.erase(std::minmax(a, b));
-    std::string error;
-    for (size_t n : {na, nb}) {
-      try {
-        sync_rules(n);
-      } catch (const ClusterError& e) {
-        error = e.what();
-      }
-    }
-    if (!error.empty()) throw ClusterError(error);
-    return;
+  if (!cuts_.erase(std::minmax(a, b)) && node_index(a) == std::string::npos && node_index(b) == std::string::npos) {
+    return;  // Sentinel <-> Sentinel: never cut
   }
-  const size_t sa = sentinel_index(a), sb = sentinel_index(b);
-  if ((na != std::string::npos && sb != std::string::npos) || (sa != std::string::npos && nb != std::string::npos)) {
-    cuts_.erase(std::minmax(a, b));
-    sync_rules(na != std::string::npos ? na : nb);
-    return;
-  }
-  if (sa != std::string::npos && sb != std::string::npos) return;  // never cut
-  if ((ca >= 0 && nb != std::string::npos) || (na != std::string::npos && cb >= 0)) {
-    try {
-      proxy_->heal(a, b);
-    } catch (const std::exception& e) {
-      throw ClusterError(std::string("docker cluster: heal ") + a + " " + b + ": " + e.what());
-    }
-    return;
-  }
-  if (ca >= 0 && cb >= 0) return;
-  throw ClusterError("docker cluster: cannot heal '" + a + "' and '" + b + "': unknown party");
+  sync_link(a, b);
 }
 
-void DockerCluster::heal_all() {
+void DockerCluster::heal_all_peers() {
   std::lock_guard<std::mutex> lock(mu_);
-  if (!started_ || stopped_) throw ClusterError("docker cluster: not running");
   cuts_.clear();
   std::string error;
   for (size_t n = 0; n < nodes_.size(); ++n) {
@@ -792,34 +752,13 @@ void DockerCluster::heal_all() {
       error = e.what();
     }
   }
-  try {
-    proxy_->heal_all();
-  } catch (const std::exception& e) {
-    error = std::string("docker cluster: heal_all: ") + e.what();
-  }
   if (!error.empty()) throw ClusterError(error);
 }
 
-void DockerCluster::set_delay(const std::string& a, const std::string& b, milliseconds delay, milliseconds jitter) {
-  std::lock_guard<std::mutex> lock(mu_);
-  if (!started_ || stopped_) throw ClusterError("docker cluster: not running");
-  size_t na = node_index(a), nb = node_index(b);
-  int ca = client_slot(a), cb = client_slot(b);
-  if ((ca >= 0 && nb != std::string::npos) || (na != std::string::npos && cb >= 0)) {
-    try {
-      proxy_->set_delay(a, b, delay, jitter);
-    } catch (const std::exception& e) {
-      throw ClusterError(std::string("docker cluster: delay ") + a + " " + b + ": " + e.what());
-    }
-    return;
-  }
-  if (na != std::string::npos && nb != std::string::npos) {
-    if (delay.count() == 0 && jitter.count() == 0) return;  // nothing to remove
-    throw ClusterError("docker cluster: delay between nodes (" + a + ", " + b +
-                       ") is not supported: it needs tc netem inside the containers");
-  }
-  if (ca >= 0 && cb >= 0) return;
-  throw ClusterError("docker cluster: cannot delay '" + a + "' and '" + b + "': unknown party");
+void DockerCluster::delay_peers(const std::string& a, const std::string& b, milliseconds delay, milliseconds jitter) {
+  if (delay.count() == 0 && jitter.count() == 0) return;  // nothing to remove
+  throw ClusterError("docker cluster: delay between nodes (" + a + ", " + b +
+                     ") is not supported: it needs tc netem inside the containers");
 }
 
 // ---------------------------------------------------------------------------------------------------------

@@ -44,9 +44,11 @@
 #include <utility>
 #include <vector>
 
+#include "cluster/split_network.h"
 #include "docker/docker_cli.h"
 #include "core/cluster.h"
 #include "core/config.h"
+#include "cluster/redis_config.h"
 
 namespace lockcheck {
 
@@ -69,14 +71,13 @@ struct DockerClusterOptions {
   std::string iptables = "iptables";          // likewise
   std::string clock_shim;          // the clock shim library; empty: clock_shim_library()
   int sentinels = 3;               // Sentinels of the replicated topology (quorum: a majority)
-  int64_t sentinel_down_after_ms = 3000;   // Sentinel's down-after-milliseconds
-  int64_t sentinel_failover_timeout_ms = 10000;
+  SentinelTimings sentinel_timings;  // the shared defaults (cluster/redis_config.h)
   std::chrono::milliseconds engine_timeout{60000};   // bound on any one docker call (run, start, rm, ...)
   std::chrono::milliseconds ready_timeout{30000};    // bound on waiting for PING after start/restart
   std::chrono::seconds build_timeout{300};           // bound on building the image
 };
 
-class DockerCluster final : public Cluster {
+class DockerCluster final : public Cluster, private PeerLinks {
  public:
   // Nothing is started yet. run_dir is the run's results folder (it and its nodes/ are created if missing);
   // the run id is its last path component (sanitised) plus a random suffix. Uses config.topology,
@@ -141,6 +142,15 @@ class DockerCluster final : public Cluster {
   void kill_container(const std::string& container);  // SIGKILL; fine if it is down already
   void sync_rules(size_t n);  // makes node n's rules match cuts_ (no-op while it is down or paused)
   std::vector<std::string> labels() const;
+  // PeerLinks (node <-> node and node <-> Sentinel links, for network_): iptables rules in the nodes.
+  void require_running() const override;
+  void cut_peers(const std::string& a, const std::string& b) override;
+  void heal_peers(const std::string& a, const std::string& b) override;
+  void heal_all_peers() override;
+  void delay_peers(const std::string& a, const std::string& b, std::chrono::milliseconds delay,
+                   std::chrono::milliseconds jitter) override;
+  void sync_link(const std::string& a, const std::string& b);  // REQUIRES: mu_ held
+
   size_t node_index(const std::string& party) const;       // npos when party is not a node name
   size_t sentinel_index(const std::string& party) const;   // npos when party is not a Sentinel name
   int client_slot(const std::string& party) const;         // -1 when party is not a client slot
@@ -159,6 +169,7 @@ class DockerCluster final : public Cluster {
   std::vector<NodeState> state_;
   std::set<std::pair<std::string, std::string>> cuts_;  // node pairs, first < second
   std::unique_ptr<FaultProxy> proxy_;
+  SplitNetwork links_;  // client links through proxy_, server links through the PeerLinks above
   std::vector<std::vector<Endpoint>> client_endpoints_;  // [slot][node]
   bool started_ = false;   // start() was called
   bool engine_answered_ = false;  // start() got past the engine check: there may be something to remove

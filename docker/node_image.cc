@@ -51,11 +51,9 @@ fs::path resolve_program(const std::string& what, const std::string& name_or_pat
 std::vector<std::string> shared_libraries(const std::vector<fs::path>& files) {
   fs::path ldd = boost::process::search_path("ldd");
   if (ldd.empty()) throw ClusterError("cannot build the node image: `ldd` not found on PATH");
-  std::vector<std::string> args;
-  for (const auto& f : files) args.push_back(f.string());
-  CommandOptions options;
-  options.timeout = kLddTimeout;
-  CommandResult r = run_program(ldd.string(), args, options);
+  std::vector<std::string> argv = {ldd.string()};
+  for (const auto& f : files) argv.push_back(f.string());
+  CommandResult r = run_command(argv, kLddTimeout);
   if (r.timed_out) throw ClusterError("cannot build the node image: `ldd` did not finish");
   std::vector<std::string> libs;
   std::istringstream lines(r.out);

@@ -17,6 +17,7 @@
 #include "core/history.h"
 #include "harness/matrix.h"
 #include "harness/matrix_shard.h"
+#include "harness/plan.h"
 #include "sys/process.h"
 #include "harness/runner.h"
 #include "locks/adapters.h"
@@ -25,6 +26,8 @@
 #include "nemesis/nemesis.h"
 #include "report/report.h"
 #include "workloads/workload.h"
+#include "harness/rerun.h"
+#include "harness/seed_search.h"
 
 namespace po = boost::program_options;
 
@@ -50,60 +53,51 @@ const char* kUsage =
     "exit status: 0 valid, 1 anomaly found, 2 usage or config error, 3 harness or cluster failed,\n"
     "             4 a checker could not decide\n";
 
-struct RunFlags {
-  std::string topology, persistence, nemesis;
-  std::vector<std::string> lock_opts;  // --lock-opt KEY=VALUE, repeatable
-};
-
-// --lock-opt KEY=VALUE into c.lock_opts; VALUE is JSON when it parses as JSON (3, 0.5, true), else a string.
-void parse_lock_opts(const std::vector<std::string>& opts, RunConfig& c) {
-  for (const auto& kv : opts) {
-    const auto eq = kv.find('=');
-    if (eq == std::string::npos || eq == 0) throw ConfigError("--lock-opt: '" + kv + "' is not KEY=VALUE");
-    const std::string key = kv.substr(0, eq), value = kv.substr(eq + 1);
-    if (c.lock_opts.contains(key)) throw ConfigError("--lock-opt: '" + key + "' given twice");
-    nlohmann::json v = nlohmann::json::parse(value, nullptr, false);
-    c.lock_opts[key] = v.is_discarded() ? nlohmann::json(value) : v;
-  }
-}
-
-po::options_description run_options(RunConfig& c, RunFlags& f) {
+// `lockcheck run`'s flags: one per field of the config table (core/config.h), plus the flags of the command
+// itself. Each field's flag is taken as text and set by the table's parser, so the flag, its help, its
+// default and its checks cannot drift from config.json.
+po::options_description run_options() {
   po::options_description o("lockcheck run [FLAGS]");
+  const nlohmann::json defaults = RunConfig{};
+  o.add_options()("help,h", "this help");
+  for (const auto& f : config_fields()) {
+    if (!*f.flag) continue;
+    if (f.kind == ConfigField::Kind::kBool) {
+      o.add_options()(f.flag, f.help);
+    } else if (f.kind == ConfigField::Kind::kObject) {
+      o.add_options()(f.flag, po::value<std::vector<std::string>>()->composing(), f.help);
+    } else {
+      const nlohmann::json& d = defaults.at(f.key);
+      std::string shown = d.is_string() ? d.get<std::string>() : d.dump();
+      if (f.kind == ConfigField::Kind::kList) shown = "none";
+      auto* v = po::value<std::string>();
+      if (!shown.empty()) v->default_value(shown);
+      o.add_options()(f.flag, v, f.help);
+    }
+  }
   // clang-format off
   o.add_options()
-    ("help,h", "this help")
-    ("cluster", po::value(&c.cluster)->default_value(c.cluster), "local (redis-server processes), docker, or ssh (--hosts)")
-    ("hosts", po::value(&c.hosts), "hosts file of --cluster ssh (JSON; scripts/ssh-testbed writes one)")
-    ("topology", po::value(&f.topology)->default_value(to_string(c.topology)), "independent (N masters), replicated (master, replicas, 3 Sentinels) or cluster (Redis Cluster: half masters, half replicas)")
-    ("nodes", po::value(&c.nodes)->default_value(c.nodes), "number of Redis nodes")
-    ("persistence", po::value(&f.persistence)->default_value(to_string(c.persistence)), "none, aof-everysec or aof-always")
-    ("lock", po::value(&c.lock)->default_value(c.lock), "lock algorithm (see lockcheck list)")
-    ("workload", po::value(&c.workload)->default_value(c.workload), "workload (see lockcheck list)")
-    ("nemesis", po::value(&f.nemesis)->default_value("none"), "comma list of faults (see lockcheck list), or none")
-    ("nemesis-targeting", po::value(&c.nemesis_targeting)->default_value(c.nemesis_targeting), "random, or holder: aim faults at the current lock holder and its nodes")
-    ("nemesis-interval", po::value(&c.nemesis_interval_s)->default_value(c.nemesis_interval_s), "seconds between a fault and its heal")
-    ("restart-delay", po::value(&c.restart_delay_ms)->default_value(c.restart_delay_ms), "ms a killed node stays down before restart")
-    ("time-limit", po::value(&c.time_limit_s)->default_value(c.time_limit_s), "seconds the workload runs")
-    ("concurrency", po::value(&c.concurrency)->default_value(c.concurrency), "client processes")
-    ("keys", po::value(&c.keys)->default_value(c.keys), "number of lock keys")
-    ("ttl-ms", po::value(&c.ttl_ms)->default_value(c.ttl_ms), "lock TTL in ms")
-    ("hold-ms-max", po::value(&c.hold_ms_max)->default_value(c.hold_ms_max), "longest hold in ms (-1: 80% of the TTL)")
-    ("work-ms", po::value(&c.work_ms)->default_value(c.work_ms), "set workloads: ms between read and write under the lock (-1: TTL/3)")
-    ("op-timeout-ms", po::value(&c.op_timeout_ms)->default_value(c.op_timeout_ms), "per-request timeout of the lock clients")
-    ("fencing", po::bool_switch(&c.fencing), "hand out fencing tokens with each acquire")
-    ("client-cmd", po::value(&c.client_cmd), "command line of an external lock client (--lock external)")
-    ("lock-opt", po::value(&f.lock_opts)->composing(), "KEY=VALUE: an option of the lock (repeatable; see lockcheck list)")
-    ("wait", po::value(&c.wait_replicas)->default_value(c.wait_replicas), "single-failover: WAIT for N replicas after SET")
-    ("checker-timeout", po::value(&c.checker_timeout_s)->default_value(c.checker_timeout_s), "seconds of search before a checker answers unknown")
-    ("seed", po::value(&c.seed)->default_value(0), "RNG seed (0: pick one; it is recorded)")
-    ("results", po::value(&c.results_dir)->default_value(c.results_dir), "folder for results/<run-id>/")
-    ("label", po::value(&c.label), "a name for the run, used in its id")
     ("config", po::value<std::string>(), "run the configuration in FILE (a config.json); only --results, --seed, --no-progress may go with it")
-    ("redis-server", po::value(&c.redis_server)->default_value(c.redis_server), "redis-server binary (local cluster)")
     ("seeds", po::value<int>(), "seed search: run N times with seeds SEED, SEED+1, ... and report how many found an anomaly and the median time to the first")
     ("no-progress", "no progress line");
   // clang-format on
   return o;
+}
+
+// The config fields given on the command line (not defaulted) into c.
+void apply_run_flags(const po::variables_map& vm, RunConfig& c) {
+  for (const auto& f : config_fields()) {
+    if (!*f.flag || !vm.count(f.flag)) continue;
+    const auto& v = vm[f.flag];
+    const std::string name = std::string("--") + f.flag;
+    if (f.kind == ConfigField::Kind::kBool) {
+      f.parse_flag(c, "true", name);
+    } else if (f.kind == ConfigField::Kind::kObject) {
+      for (const auto& kv : v.as<std::vector<std::string>>()) f.parse_flag(c, kv, name);
+    } else if (!v.defaulted()) {
+      f.parse_flag(c, v.as<std::string>(), name);
+    }
+  }
 }
 
 // Parses args against desc with no positional arguments unless positional_name is given (then exactly one).
@@ -127,8 +121,7 @@ po::variables_map parse(const std::vector<std::string>& args, const po::options_
 
 int cmd_run(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
   RunConfig c;
-  RunFlags f;
-  auto desc = run_options(c, f);
+  auto desc = run_options();
   auto vm = parse(args, desc);
   if (vm.count("help")) {
     out << desc;
@@ -151,31 +144,23 @@ int cmd_run(const std::vector<std::string>& args, std::ostream& out, std::ostrea
     }
     RunConfig fc;
     from_json(j, fc);
-    if (!vm["results"].defaulted()) fc.results_dir = c.results_dir;
-    if (!vm["seed"].defaulted()) fc.seed = c.seed;
+    RunConfig given;
+    apply_run_flags(vm, given);
+    if (!vm["results"].defaulted()) fc.results_dir = given.results_dir;
+    if (!vm["seed"].defaulted()) fc.seed = given.seed;
     fc.progress = vm.count("no-progress") == 0;
     fc.argv = {"lockcheck", "run"};
     fc.argv.insert(fc.argv.end(), args.begin(), args.end());
     validate(fc);
     return run_test(fc, out).exit_code;
   }
-  c.topology = topology_from_string(f.topology);
-  c.persistence = persistence_from_string(f.persistence);
-  c.nemesis.clear();
-  if (f.nemesis != "none" && !f.nemesis.empty()) {
-    boost::split(c.nemesis, f.nemesis, boost::is_any_of(","));
-    for (const auto& n : c.nemesis) {
-      if (n.empty() || n == "none") throw ConfigError("--nemesis: '" + f.nemesis + "' is not a comma list of faults");
-    }
-  }
+  apply_run_flags(vm, c);
   c.progress = vm.count("no-progress") == 0;
   c.argv = {"lockcheck", "run"};
   c.argv.insert(c.argv.end(), args.begin(), args.end());
-  parse_lock_opts(f.lock_opts, c);
   if (find_lock_adapter(c.lock) && vm.count("client-cmd")) {
     throw ConfigError("--client-cmd: --lock " + c.lock + " runs its shipped adapter (use --lock external for your own)");
   }
-  resolve_lock(c);
   validate(c);
   (void)err;
   if (vm.count("seeds")) return run_seeds(c, vm["seeds"].as<int>(), out);
@@ -351,7 +336,7 @@ int cmd_list(const std::vector<std::string>& args, std::ostream& out) {
     return kExitValid;
   }
   out << "lock algorithms (--lock):\n";
-  for (const auto& a : lock_algorithms()) {
+  for (const auto& a : lock_registry()) {
     out << "  " << std::left << std::setw(20) << a.name << a.description << "\n"
         << "  " << std::setw(20) << "" << "known defect: " << a.known_defects << "\n";
   }
@@ -366,7 +351,7 @@ int cmd_list(const std::vector<std::string>& args, std::ostream& out) {
     }
   }
   out << "lock options of the built-in algorithms (--lock-opt KEY=VALUE):\n";
-  for (const auto& a : lock_algorithms()) {
+  for (const auto& a : lock_registry()) {
     if (*a.option_keys) out << "  " << std::left << std::setw(20) << a.name << a.option_keys << "\n";
   }
   out << "workloads (--workload):\n";

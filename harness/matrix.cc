@@ -20,6 +20,7 @@
 #include "core/exit_codes.h"
 #include "core/history.h"
 #include "harness/matrix_shard.h"
+#include "harness/plan.h"
 #include "sys/process.h"
 #include "harness/runner.h"
 #include "sys/signals.h"
@@ -226,13 +227,12 @@ void write_summary(const std::string& path, const Matrix& m, const std::vector<E
   if (!card.empty()) std::ofstream(base / "scorecard.md") << scorecard_markdown(card);
 }
 
-// The run folder a `lockcheck run` printed ("results: DIR").
-std::string run_dir_from_log(const std::string& log) {
-  std::ifstream in(log);
-  std::string line, dir;
-  while (std::getline(in, line)) {
-    if (line.rfind("results: ", 0) == 0) dir = line.substr(9);
-  }
+// The run folder a child `lockcheck run` made: it writes the path into the file named by kRunDirFileEnv
+// (harness/runner.h) as soon as the folder exists. Empty when it never got one.
+std::string run_dir_written_to(const std::string& file) {
+  std::ifstream in(file);
+  std::string dir;
+  std::getline(in, dir);
   return dir;
 }
 
@@ -270,7 +270,7 @@ Matrix parse_matrix(const nlohmann::json& j, const std::string& results_dir) {
       me.config.label = me.name;
       me.config.results_dir = results_dir;
       me.config.progress = false;
-      validate(me.config);
+      me.config = resolve_plan(me.config).config;  // checked against the registries; an adapter's client_cmd made
     } catch (const ConfigError& err) {
       throw ConfigError(where + ": " + err.what());
     }
@@ -372,6 +372,7 @@ int test_all(const TestAllOptions& opts, std::ostream& out) {
         spec.argv = {binary, "run", "--config", stem + ".config.json", "--no-progress"};
         spec.stdout_path = stem + ".log";
         spec.stderr_path = "=stdout";
+        spec.env[kRunDirFileEnv] = stem + ".run_dir";
         ChildProcess child(spec);
         std::optional<int> st;
         bool forwarded = false;
@@ -392,7 +393,7 @@ int test_all(const TestAllOptions& opts, std::ostream& out) {
         std::ofstream(stem + ".log", std::ios::app) << "lockcheck test-all: " << ex.what() << "\n";
       }
       job.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-      job.run_dir = run_dir_from_log(stem + ".log");
+      job.run_dir = run_dir_written_to(stem + ".run_dir");
       if (!job.run_dir.empty() && fs::exists(job.run_dir + "/results.json")) {
         try {
           job.results = read_json_file(job.run_dir + "/results.json");
@@ -449,99 +450,6 @@ int test_all(const TestAllOptions& opts, std::ostream& out) {
       << "junit: " << junit << "\nsummary: " << dir << "/summary.html\n";
   if (interrupt.interrupted()) return 128 + interrupt.signal_number();
   return met == m.entries.size() ? kExitValid : kExitInvalid;
-}
-
-std::optional<int64_t> first_anomaly_ns(const std::string& run_dir) {
-  nlohmann::json results = read_json_file(run_dir + "/results.json");
-  std::optional<int64_t> first;
-  std::vector<int64_t> op_indices;
-  for (const auto& c : results.value("checkers", nlohmann::json::array())) {
-    if (c.value("valid", "") != "invalid") continue;
-    for (const auto& a : c.value("anomalies", nlohmann::json::array())) {
-      if (a.contains("from_ns") && a["from_ns"].is_number()) {
-        int64_t t = a["from_ns"].get<int64_t>();
-        if (!first || t < *first) first = t;
-      } else if (a.contains("ops") && a["ops"].is_array()) {
-        for (const auto& i : a["ops"]) {
-          if (i.is_number_integer()) op_indices.push_back(i.get<int64_t>());
-        }
-      }
-    }
-  }
-  if (!op_indices.empty()) {
-    History h = read_history(run_dir + "/history.jsonl");
-    for (int64_t i : op_indices) {
-      if (i >= 0 && i < static_cast<int64_t>(h.size()) && (!first || h[i].time_ns < *first)) first = h[i].time_ns;
-    }
-  }
-  return first;
-}
-
-int run_seeds(const RunConfig& base, int n, std::ostream& out) {
-  if (n < 1 || n > 1000) throw ConfigError("--seeds: must be between 1 and 1000");
-  std::vector<double> firsts;
-  int found = 0, failed = 0;
-  const uint64_t first_seed = base.seed ? base.seed : 1;
-  for (int i = 0; i < n; ++i) {
-    RunConfig cfg = base;
-    cfg.seed = first_seed + static_cast<uint64_t>(i);
-    RunOutcome o = run_test(cfg, out);
-    if (o.exit_code > kExitUnknown) return o.exit_code;  // interrupted
-    if (o.exit_code == kExitHarness || o.exit_code == kExitUsage) ++failed;
-    if (o.valid == Validity::kInvalid) {
-      ++found;
-      if (auto t = first_anomaly_ns(o.run_dir)) firsts.push_back(static_cast<double>(*t) / 1e9);
-    }
-  }
-  out << "\nseed search: " << found << " of " << n << " seeds found an anomaly";
-  if (failed) out << " (" << failed << " runs failed)";
-  if (!firsts.empty()) {
-    std::sort(firsts.begin(), firsts.end());
-    const double median = firsts.size() % 2 ? firsts[firsts.size() / 2]
-                                            : (firsts[firsts.size() / 2 - 1] + firsts[firsts.size() / 2]) / 2;
-    out << "; median time to the first anomaly " << std::fixed << std::setprecision(1) << median << " s (min "
-        << firsts.front() << " s, max " << firsts.back() << " s)";
-  }
-  out << "\n";
-  if (found) return kExitInvalid;
-  return failed ? kExitHarness : kExitValid;
-}
-
-std::pair<size_t, size_t> fault_timeline_match(const History& old_run, const History& new_run) {
-  auto faults = [](const History& h) {
-    std::vector<std::string> v;
-    for (const auto& op : h) {
-      if (op.process != kNemesis || !op.is_invoke()) continue;
-      nlohmann::json key = {op.f, op.value.is_object() ? op.value.value("fault", nlohmann::json()) : nlohmann::json(),
-                            op.value.is_object() ? op.value.value("targets", nlohmann::json()) : nlohmann::json()};
-      v.push_back(key.dump());
-    }
-    return v;
-  };
-  auto a = faults(old_run), b = faults(new_run);
-  size_t k = 0;
-  while (k < a.size() && k < b.size() && a[k] == b[k]) ++k;
-  return {k, a.size()};
-}
-
-int rerun(const std::string& run_dir, std::ostream& out) {
-  RunConfig cfg = read_run_config(run_dir);
-  cfg.results_dir = fs::path(run_dir).parent_path().string();
-  if (cfg.results_dir.empty()) cfg.results_dir = ".";
-  cfg.argv = {"lockcheck", "rerun", run_dir};
-  validate(cfg);
-  RunOutcome o = run_test(cfg, out);
-  if (o.run_dir.empty() || !fs::exists(o.run_dir + "/history.jsonl")) return o.exit_code;
-  auto [matched, total] = fault_timeline_match(read_history(run_dir + "/history.jsonl"),
-                                               read_history(o.run_dir + "/history.jsonl"));
-  out << "rerun of " << run_dir << ": fault timeline matched " << matched << " of " << total
-      << " faults (same action, fault and targets, in order)\n";
-  if (fs::exists(o.run_dir + "/results.json")) {
-    nlohmann::json r = read_json_file(o.run_dir + "/results.json");
-    r["rerun"] = {{"of", run_dir}, {"faults_matched", matched}, {"faults", total}};
-    std::ofstream(o.run_dir + "/results.json") << r.dump(2) << "\n";
-  }
-  return o.exit_code;
 }
 
 }  // namespace lockcheck

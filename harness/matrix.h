@@ -67,19 +67,6 @@ struct TestAllOptions {
 // Returns 0 when every entry met its expectation, 1 otherwise (3 when the matrix could not run at all).
 int test_all(const TestAllOptions& opts, std::ostream& out);
 
-// `lockcheck run --seeds N`: runs cfg with seeds cfg.seed, cfg.seed+1, ... (cfg.seed 0: 1, 2, ...), prints how
-// many found an anomaly and the median time to the first one. Returns 1 if any found one, else the usual.
-int run_seeds(const RunConfig& cfg, int n, std::ostream& out);
-
-// `lockcheck rerun RUN_DIR`: the stored config and seed again, in the same results folder; says how far the
-// new run's fault timeline matched the old one (and records it in the new results.json under "rerun").
-int rerun(const std::string& run_dir, std::ostream& out);
-
-// The time (ns since the run started) of the run's first anomaly, from results.json (from_ns of the
-// anomalies, else the time of their first op); nullopt when it found none.
-std::optional<int64_t> first_anomaly_ns(const std::string& run_dir);
-
-// How many of the old run's faults the new run repeated in order (same f, fault, targets), out of how many.
-std::pair<size_t, size_t> fault_timeline_match(const History& old_run, const History& new_run);
+// Seed search and rerun: harness/seed_search.h, harness/rerun.h.
 
 }  // namespace lockcheck

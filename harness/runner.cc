@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "harness/cluster_factory.h"
+#include "harness/plan.h"
 #include "core/exit_codes.h"
 #include "core/history.h"
 #include "sys/process.h"
@@ -31,6 +32,8 @@
 #include "core/client_pauses.h"
 #include "nemesis/driver.h"
 #include "workloads/workload.h"
+#include "core/party.h"
+#include "core/run_files.h"
 
 namespace fs = boost::filesystem;
 
@@ -56,16 +59,6 @@ std::string utc_stamp(const char* fmt) {
   return s.str();
 }
 
-void write_json_file(const std::string& path, const nlohmann::json& j) {
-  const std::string tmp = path + ".tmp";
-  {
-    std::ofstream out(tmp);
-    if (!out) throw std::runtime_error("cannot write " + tmp);
-    out << j.dump(2) << "\n";
-    if (!out) throw std::runtime_error("cannot write " + tmp);
-  }
-  fs::rename(tmp, path);
-}
 
 
 // Creates results/<run-id>/ and points results/latest at it.
@@ -131,9 +124,9 @@ class Progress {
 // retired after an info op is replaced in its slot by a fresh process id (slot + k * concurrency).
 class Workers {
  public:
-  Workers(const RunConfig& cfg, Cluster& cluster, HistoryWriter& history, Workload& workload,
+  Workers(const Plan& plan, Cluster& cluster, HistoryWriter& history, Workload& workload,
           const std::atomic<bool>& stop, RunLog& log, ClientPauses& pauses, std::string run_dir)
-      : cfg_(cfg), cluster_(cluster), history_(history), workload_(workload), stop_(stop), log_(log),
+      : plan_(plan), cfg_(plan.config), cluster_(cluster), history_(history), workload_(workload), stop_(stop), log_(log),
         pauses_(pauses), run_dir_(std::move(run_dir)) {}
   ~Workers() { join(); }
 
@@ -179,8 +172,8 @@ class Workers {
         w->done_cv_.notify_all();
       }
     } done{this, slot};
-    const LockAlgorithm* algo = find_lock_algorithm(cfg_.lock);
-    const std::string party = "c" + std::to_string(slot);
+    const LockAlgorithm* algo = plan_.lock;
+    const std::string party = Party::client(static_cast<size_t>(slot)).name();
     int quick_retirements = 0;
     auto started = std::chrono::steady_clock::now();
     for (Process p = slot; !stop_.load(); p += cfg_.concurrency) {
@@ -206,12 +199,12 @@ class Workers {
         for (const auto& s : cluster_.sentinels()) lo.sentinels.push_back(s.endpoint);
         lo.op_timeout = std::chrono::milliseconds(cfg_.op_timeout_ms);
         lo.connect_timeout = std::chrono::milliseconds(std::min<int64_t>(cfg_.op_timeout_ms, 1000));
-        lo.fencing = cfg_.fencing || workload_.needs_fencing();
+        lo.fencing = plan_.fencing;
         lo.seed = derive_seed(cfg_.seed, 1000 + static_cast<uint64_t>(p));
         lo.extra = lock_extra(cfg_, run_dir_ + "/clients/p" + std::to_string(p) + ".stderr");
         auto client = algo->make(lo);
         ProcessEnv env{p, *client, history_, std::mt19937_64(derive_seed(cfg_.seed, static_cast<uint64_t>(p))),
-                       stop_, cfg_, &pauses_};
+                       stop_, WorkloadOptions::from(cfg_), &pauses_};
         if (workload_.run_process(env) == ProcessExit::kStopped) return;
         log_.log("process " + std::to_string(p) + " retired after an info op; slot " + std::to_string(slot) +
                  " continues as process " + std::to_string(p + cfg_.concurrency));
@@ -225,6 +218,7 @@ class Workers {
     }
   }
 
+  const Plan& plan_;
   const RunConfig& cfg_;
   Cluster& cluster_;
   HistoryWriter& history_;
@@ -338,18 +332,13 @@ std::chrono::milliseconds stop_bound(const RunConfig& cfg) {
 }
 
 nlohmann::json check_history(const RunConfig& cfg, const History& h) {
-  auto workload = make_workload(cfg.workload);
-  if (!workload) throw ConfigError("unknown workload '" + cfg.workload + "'");
+  const std::vector<std::string> names = checkers_for(cfg);
   CheckOptions opts;
   opts.timeout = std::chrono::milliseconds(static_cast<int64_t>(cfg.checker_timeout_s * 1000));
   opts.ttl_ms = cfg.ttl_ms;
   opts.op_timeout_ms = cfg.op_timeout_ms;
   Validity overall = Validity::kValid;
   nlohmann::json checkers = nlohmann::json::array();
-  std::vector<std::string> names = workload->checkers();
-  // Whenever a nemesis runs, whether its faults took effect is judged too: a fault that never happened is not a
-  // test passed.
-  if (!cfg.nemesis.empty()) names.push_back("faults");
   for (const auto& name : names) {
     auto c = make_checker(name);
     CheckResult r;
@@ -375,10 +364,11 @@ RunConfig read_run_config(const std::string& run_dir) {
   return cfg;
 }
 
-RunOutcome run_test(RunConfig cfg, std::ostream& out) {
+RunOutcome run_test(RunConfig given, std::ostream& out) {
   RunOutcome outcome;
-  if (cfg.seed == 0) cfg.seed = os_random_u64() >> 1;  // fits a JSON integer on every reader
-  validate(cfg);
+  if (given.seed == 0) given.seed = os_random_u64() >> 1;  // fits a JSON integer on every reader
+  const Plan plan = resolve_plan(std::move(given));
+  const RunConfig& cfg = plan.config;
   InterruptGuard interrupt;
   try {
     outcome.run_dir = make_run_dir(cfg);
@@ -388,6 +378,9 @@ RunOutcome run_test(RunConfig cfg, std::ostream& out) {
     return outcome;
   }
   const std::string dir = outcome.run_dir;
+  if (const char* file = std::getenv(kRunDirFileEnv); file != nullptr && *file != '\0') {
+    std::ofstream(file, std::ios::trunc) << dir << "\n";
+  }
   RunLog log(dir + "/lockcheck.log");
   write_json_file(dir + "/config.json", cfg);
   const std::string started_at = utc_stamp("%Y-%m-%dT%H:%M:%SZ");
@@ -406,8 +399,8 @@ RunOutcome run_test(RunConfig cfg, std::ostream& out) {
     cluster->start();
     for (const auto& n : cluster->nodes()) log.log("node " + n.name + " at " + n.endpoint.str());
     HistoryWriter history(dir + "/history.jsonl", &clock);
-    auto workload = make_workload(cfg.workload);
-    WorkloadEnv wenv{cfg, *cluster, history, dir};
+    auto workload = plan.workload->make();
+    WorkloadEnv wenv{WorkloadOptions::from(cfg), *cluster, history, dir};
     workload->setup(wenv);
     {
       // Scoped in this order so that, whatever ends the run (time limit, signal, exception), the stop flag is
@@ -416,7 +409,7 @@ RunOutcome run_test(RunConfig cfg, std::ostream& out) {
       std::atomic<bool> stop{false};
       ClientPauses pauses(cfg.concurrency);
       NemesisDriver nemesis(cfg, *cluster, history, pauses, &log);
-      Workers workers(cfg, *cluster, history, *workload, stop, log, pauses, dir);
+      Workers workers(plan, *cluster, history, *workload, stop, log, pauses, dir);
       OnScopeExit stop_on_exit([&] {
         stop.store(true);
         nemesis.finish();

@@ -16,6 +16,10 @@
 
 namespace lockcheck {
 
+// When this environment variable names a file, run_test writes the run folder's path into it (one line) as soon
+// as the folder exists: how test-all learns where a child run wrote, without reading its output.
+inline constexpr char kRunDirFileEnv[] = "LOCKCHECK_RUN_DIR_FILE";
+
 struct RunOutcome {
   std::string run_dir;            // empty when the run never got a folder
   Validity valid = Validity::kUnknown;

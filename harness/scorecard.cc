@@ -7,6 +7,7 @@
 
 #include "core/exit_codes.h"
 #include "report/html.h"
+#include "harness/seed_search.h"
 
 namespace lockcheck {
 

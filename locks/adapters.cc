@@ -43,8 +43,8 @@ nlohmann::json as_json(const nlohmann::json& v) {
 
 }  // namespace
 
-const std::vector<LockAdapter>& lock_adapters() {
-  static const std::vector<LockAdapter> registry = {
+const Registry<LockAdapter>& lock_adapters() {
+  static const Registry<LockAdapter> registry = {
       {"redsync", "github.com/go-redsync/redsync/v4 (go-redis v9 pools)", "v4.18.1 (go-redis v9.23.0)", "redsync", "",
        "go",
        with_go_redis({
@@ -55,14 +55,19 @@ const std::vector<LockAdapter>& lock_adapters() {
            {"setnx_on_extend", "--setnx-on-extend", K::kBool, "WithSetNXOnExtend: extend re-creates an expired lock"},
            {"fail_fast", "--fail-fast", K::kBool, "WithFailFast: answer as soon as a quorum agrees"},
            {"shuffle_pools", "--shuffle-pools", K::kBool, "WithShufflePools"},
-       })},
+       }),
+       "library: go-redsync/redsync v4 (Go, Redlock over go-redis v9), adapter clients/redsync",
+       "Redlock's: amnesia on a fast restart, clock jumps, pauses past the validity; WithSetNXOnExtend re-creates "
+       "an expired lock on extend"},
       {"redislock", "github.com/bsm/redislock (go-redis v9, one node)", "v0.9.4 (go-redis v9.23.0)", "redislock", "",
        "go",
        with_go_redis({
            {"retry_count", "--retry-count", K::kInt, "LimitRetry(LinearBackoff) retries (library default: NoRetry)"},
            {"retry_backoff_ms", "--retry-backoff-ms", K::kInt, "LinearBackoff between retries (default 100)"},
            {"obtain_timeout_ms", "--obtain-timeout-ms", K::kInt, "Obtain's context deadline (0: the TTL, as the library)"},
-       })},
+       }),
+       "library: bsm/redislock (Go, one node over go-redis v9), adapter clients/redislock",
+       "one node is a single point of failure; no validity of its own: a paused holder outlives its lease"},
       {"redis-py", "redis.lock.Lock of redis-py (Debian python3-redis, one node)", "4.3.4 (Debian bookworm)",
        "redis-py.py", "/usr/bin/python3", "python3-redis",
        {
@@ -70,17 +75,15 @@ const std::vector<LockAdapter>& lock_adapters() {
            {"sleep_s", "--sleep-s", K::kFloat, "Lock(sleep) between blocking tries (default 0.1)"},
            {"socket_timeout_ms", "--socket-timeout-ms", K::kInt, "Redis(socket_timeout) (default: --op-timeout-ms)"},
            {"retry_on_timeout", "--retry-on-timeout", K::kBool, "Redis(retry_on_timeout=True)"},
-       }},
+       },
+       "library: redis.lock.Lock of redis-py (Python, one node, Debian python3-redis), adapter "
+       "clients/redis-py",
+       "one node is a single point of failure; no validity of its own: a paused holder outlives its lease"},
   };
   return registry;
 }
 
-const LockAdapter* find_lock_adapter(const std::string& name) {
-  for (const auto& a : lock_adapters()) {
-    if (name == a.name) return &a;
-  }
-  return nullptr;
-}
+const LockAdapter* find_lock_adapter(const std::string& name) { return lock_adapters().find(name); }
 
 std::string adapters_dir() {
   if (const char* env = std::getenv("LOCKCHECK_CLIENTS_DIR"); env && *env) return env;

@@ -9,6 +9,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/registry.h"
+
 namespace lockcheck {
 
 enum class AdapterOptionKind { kInt, kFloat, kBool };
@@ -28,10 +30,12 @@ struct LockAdapter {
   const char* interpreter;  // "" for a binary, else e.g. /usr/bin/python3
   const char* toolchain;    // what scripts/build-clients needs for it
   std::vector<AdapterOption> options;
+  const char* description;    // one line for `lockcheck list`: the library and its adapter
+  const char* known_defects;  // one line: what the library is known to get wrong
 };
 
 // The registry (locks/adapters.cc): one entry per shipped adapter.
-const std::vector<LockAdapter>& lock_adapters();
+const Registry<LockAdapter>& lock_adapters();
 const LockAdapter* find_lock_adapter(const std::string& name);  // nullptr when unknown
 
 // Where the built adapters live: $LOCKCHECK_CLIENTS_DIR, else clients/ next to the lockcheck executable

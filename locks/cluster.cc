@@ -207,4 +207,12 @@ std::unique_ptr<LockClient> make_cluster_lock(const LockOptions& o) {
   return std::make_unique<ClusterLock>(o);
 }
 
+// This lock's line in the registry (locks/registry.cc): its name, what `lockcheck list` says of it, its factory.
+LockAlgorithm cluster_lock() {
+  return {"cluster", "V3.1 on a Redis Cluster (--topology cluster): the key's slot master, MOVED/ASK followed",
+   "replication is asynchronous: a master cut off from the cluster grants locks its promoted replica never "
+   "receives",
+   make_cluster_lock, "", /*hands_out_tokens=*/true, Topology::kCluster};
+}
+
 }  // namespace lockcheck

@@ -214,4 +214,13 @@ class ExternalLock : public LockClient {
 
 std::unique_ptr<LockClient> make_external_lock(const LockOptions& o) { return std::make_unique<ExternalLock>(o); }
 
+// This lock's line in the registry (locks/registry.cc): its name, what `lockcheck list` says of it, its factory.
+LockAlgorithm external_lock() {
+  return {"external", "a lock client in any language: a subprocess per client speaking JSON lines on stdin/stdout "
+   "(--client-cmd)",
+   "whatever the client gets wrong; a crash, a malformed answer or a missed deadline is recorded as info",
+   make_external_lock, "client_timeout_ms, client_startup_ms, client_stderr_path",
+   /*hands_out_tokens=*/false, Topology::kIndependent, /*external=*/true};
+}
+
 }  // namespace lockcheck

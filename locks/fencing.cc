@@ -1,4 +1,5 @@
 #include "locks/fencing.h"
+#include "core/assert.h"
 
 namespace lockcheck {
 
@@ -10,6 +11,7 @@ const char* const kRaiseCounterScript =
 std::string fence_key(const std::string& lock_key) { return lock_key + ":fence"; }
 
 void add_fencing_token(RedisConn& conn, const std::string& key, LockResult& res) {
+  LOCKCHECK_ASSERT(res.outcome == OpType::kOk, "a fencing token for an acquire that did not succeed");
   Reply r = conn.command({"INCR", fence_key(key)});
   auto n = r.integer();
   if (!n) {

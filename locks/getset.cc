@@ -107,4 +107,26 @@ std::unique_ptr<LockClient> make_getset_lock(const LockOptions& o) {
   return std::make_unique<GetsetLock>(o);
 }
 
+// This lock's line in the registry (locks/registry.cc): its name, what `lockcheck list` says of it, its factory.
+LockAlgorithm getset_lock() {
+  return {"getset", "V1.1: value = expiry timestamp (client wall clock), no Redis TTL; SETNX, else GET and GETSET to "
+   "steal an expired lock; release with DEL",
+   "needs synchronised client clocks; a losing GETSET still moves the holder's expiry; DEL deletes a lock "
+   "another client has stolen",
+   make_getset_lock};
+}
+
+// This lock's line in the registry (locks/registry.cc): its name, what `lockcheck list` says of it, its factory.
+LockAlgorithm getset_skewed_lock() {
+  return {"getset-skewed",
+   "getset with client clocks off by up to +-400 ms (each client a fixed offset drawn from its seed)",
+   "a client whose clock runs ahead steals live locks (the recipe assumes synchronised clocks)",
+   [](const LockOptions& o) {
+     LockOptions s = o;
+     if (!s.extra.is_object()) s.extra = nlohmann::json::object();
+     if (!s.extra.contains("clock_skew_max_ms")) s.extra["clock_skew_max_ms"] = 400;
+     return make_getset_lock(s);
+   }};
+}
+
 }  // namespace lockcheck

@@ -16,6 +16,7 @@
 
 #include "core/cluster.h"
 #include "core/op.h"
+#include "core/registry.h"
 
 namespace lockcheck {
 
@@ -79,10 +80,14 @@ struct LockAlgorithm {
   // True when the harness can make it hand out fencing tokens (LockOptions.fencing); false when that is up to
   // a client outside the harness (external), which a fencing workload then needs --fencing to vouch for.
   bool hands_out_tokens = true;
+  // The topology its nodes must have (--topology): single-failover needs Sentinel's, cluster a Redis Cluster.
+  Topology topology = Topology::kIndependent;
+  // A subprocess client (external and the shipped library adapters) rather than a client in this process.
+  bool external = false;
 };
 
-// The registry (locks/registry.cc): one line per algorithm.
-const std::vector<LockAlgorithm>& lock_algorithms();
+// The registry (locks/registry.cc): one line per algorithm, then one lock per shipped library adapter.
+const Registry<LockAlgorithm>& lock_registry();
 const LockAlgorithm* find_lock_algorithm(const std::string& name);  // nullptr when unknown
 
 }  // namespace lockcheck

@@ -303,4 +303,21 @@ std::unique_ptr<LockClient> make_redlock_sequential(const LockOptions& o) {
   return std::make_unique<Redlock>(o, FanoutStrategy::kSequential);
 }
 
+// This lock's line in the registry (locks/registry.cc): its name, what `lockcheck list` says of it, its factory.
+LockAlgorithm redlock_lock() {
+  return {"redlock", "Redlock: SET NX PX on N independent masters in parallel, quorum N/2+1, validity = TTL - "
+   "elapsed - drift, retries after a random delay",
+   "assumes bounded clock drift and pauses: a clock jump or an amnesic restart on one node of a quorum, or a "
+   "pause past the validity, breaks mutual exclusion",
+   make_redlock, "retry_count, retry_delay_ms, retry_jitter_ms, drift_factor, drift_ms, quorum"};
+}
+
+// This lock's line in the registry (locks/registry.cc): its name, what `lockcheck list` says of it, its factory.
+LockAlgorithm redlock_sequential_lock() {
+  return {"redlock-sequential", "Redlock with the nodes contacted one after another (redis-rb, redlock-py, "
+   "redis-plus-plus, Redisson's RedLock)",
+   "as redlock; and every slow or dead node before the quorum eats into the validity (N x the latency)",
+   make_redlock_sequential, "retry_count, retry_delay_ms, retry_jitter_ms, drift_factor, drift_ms, quorum"};
+}
+
 }  // namespace lockcheck

@@ -55,4 +55,11 @@ std::unique_ptr<LockClient> make_set_nx_ex_del_lock(const LockOptions& o) {
   return std::make_unique<SetNxExDelLock>(o);
 }
 
+// This lock's line in the registry (locks/registry.cc): its name, what `lockcheck list` says of it, its factory.
+LockAlgorithm set_nx_ex_del_lock() {
+  return {"set-nx-ex-del", "V2.0: SET key 1 NX PX ttl in one command; release with plain DEL",
+   "a holder that outlives its TTL deletes the next holder's lock with DEL",
+   make_set_nx_ex_del_lock};
+}
+
 }  // namespace lockcheck

@@ -63,4 +63,12 @@ std::unique_ptr<LockClient> make_set_nx_timestamp_lock(const LockOptions& o) {
   return std::make_unique<SetNxTimestampLock>(o);
 }
 
+// This lock's line in the registry (locks/registry.cc): its name, what `lockcheck list` says of it, its factory.
+LockAlgorithm set_nx_timestamp_lock() {
+  return {"set-nx-timestamp", "V3.0: SET key <Unix seconds> NX PX ttl; release by compare-and-delete",
+   "the value is not unique: clients locking within the same second share it, so a late holder deletes the "
+   "next holder's lock",
+   make_set_nx_timestamp_lock};
+}
+
 }  // namespace lockcheck

@@ -71,4 +71,12 @@ std::unique_ptr<LockClient> make_setnx_expire_lock(const LockOptions& o) {
   return std::make_unique<SetnxExpireLock>(o);
 }
 
+// This lock's line in the registry (locks/registry.cc): its name, what `lockcheck list` says of it, its factory.
+LockAlgorithm setnx_expire_lock() {
+  return {"setnx-expire", "V1.0: SETNX key 1, then EXPIRE as a second command; release with DEL",
+   "not atomic: a client that dies between the two commands leaves a lock that never expires; DEL deletes "
+   "whoever holds it",
+   make_setnx_expire_lock};
+}
+
 }  // namespace lockcheck

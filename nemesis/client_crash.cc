@@ -9,6 +9,7 @@
 // so (detail.pending). Teardown disarms everything. The crashed op ends info and its process is retired.
 #include "core/client_pauses.h"
 #include "nemesis/fault_util.h"
+#include "core/party.h"
 
 namespace lockcheck {
 
@@ -39,7 +40,7 @@ class ClientCrash : public Nemesis {
   }
 
   void aim(NemesisEnv& env, FaultPlan& plan) const override {
-    plan.targets = u::all_slots(env.config.concurrency);
+    plan.targets = u::all_slots(env.options.concurrency);
     plan.detail["fires"] = "first to get there";
   }
 
@@ -52,10 +53,11 @@ class ClientCrash : public Nemesis {
       json detail = u::detail_of(op);
       std::vector<int> slots;
       for (const auto& t : u::strings(op.value.value("targets", json::array()))) {
-        if (t.size() < 2 || t[0] != 'c') {
+        const auto party = Party::parse(t);
+        if (!party || !party->is_client()) {
           throw std::invalid_argument("client-crash: target '" + t + "' is not a client slot");
         }
-        slots.push_back(std::stoi(t.substr(1)));
+        slots.push_back(static_cast<int>(party->index));
       }
       const std::string point = detail.value("point", "after-acquire");
       const int64_t id = crashes.arm(slots, point);
@@ -95,5 +97,13 @@ class ClientCrash : public Nemesis {
 }  // namespace
 
 std::unique_ptr<Nemesis> make_client_crash_nemesis() { return std::make_unique<ClientCrash>(); }
+
+// This nemesis's line in the registry (nemesis/registry.cc): its name, what `lockcheck list` says of it, its factory.
+NemesisInfo client_crash_nemesis() {
+  return {"client-crash",
+   "a client process dies without releasing (modes mid-acquire: between SETNX and EXPIRE, after-acquire, "
+   "mid-release); its op ends info",
+   make_client_crash_nemesis};
+}
 
 }  // namespace lockcheck

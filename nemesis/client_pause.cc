@@ -9,6 +9,7 @@
 // Teardown ends every pause at once.
 #include "core/client_pauses.h"
 #include "nemesis/fault_util.h"
+#include "core/party.h"
 
 namespace lockcheck {
 
@@ -34,7 +35,7 @@ class ClientPause : public Nemesis {
   }
 
   void aim(NemesisEnv& env, FaultPlan& plan) const override {
-    plan.targets = u::all_slots(env.config.concurrency);
+    plan.targets = u::all_slots(env.options.concurrency);
     plan.detail["fires"] = "first to acquire";
   }
 
@@ -48,12 +49,13 @@ class ClientPause : public Nemesis {
       json detail = u::detail_of(op);
       std::vector<int> slots;
       for (const auto& t : u::strings(op.value.value("targets", json::array()))) {
-        if (t.size() < 2 || t[0] != 'c') {
+        const auto party = Party::parse(t);
+        if (!party || !party->is_client()) {
           throw std::invalid_argument("client-pause: target '" + t + "' is not a client slot");
         }
-        slots.push_back(std::stoi(t.substr(1)));
+        slots.push_back(static_cast<int>(party->index));
       }
-      const int64_t pause_ms = detail.value("pause_ms", int64_t{2 * env.config.ttl_ms});
+      const int64_t pause_ms = detail.value("pause_ms", int64_t{2 * env.options.ttl_ms});
       std::optional<std::chrono::milliseconds> widen;
       if (detail.contains("any_slot_after_ms")) widen = std::chrono::milliseconds(detail["any_slot_after_ms"].get<int64_t>());
       const int64_t id = pauses.arm(slots, std::chrono::milliseconds(pause_ms), widen);
@@ -84,5 +86,11 @@ class ClientPause : public Nemesis {
 }  // namespace
 
 std::unique_ptr<Nemesis> make_client_pause_nemesis() { return std::make_unique<ClientPause>(); }
+
+// This nemesis's line in the registry (nemesis/registry.cc): its name, what `lockcheck list` says of it, its factory.
+NemesisInfo client_pause_nemesis() {
+  return {"client-pause", "the lock holder stops right after its acquire for 2x the TTL, then carries on (GC pause)",
+   make_client_pause_nemesis};
+}
 
 }  // namespace lockcheck

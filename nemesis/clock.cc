@@ -77,7 +77,7 @@ class Clock : public Nemesis {
     std::sort(chosen.begin(), chosen.end(), u::party_less);
     plan.targets = chosen;
     const int64_t delta = std::abs(plan.detail.value("delta_ms", int64_t{0}));
-    plan.detail["delta_ms"] = std::max(delta, 2 * env.config.ttl_ms);
+    plan.detail["delta_ms"] = std::max(delta, 2 * env.options.ttl_ms);
     plan.detail["aimed_at"] = {{"process", h.process}, {"key", h.key}};
   }
 
@@ -182,5 +182,11 @@ class Clock : public Nemesis {
 }  // namespace
 
 std::unique_ptr<Nemesis> make_clock_nemesis() { return std::make_unique<Clock>(); }
+
+// This nemesis's line in the registry (nemesis/registry.cc): its name, what `lockcheck list` says of it, its factory.
+NemesisInfo clock_nemesis() {
+  return {"clock", "jump node wall clocks by +-delta or flip them back and forth, then reset (modes bump, strobe)",
+   make_clock_nemesis};
+}
 
 }  // namespace lockcheck

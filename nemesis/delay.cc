@@ -68,7 +68,7 @@ class Delay : public Nemesis {
     const std::string mode = plan.detail.value("mode", "");
     std::string who;
     if (mode == "client") {
-      who = slot_of(h.process, env.config.concurrency);
+      who = slot_of(h.process, env.options.concurrency);
     } else if (mode == "node") {
       auto holding = nodes_holding(env.cluster, h.key);
       if (holding.empty()) return;
@@ -79,7 +79,7 @@ class Delay : public Nemesis {
     std::vector<std::string> nodes, sentinels;
     for (const auto& n : env.cluster.nodes()) nodes.push_back(n.name);
     for (const auto& s : env.cluster.sentinels()) sentinels.push_back(s.name);
-    plan = make_plan(PlanContext::from(env.config, nodes, sentinels), mode, who, plan.detail.value("delay_ms", 0),
+    plan = make_plan(PlanContext::from(env.options, nodes, sentinels), mode, who, plan.detail.value("delay_ms", 0),
                      plan.detail.value("jitter_ms", 0));
     plan.detail["aimed_at"] = {{"process", h.process}, {"key", h.key}};
   }
@@ -138,5 +138,11 @@ class Delay : public Nemesis {
 }  // namespace
 
 std::unique_ptr<Nemesis> make_delay_nemesis() { return std::make_unique<Delay>(); }
+
+// This nemesis's line in the registry (nemesis/registry.cc): its name, what `lockcheck list` says of it, its factory.
+NemesisInfo delay_nemesis() {
+  return {"delay", "latency + jitter on the links of a node, a client slot or all clients (modes node, client, all)",
+   make_delay_nemesis};
+}
 
 }  // namespace lockcheck

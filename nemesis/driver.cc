@@ -1,4 +1,5 @@
 #include "nemesis/driver.h"
+#include "core/run_files.h"
 
 #include <cstdio>
 #include <fstream>
@@ -6,24 +7,10 @@
 
 namespace lockcheck {
 
-namespace {
-
-void write_json_atomically(const std::string& path, const nlohmann::json& j) {
-  const std::string tmp = path + ".tmp";
-  {
-    std::ofstream out(tmp);
-    if (!out) throw std::runtime_error("cannot write " + tmp);
-    out << j.dump(2) << "\n";
-    if (!out) throw std::runtime_error("cannot write " + tmp);
-  }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) throw std::runtime_error("cannot rename " + tmp + " to " + path);
-}
-
-}  // namespace
 
 NemesisDriver::NemesisDriver(const RunConfig& cfg, Cluster& cluster, HistoryWriter& history, ClientPauses& pauses,
                              RunLog* log)
-    : cfg_(cfg), cluster_(cluster), history_(history), pauses_(pauses), log_(log), env_{cfg, cluster, history} {
+    : cfg_(cfg), cluster_(cluster), history_(history), pauses_(pauses), log_(log), env_{NemesisOptions::from(cfg), cluster, history} {
   for (const auto& name : cfg.nemesis) {
     auto n = make_nemesis(name);
     if (!n) throw ConfigError("--nemesis: unknown nemesis '" + name + "' (see lockcheck list)");
@@ -55,7 +42,7 @@ NemesisDriver::~NemesisDriver() {
 
 void NemesisDriver::start(const std::string& schedule_path) {
   schedule_path_ = schedule_path;
-  if (!schedule_path_.empty()) write_json_atomically(schedule_path_, to_json(schedule_));
+  if (!schedule_path_.empty()) write_json_file(schedule_path_, to_json(schedule_));
   for (size_t k = 0; k < nemeses_.size(); ++k) {
     try {
       nemeses_[k]->setup(env_);
@@ -291,7 +278,7 @@ void NemesisDriver::write_schedule() noexcept {
   try {
     nlohmann::json j = to_json(schedule_);
     j["executed"] = executed();
-    write_json_atomically(schedule_path_, j);
+    write_json_file(schedule_path_, j);
   } catch (const std::exception& e) {
     log(std::string("nemesis: cannot write schedule.json: ") + e.what());
   }

@@ -159,7 +159,7 @@ class Failover : public Nemesis {
     LinkFaults& links = env.links ? *env.links : own_links_;
     if (!start) return heal(env, op, links);
     json detail = u::detail_of(op);
-    const Topology topology = env.config.topology;
+    const Topology topology = env.options.topology;
     if (topology != Topology::kReplicated && topology != Topology::kCluster) {
       return u::complete(op, OpType::kInfo, json::array(), detail, "failover needs --topology replicated or cluster");
     }
@@ -273,5 +273,12 @@ class Failover : public Nemesis {
 }  // namespace
 
 std::unique_ptr<Nemesis> make_failover_nemesis() { return std::make_unique<Failover>(); }
+
+// This nemesis's line in the registry (nemesis/registry.cc): its name, what `lockcheck list` says of it, its factory.
+NemesisInfo failover_nemesis() {
+  return {"failover",
+   "replicated topology: take the master away so Sentinel promotes a replica (modes kill, pause, partition)",
+   make_failover_nemesis};
+}
 
 }  // namespace lockcheck

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "sys/redis_conn.h"
+#include "core/party.h"
 
 namespace lockcheck {
 
@@ -78,7 +79,7 @@ std::vector<size_t> nodes_holding(const Cluster& cluster, const std::string& key
 }
 
 std::string slot_of(Process p, int concurrency) {
-  return "c" + std::to_string(concurrency > 0 ? p % concurrency : p);
+  return client_party(p, concurrency).name();
 }
 
 }  // namespace lockcheck

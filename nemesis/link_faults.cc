@@ -2,14 +2,14 @@
 
 namespace lockcheck {
 
-void LinkFaults::cut(Cluster& c, const std::string& owner, const std::string& a, const std::string& b) {
+void LinkFaults::cut(Network& c, const std::string& owner, const std::string& a, const std::string& b) {
   std::lock_guard<std::mutex> lock(mu_);
   const Pair p = pair(a, b);
   c.cut(p.first, p.second);
   cuts_[p].insert(owner);
 }
 
-std::vector<LinkFaults::Pair> LinkFaults::uncut_all(Cluster& c, const std::string& owner) {
+std::vector<LinkFaults::Pair> LinkFaults::uncut_all(Network& c, const std::string& owner) {
   std::lock_guard<std::mutex> lock(mu_);
   std::vector<Pair> mine;
   std::string first_error;
@@ -35,7 +35,7 @@ std::vector<LinkFaults::Pair> LinkFaults::uncut_all(Cluster& c, const std::strin
   return mine;
 }
 
-void LinkFaults::delay(Cluster& c, const std::string& owner, const std::string& a, const std::string& b,
+void LinkFaults::delay(Network& c, const std::string& owner, const std::string& a, const std::string& b,
                        std::chrono::milliseconds delay, std::chrono::milliseconds jitter) {
   std::lock_guard<std::mutex> lock(mu_);
   const Pair p = pair(a, b);
@@ -43,7 +43,7 @@ void LinkFaults::delay(Cluster& c, const std::string& owner, const std::string& 
   apply_delay(c, p);
 }
 
-std::vector<LinkFaults::Pair> LinkFaults::undelay_all(Cluster& c, const std::string& owner) {
+std::vector<LinkFaults::Pair> LinkFaults::undelay_all(Network& c, const std::string& owner) {
   std::lock_guard<std::mutex> lock(mu_);
   std::vector<Pair> mine;
   std::string first_error;
@@ -64,7 +64,7 @@ std::vector<LinkFaults::Pair> LinkFaults::undelay_all(Cluster& c, const std::str
   return mine;
 }
 
-void LinkFaults::apply_delay(Cluster& c, const Pair& p) {
+void LinkFaults::apply_delay(Network& c, const Pair& p) {
   auto it = delays_.find(p);
   if (it == delays_.end() || it->second.empty()) {
     c.set_delay(p.first, p.second, std::chrono::milliseconds(0), std::chrono::milliseconds(0));
@@ -77,7 +77,7 @@ void LinkFaults::apply_delay(Cluster& c, const Pair& p) {
   c.set_delay(p.first, p.second, newest->delay, newest->jitter);
 }
 
-void LinkFaults::heal_all(Cluster& c) noexcept {
+void LinkFaults::heal_all(Network& c) noexcept {
   std::lock_guard<std::mutex> lock(mu_);
   cuts_.clear();
   delays_.clear();

@@ -23,19 +23,19 @@ class LinkFaults {
   using Pair = std::pair<std::string, std::string>;  // sorted: first < second
 
   // Cuts a<->b on behalf of owner (a nemesis name). Throws ClusterError from the cluster.
-  void cut(Cluster& c, const std::string& owner, const std::string& a, const std::string& b);
+  void cut(Network& c, const std::string& owner, const std::string& a, const std::string& b);
   // Drops every cut of owner; heals the pairs nobody else cuts (re-applying a delay still wanted there).
   // Returns the pairs owner had cut. Throws ClusterError (after trying every pair).
-  std::vector<Pair> uncut_all(Cluster& c, const std::string& owner);
+  std::vector<Pair> uncut_all(Network& c, const std::string& owner);
 
   // Delays a<->b on behalf of owner.
-  void delay(Cluster& c, const std::string& owner, const std::string& a, const std::string& b,
+  void delay(Network& c, const std::string& owner, const std::string& a, const std::string& b,
              std::chrono::milliseconds delay, std::chrono::milliseconds jitter);
   // Drops every delay of owner; a pair keeps another owner's delay if there is one. Returns owner's pairs.
-  std::vector<Pair> undelay_all(Cluster& c, const std::string& owner);
+  std::vector<Pair> undelay_all(Network& c, const std::string& owner);
 
   // Everything healed: Cluster::heal_all and no state left. Never throws.
-  void heal_all(Cluster& c) noexcept;
+  void heal_all(Network& c) noexcept;
 
   // Pairs cut now (by anyone), sorted.
   std::vector<Pair> cut_pairs() const;
@@ -47,7 +47,7 @@ class LinkFaults {
     std::chrono::milliseconds delay{0}, jitter{0};
     uint64_t order = 0;  // when it was set: the newest wins
   };
-  void apply_delay(Cluster& c, const Pair& p);  // REQUIRES: mu_ held
+  void apply_delay(Network& c, const Pair& p);  // REQUIRES: mu_ held
 
   mutable std::mutex mu_;
   std::map<Pair, std::set<std::string>> cuts_;

@@ -21,6 +21,7 @@
 
 #include "core/cluster.h"
 #include "core/config.h"
+#include "core/registry.h"
 #include "core/history.h"
 
 namespace lockcheck {
@@ -29,8 +30,18 @@ class ClientPauses;
 class HolderTracker;
 class LinkFaults;
 
+// What a nemesis is told of the run when it applies faults: its own options, not the whole RunConfig.
+struct NemesisOptions {
+  int concurrency = 5;                          // client slots c0 .. c(concurrency-1)
+  int64_t ttl_ms = 1000;                        // the lock's TTL (pauses and clock jumps are sized from it)
+  Topology topology = Topology::kIndependent;
+  int64_t interval_ms = 5000;                   // between a fault and its heal
+  int64_t restart_delay_ms = 0;                 // how long a killed node stays down
+  static NemesisOptions from(const RunConfig& c);
+};
+
 struct NemesisEnv {
-  const RunConfig& config;
+  NemesisOptions options;
   Cluster& cluster;
   HistoryWriter& history;
   // Optional collaborators (all owned by the caller, outliving the env; the run's NemesisDriver sets them all):
@@ -49,8 +60,12 @@ struct PlanContext {
   int64_t ttl_ms = 1000;
   int64_t interval_ms = 5000;
   int64_t restart_delay_ms = 0;
-  static PlanContext from(const RunConfig& c, const std::vector<std::string>& node_names,
+  static PlanContext from(const NemesisOptions& o, const std::vector<std::string>& node_names,
                           const std::vector<std::string>& sentinel_names);
+  static PlanContext from(const RunConfig& c, const std::vector<std::string>& node_names,
+                          const std::vector<std::string>& sentinel_names) {
+    return from(NemesisOptions::from(c), node_names, sentinel_names);
+  }
 };
 
 // One planned fault: the start op's f, targets and detail, how long until its stop, and the stop op's f.
@@ -91,7 +106,7 @@ struct NemesisInfo {
   std::unique_ptr<Nemesis> (*make)();
 };
 // The registry (nemesis/registry.cc): one line per nemesis. "none" is not in it: it means an empty list.
-const std::vector<NemesisInfo>& nemesis_registry();
+const Registry<NemesisInfo>& nemesis_registry();
 // name is a registry name or "name:mode" (a nemesis restricted to one mode). nullptr when unknown.
 std::unique_ptr<Nemesis> make_nemesis(const std::string& name);
 

@@ -18,6 +18,7 @@
 #include "nemesis/fault_util.h"
 #include "nemesis/holders.h"
 #include "nemesis/link_faults.h"
+#include "core/party.h"
 
 namespace lockcheck {
 
@@ -32,7 +33,10 @@ const std::vector<std::string>& partition_modes() {
   return m;
 }
 
-bool is_slot(const std::string& p) { return !p.empty() && p[0] == 'c'; }
+bool is_slot(const std::string& p) {
+  const auto party = Party::parse(p);
+  return party && party->is_client();
+}
 
 // Every link between two parties that may talk: anything but client slot <-> client slot.
 std::vector<std::pair<std::string, std::string>> all_links(const PlanContext& ctx) {
@@ -211,7 +215,7 @@ class Partition : public Nemesis {
     const Holding& h = held.back();
     const PlanContext ctx = context(env);
     std::mt19937_64 rng(static_cast<uint64_t>(plan.detail.value("step", 0)) + 1);
-    const std::string slot = slot_of(h.process, env.config.concurrency);
+    const std::string slot = slot_of(h.process, env.options.concurrency);
     Grudge g;
     if (mode == "isolate") {
       auto holding = nodes_holding(env.cluster, h.key);
@@ -268,7 +272,7 @@ class Partition : public Nemesis {
     std::vector<std::string> nodes, sentinels;
     for (const auto& n : env.cluster.nodes()) nodes.push_back(n.name);
     for (const auto& s : env.cluster.sentinels()) sentinels.push_back(s.name);
-    return PlanContext::from(env.config, nodes, sentinels);
+    return PlanContext::from(env.options, nodes, sentinels);
   }
 
   FaultPlan make_plan(const PlanContext& ctx, const std::string& mode, const Grudge& g) const {
@@ -292,5 +296,11 @@ class Partition : public Nemesis {
 }  // namespace
 
 std::unique_ptr<Nemesis> make_partition_nemesis() { return std::make_unique<Partition>(); }
+
+// This nemesis's line in the registry (nemesis/registry.cc): its name, what `lockcheck list` says of it, its factory.
+NemesisInfo partition_nemesis() {
+  return {"partition", "cut links (modes isolate, halves, majority-ring, bridge, client-cut, client-split), then heal",
+   make_partition_nemesis};
+}
 
 }  // namespace lockcheck

@@ -6,21 +6,32 @@
 #include <stdexcept>
 
 #include "core/random.h"
+#include "core/party.h"
 
 namespace lockcheck {
 
 const char* to_string(Phase p) { return p == Phase::kStart ? "start" : "stop"; }
 
-PlanContext PlanContext::from(const RunConfig& c, const std::vector<std::string>& node_names,
+NemesisOptions NemesisOptions::from(const RunConfig& c) {
+  NemesisOptions o;
+  o.concurrency = c.concurrency;
+  o.ttl_ms = c.ttl_ms;
+  o.topology = c.topology;
+  o.interval_ms = std::max<int64_t>(1, static_cast<int64_t>(std::llround(c.nemesis_interval_s * 1000)));
+  o.restart_delay_ms = c.restart_delay_ms;
+  return o;
+}
+
+PlanContext PlanContext::from(const NemesisOptions& o, const std::vector<std::string>& node_names,
                               const std::vector<std::string>& sentinel_names) {
   PlanContext ctx;
   ctx.nodes = node_names;
   ctx.sentinels = sentinel_names;
-  for (int s = 0; s < c.concurrency; ++s) ctx.slots.push_back("c" + std::to_string(s));
-  ctx.topology = c.topology;
-  ctx.ttl_ms = c.ttl_ms;
-  ctx.interval_ms = std::max<int64_t>(1, static_cast<int64_t>(std::llround(c.nemesis_interval_s * 1000)));
-  ctx.restart_delay_ms = c.restart_delay_ms;
+  for (int s = 0; s < o.concurrency; ++s) ctx.slots.push_back(Party::client(static_cast<size_t>(s)).name());
+  ctx.topology = o.topology;
+  ctx.ttl_ms = o.ttl_ms;
+  ctx.interval_ms = o.interval_ms;
+  ctx.restart_delay_ms = o.restart_delay_ms;
   return ctx;
 }
 

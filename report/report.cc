@@ -12,6 +12,7 @@
 #include <boost/filesystem.hpp>
 
 #include "checkers/checker.h"
+#include "core/config.h"
 #include "core/history.h"
 #include "report/anomalies.h"
 #include "report/assets.h"
@@ -20,6 +21,7 @@
 #include "report/run_model.h"
 #include "report/svg_common.h"
 #include "report/timeline_svg.h"
+#include "core/run_files.h"
 
 namespace lockcheck {
 
@@ -207,27 +209,26 @@ void render_config(Page& pg) {
   auto& s = pg.out;
   const json& c = pg.config;
   s << "<section id=\"config\">\n<h2>Configuration</h2>\n<table class=\"config\">\n";
-  if (const json* label = find(c, "label"); label && label->is_string() && !label->get<std::string>().empty()) {
-    config_row(s, "label", escape(label->get<std::string>()));
+  // One row per group of the config field table (core/config.h), each field as "name value unit": the table
+  // is the one config.json, the flags and validation use, so a new field shows up here by itself.
+  std::vector<std::string> groups;
+  std::map<std::string, std::string> rows;
+  for (const auto& f : config_fields()) {
+    if (!*f.group) continue;
+    const json* v = find(c, f.key);
+    if (std::string(f.key) == "label" && (!v || !v->is_string() || v->get<std::string>().empty())) continue;
+    if (std::string(f.key) == "client_cmd" || std::string(f.key) == "hosts") {
+      if (!v || !v->is_string() || v->get<std::string>().empty()) continue;  // shown only when set
+    }
+    if (std::string(f.key) == "lock_opts" && (!v || !v->is_object() || v->empty())) continue;
+    std::string value = text(c, f.key);
+    if (std::string(f.key) == "nemesis" && v && v->is_array() && v->empty()) value = "none";
+    if (*f.unit && value != kDash) value += " " + std::string(f.unit);
+    if (!rows.count(f.group)) groups.push_back(f.group);
+    std::string& row = rows[f.group];
+    row += (row.empty() ? "" : " &middot; ") + std::string("<span class=\"mono\">") + f.key + "</span> " + value;
   }
-  config_row(s, "lock algorithm", text(c, "lock"));
-  std::string topo = text(c, "topology");
-  config_row(s, "topology", topo + " &middot; cluster " + text(c, "cluster") + " &middot; persistence " +
-                                text(c, "persistence"));
-  config_row(s, "nodes", text(c, "nodes"));
-  config_row(s, "workload", text(c, "workload") + " &middot; keys " + text(c, "keys"));
-  std::string nem = text(c, "nemesis");
-  if (const json* n = find(c, "nemesis"); n && n->is_array() && n->empty()) nem = "none";
-  config_row(s, "nemesis", nem + " &middot; targeting " + text(c, "nemesis_targeting") + " &middot; interval " +
-                               text(c, "nemesis_interval_s") + " s &middot; restart delay " +
-                               text(c, "restart_delay_ms") + " ms");
-  config_row(s, "TTL", text(c, "ttl_ms") + " ms &middot; hold max " + text(c, "hold_ms_max") +
-                           " ms &middot; work " + text(c, "work_ms") + " ms &middot; op timeout " +
-                           text(c, "op_timeout_ms") + " ms");
-  config_row(s, "fencing", text(c, "fencing") + " &middot; wait replicas " + text(c, "wait_replicas"));
-  config_row(s, "concurrency", text(c, "concurrency") + " processes &middot; time limit " + text(c, "time_limit_s") +
-                                   " s");
-  config_row(s, "seed", "<span class=\"mono\">" + text(c, "seed") + "</span>");
+  for (const auto& g : groups) config_row(s, g.c_str(), rows[g]);
   std::string versions;
   if (const json* v = find(pg.results, "versions"); v && v->is_object() && !v->empty()) {
     for (auto it = v->begin(); it != v->end(); ++it) {
@@ -238,9 +239,6 @@ void render_config(Page& pg) {
     versions = kDash;
   }
   config_row(s, "versions", versions);
-  if (const json* cc = find(c, "client_cmd"); cc && cc->is_string() && !cc->get<std::string>().empty()) {
-    config_row(s, "client command", "<span class=\"mono\">" + escape(cc->get<std::string>()) + "</span>");
-  }
   s << "</table>\n";
 
   // The command that reruns it.
@@ -514,19 +512,10 @@ json parse_json_file(const std::string& path, bool* exists) {
 }
 
 void write_atomically(const std::string& path, const std::string& content) {
-  const std::string tmp = path + ".tmp";
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    if (!out) throw ReportError(tmp + ": cannot open for writing");
-    out << content;
-    out.flush();
-    if (!out) throw ReportError(tmp + ": cannot write");
-  }
-  boost::system::error_code ec;
-  boost::filesystem::rename(tmp, path, ec);
-  if (ec) {
-    boost::filesystem::remove(tmp, ec);
-    throw ReportError(path + ": cannot write (" + ec.message() + ")");
+  try {
+    write_file_atomically(path, content);
+  } catch (const RunFileError& e) {
+    throw ReportError(e.what());
   }
 }
 

@@ -1,6 +1,7 @@
 #include "sys/process.h"
 
 #include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
@@ -94,12 +95,15 @@ ChildProcess::ChildProcess(const ProcessSpec& spec) {
   if (!exe) throw SpawnError(spec.argv[0] + ": program not found");
   int in_pipe[2] = {-1, -1};   // [0] child's stdin, [1] harness writes
   int out_pipe[2] = {-1, -1};  // [0] harness reads, [1] child's stdout
+  int err_pipe[2] = {-1, -1};  // [0] harness reads, [1] child's stderr
   int out_fd = -1, err_fd = -1, in_fd = -1;
   auto close_all = [&] {
     close_fd(in_pipe[0]);
     close_fd(in_pipe[1]);
     close_fd(out_pipe[0]);
     close_fd(out_pipe[1]);
+    close_fd(err_pipe[0]);
+    close_fd(err_pipe[1]);
     close_fd(out_fd);
     close_fd(err_fd);
     close_fd(in_fd);
@@ -113,7 +117,12 @@ ChildProcess::ChildProcess(const ProcessSpec& spec) {
     } else {
       out_fd = open_output(spec.stdout_path);
     }
-    err_fd = spec.stderr_path == "=stdout" ? -1 : open_output(spec.stderr_path);
+    if (spec.pipe_stderr) {
+      make_pipe(err_pipe, 0);
+      std::swap(err_fd, err_pipe[1]);
+    } else {
+      err_fd = spec.stderr_path == "=stdout" ? -1 : open_output(spec.stderr_path);
+    }
     if (spec.pipe_stdin) {
       std::swap(in_fd, in_pipe[0]);
     } else {
@@ -125,6 +134,7 @@ ChildProcess::ChildProcess(const ProcessSpec& spec) {
     throw;
   }
   const pid_t parent = ::getpid();
+  const bool own_group = spec.own_process_group;
   bp::environment env = boost::this_process::environment();
   for (const auto& [k, v] : spec.env) env[k] = v;
   std::vector<std::string> args(spec.argv.begin() + 1, spec.argv.end());
@@ -135,7 +145,13 @@ ChildProcess::ChildProcess(const ProcessSpec& spec) {
     sigprocmask(SIG_SETMASK, &all, nullptr);  // the harness blocks SIGINT/SIGTERM; the child must not
     ::signal(SIGPIPE, SIG_DFL);               // the harness ignores SIGPIPE; the child gets the default back
     prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (own_group) setpgid(0, 0);             // a terminal's Ctrl-C reaches the harness, not this child
     if (getppid() != parent) _exit(127);      // the harness died before prctl took effect
+    // Nothing but 0, 1, 2 survives exec: the harness's sockets (hiredis connections are not close-on-exec) must
+    // not stay open in a child, or a connection the harness closes would not look closed to its peer.
+    if (close_range(3, ~0U, CLOSE_RANGE_CLOEXEC) != 0) {
+      for (int fd = 3; fd < 4096; ++fd) fcntl(fd, F_SETFD, FD_CLOEXEC);  // kernels before 5.11
+    }
     dup2(in_fd, 0);
     dup2(out_fd, 1);
     dup2(err_fd >= 0 ? err_fd : out_fd, 2);
@@ -153,8 +169,10 @@ ChildProcess::ChildProcess(const ProcessSpec& spec) {
   // Keep only the harness's ends of the pipes.
   stdin_fd_ = in_pipe[1];
   stdout_fd_ = out_pipe[0];
+  stderr_fd_ = err_pipe[0];
   in_pipe[1] = -1;
   out_pipe[0] = -1;
+  err_pipe[0] = -1;
   close_all();
   register_child(pid_);
 }
@@ -165,6 +183,7 @@ ChildProcess::~ChildProcess() {
   kill_and_reap();
   close_fd(stdin_fd_);
   close_fd(stdout_fd_);
+  close_fd(stderr_fd_);
 }
 
 void ChildProcess::signal(int sig) {
@@ -207,48 +226,102 @@ void ChildProcess::kill_and_reap() {
   wait_for(std::chrono::seconds(10));
 }
 
+CommandResult run_command(const std::vector<std::string>& argv, const CommandOptions& options) {
+  constexpr size_t kCap = 16u << 20;  // per stream; what is past it is read and dropped
+  if (!options.stdin_data.empty()) ignore_sigpipe();  // a program that exits without reading its input
+  ProcessSpec spec;
+  spec.argv = argv;
+  spec.env = options.env;
+  spec.pipe_stdin = !options.stdin_data.empty();
+  spec.pipe_stdout = true;
+  spec.pipe_stderr = true;
+  spec.own_process_group = options.own_process_group;
+  ChildProcess child(spec);  // throws SpawnError
+  CommandResult result;
+  const auto deadline = std::chrono::steady_clock::now() + options.timeout;
+  size_t written = 0;
+  bool out_open = true, err_open = true;
+  if (options.stdin_data.empty()) child.close_stdin();
+  char buf[65536];
+  auto drain = [&](int fd, std::string& sink, bool& open) {
+    while (open) {
+      const ssize_t n = ::read(fd, buf, sizeof buf);
+      if (n > 0) {
+        if (sink.size() < kCap) sink.append(buf, std::min(static_cast<size_t>(n), kCap - sink.size()));
+      } else if (n == 0) {
+        open = false;
+      } else {
+        if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) open = false;
+        return;
+      }
+    }
+  };
+  // Until both output pipes reach EOF (the program and whatever it started closed them) or the deadline.
+  while (out_open || err_open) {
+    const auto now = std::chrono::steady_clock::now();
+    if (now >= deadline) break;
+    pollfd fds[3];
+    nfds_t n = 0;
+    const bool feeding = child.stdin_fd() >= 0 && written < options.stdin_data.size();
+    if (out_open) fds[n++] = {child.stdout_fd(), POLLIN, 0};
+    if (err_open) fds[n++] = {child.stderr_fd(), POLLIN, 0};
+    if (feeding) fds[n++] = {child.stdin_fd(), POLLOUT, 0};
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - now).count();
+    const int r = ::poll(fds, n, static_cast<int>(std::min<int64_t>(left + 1, 100)));
+    if (r < 0 && errno != EINTR) break;
+    drain(child.stdout_fd(), result.out, out_open);
+    drain(child.stderr_fd(), result.err, err_open);
+    if (feeding) {
+      const ssize_t w = ::write(child.stdin_fd(), options.stdin_data.data() + written,
+                                options.stdin_data.size() - written);
+      if (w > 0) written += static_cast<size_t>(w);
+      if ((w < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) ||
+          written == options.stdin_data.size()) {
+        child.close_stdin();  // all of it, or the program stopped reading: EOF
+      }
+    }
+    // A program that exited while a grandchild still holds its pipes: keep what was read, stop waiting.
+    if ((out_open || err_open) && !child.running()) {
+      drain(child.stdout_fd(), result.out, out_open);
+      drain(child.stderr_fd(), result.err, err_open);
+      break;
+    }
+  }
+  const auto left = deadline - std::chrono::steady_clock::now();
+  auto st = child.wait_for(std::max(std::chrono::duration_cast<std::chrono::milliseconds>(left),
+                                    std::chrono::milliseconds(0)));
+  if (!st) {
+    result.timed_out = true;
+    result.exit_code = -1;
+    child.kill_and_reap();
+  } else {
+    result.exit_code = *st;
+  }
+  return result;
+}
+
 CommandResult run_command(const std::vector<std::string>& argv, std::chrono::milliseconds timeout,
                           const std::map<std::string, std::string>& env) {
-  char out_tmpl[] = "/tmp/lockcheck-out-XXXXXX";
-  char err_tmpl[] = "/tmp/lockcheck-err-XXXXXX";
-  int out_fd = ::mkstemp(out_tmpl);
-  int err_fd = ::mkstemp(err_tmpl);
-  if (out_fd >= 0) ::close(out_fd);
-  if (err_fd >= 0) ::close(err_fd);
-  if (out_fd < 0 || err_fd < 0) throw SpawnError("cannot create temporary files for command output");
-  CommandResult result;
-  auto read_capped = [](const char* path) {
-    std::ifstream in(path, std::ios::binary);
-    std::string s(1 << 20, '\0');
-    in.read(&s[0], static_cast<std::streamsize>(s.size()));
-    s.resize(static_cast<size_t>(in.gcount()));
-    return s;
-  };
-  try {
-    ProcessSpec spec;
-    spec.argv = argv;
-    spec.env = env;
-    spec.stdout_path = out_tmpl;
-    spec.stderr_path = err_tmpl;
-    ChildProcess child(spec);
-    auto st = child.wait_for(timeout);
-    if (!st) {
-      result.timed_out = true;
-      child.kill_and_reap();
-      result.exit_code = -1;
+  CommandOptions o;
+  o.timeout = timeout;
+  o.env = env;
+  return run_command(argv, o);
+}
+
+std::string describe_argv(const std::vector<std::string>& argv) {
+  std::string s;
+  for (const auto& a : argv) {
+    if (!s.empty()) s += ' ';
+    const bool plain = !a.empty() && a.find_first_of(" \t\n'\"\\$`") == std::string::npos;
+    if (plain) {
+      s += a;
     } else {
-      result.exit_code = *st;
+      s += '\'';
+      for (char c : a) s += (c == '\'') ? std::string("'\\''") : std::string(1, c);
+      s += '\'';
     }
-  } catch (...) {
-    std::remove(out_tmpl);
-    std::remove(err_tmpl);
-    throw;
   }
-  result.out = read_capped(out_tmpl);
-  result.err = read_capped(err_tmpl);
-  std::remove(out_tmpl);
-  std::remove(err_tmpl);
-  return result;
+  return s;
 }
 
 std::vector<std::string> split_command_line(const std::string& line) {

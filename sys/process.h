@@ -35,6 +35,10 @@ struct ProcessSpec {
   // are bounded with poll(2) by the caller.
   bool pipe_stdin = false;
   bool pipe_stdout = false;
+  bool pipe_stderr = false;  // stderr is a pipe too, read end ChildProcess::stderr_fd() (stderr_path ignored)
+  // A process group of its own: a terminal's Ctrl-C (SIGINT to the foreground group) reaches the harness, whose
+  // teardown may still need this child (a docker call in flight), and not the child.
+  bool own_process_group = false;
 };
 
 // Thrown when a program cannot be found or started.
@@ -69,6 +73,7 @@ class ChildProcess {
   // closed by its destructor (after the child is reaped); close_stdin() closes the write end early (EOF).
   int stdin_fd() const { return stdin_fd_; }
   int stdout_fd() const { return stdout_fd_; }
+  int stderr_fd() const { return stderr_fd_; }
   void close_stdin();
 
  private:
@@ -78,19 +83,35 @@ class ChildProcess {
   std::optional<int> status_;
   int stdin_fd_ = -1;
   int stdout_fd_ = -1;
+  int stderr_fd_ = -1;
 };
 
+// A program run to completion: every shell-out (redis-cli, docker, ssh, ldd) goes through run_command, the one
+// spawner, so each gets PDEATHSIG, the child table, close-on-exec of the harness's descriptors and a bound.
 struct CommandResult {
-  int exit_code = -1;          // 128+signal when killed; -1 when it timed out (and was killed)
-  bool timed_out = false;
-  std::string out;             // stdout
+  int exit_code = -1;          // the exit status; 128+signal when a signal ended it; -1 when it timed out
+  bool timed_out = false;      // the deadline passed and the program was killed (SIGKILL)
+  std::string out;             // stdout (each stream capped at 16 MiB)
   std::string err;             // stderr
+  bool ok() const { return exit_code == 0 && !timed_out; }
 };
 
-// Runs argv to completion with a bounded time, capturing stdout and stderr (each capped at 1 MiB).
-// Throws SpawnError when the program cannot be started.
+struct CommandOptions {
+  std::chrono::milliseconds timeout{30000};   // the program is killed when it has not exited by then
+  std::map<std::string, std::string> env;     // added to (or replacing in) the harness's environment
+  std::string stdin_data;                     // written to its stdin, then closed (empty: stdin is at EOF)
+  bool own_process_group = false;             // see ProcessSpec::own_process_group
+};
+
+// Runs argv (argv[0] looked up in PATH unless it has a '/') and waits at most options.timeout, reading stdout
+// and stderr as they come. Never throws for a failing program: that is in the result. Throws SpawnError when
+// the program cannot be started. Thread-safe.
+CommandResult run_command(const std::vector<std::string>& argv, const CommandOptions& options);
 CommandResult run_command(const std::vector<std::string>& argv, std::chrono::milliseconds timeout,
                           const std::map<std::string, std::string>& env = {});
+
+// Quotes argv for messages and logs only (never executed): docker run -d --name 'a b'.
+std::string describe_argv(const std::vector<std::string>& argv);
 
 // Splits a command line into argv without a shell: words are separated by blanks (space, tab, newline);
 // 'single quotes' keep everything literally; "double quotes" keep everything but \" and \\ (backslash

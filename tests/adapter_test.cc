@@ -13,12 +13,14 @@
 
 #include "harness/cli.h"
 #include "core/config.h"
+#include "harness/plan.h"
 #include "harness/matrix.h"
 #include "sys/process.h"
 #include "harness/runner.h"
 #include "locks/adapters.h"
-#include "lock_test_util.h"
+#include "tests/support/lock_test_util.h"
 #include "core/client_pauses.h"
+#include "tests/support/ci.h"
 
 #ifndef LOCKCHECK_CLIENTS_DIR
 #define LOCKCHECK_CLIENTS_DIR ""
@@ -30,11 +32,6 @@ namespace {
 using std::chrono::milliseconds;
 using testing_util::make_lock;
 using testing_util::TestCluster;
-
-bool in_ci() {
-  const char* ci = std::getenv("CI");
-  return ci && std::string(ci) == "true";
-}
 
 // The adapter's LockOptions: every node of c, client_cmd from the registry.
 LockOptions adapter_options(const TestCluster& c, const std::string& name, const nlohmann::json& opts = {}) {
@@ -52,7 +49,7 @@ class AdapterTest : public ::testing::TestWithParam<std::string> {
     ASSERT_NE(a, nullptr);
     std::ifstream probe(adapter_program(*a));
     if (!probe) {
-      if (in_ci()) FAIL() << adapter_program(*a) << " is not built (CI=true: scripts/build-clients must build it)";
+      if (testing_util::in_ci()) FAIL() << adapter_program(*a) << " is not built (CI=true: scripts/build-clients must build it)";
       GTEST_SKIP() << adapter_program(*a) << " is not built (scripts/build-clients; needs " << a->toolchain << ")";
     }
   }
@@ -110,7 +107,7 @@ TEST_P(AdapterTest, ExtendAfterExpiryFails) {
 TEST(RedsyncOptions, SetNXOnExtendRecreatesAnExpiredLock) {
   ::setenv("LOCKCHECK_CLIENTS_DIR", LOCKCHECK_CLIENTS_DIR, 1);
   if (!std::ifstream(std::string(LOCKCHECK_CLIENTS_DIR) + "/redsync")) {
-    if (in_ci()) FAIL() << "redsync adapter not built (CI=true)";
+    if (testing_util::in_ci()) FAIL() << "redsync adapter not built (CI=true)";
     GTEST_SKIP() << "redsync adapter not built (scripts/build-clients; needs go)";
   }
   TestCluster c(3);
@@ -187,12 +184,12 @@ int run_adapter(const std::string& lock, int nodes, bool kill, uint64_t seed, co
 }
 
 TEST_P(AdapterTest, HealthyRunIsValid) {
-  testing_util::TempDir results;
+  TempDir results;
   EXPECT_EQ(run_adapter(GetParam(), GetParam() == "redsync" ? 5 : 1, false, 1, results.path()), 0);
 }
 
 TEST_P(AdapterTest, KillWithFastRestartIsFoundInvalid) {
-  testing_util::TempDir results;
+  TempDir results;
   int exit = -1;
   for (uint64_t seed = 1; seed <= 4 && exit != 1; ++seed) {
     exit = run_adapter(GetParam(), GetParam() == "redsync" ? 5 : 1, true, seed, results.path());
@@ -201,12 +198,8 @@ TEST_P(AdapterTest, KillWithFastRestartIsFoundInvalid) {
   EXPECT_EQ(exit, 1) << "no anomaly in 4 seeds";
 }
 
-INSTANTIATE_TEST_SUITE_P(Shipped, AdapterTest, ::testing::Values("redsync", "redislock", "redis-py"),
-                         [](const auto& info) {
-                           std::string s = info.param;
-                           for (auto& ch : s) ch = ch == '-' ? '_' : ch;
-                           return s;
-                         });
+INSTANTIATE_TEST_SUITE_P(Shipped, AdapterTest, ::testing::ValuesIn(testing_util::adapter_names()),
+                         [](const auto& info) { return testing_util::param_name(info.param); });
 
 TEST(AdapterRegistry, OptionsBecomeFlagsAndUnknownKeysNameTheKnownOnes) {
   const LockAdapter* rs = find_lock_adapter("redsync");
@@ -302,7 +295,7 @@ TEST(LockOpts, CommandLineErrorsAreExit2NamingTheKnownKeys) {
 // "lock_opts" in a matrix entry: resolved into the adapter's command line; an unknown key names the entry.
 TEST(LockOpts, MatrixEntriesCarryLockOpts) {
   ::setenv("LOCKCHECK_CLIENTS_DIR", LOCKCHECK_CLIENTS_DIR, 1);
-  if (!std::ifstream(std::string(LOCKCHECK_CLIENTS_DIR) + "/redsync")) GTEST_SKIP() << "redsync adapter not built";
+  LOCKCHECK_NEED(std::ifstream(std::string(LOCKCHECK_CLIENTS_DIR) + "/redsync").good(), "the redsync adapter is not built");
   nlohmann::json m = {{"name", "t"},
                       {"entries", {{{"name", "rs"}, {"lock", "redsync"}, {"lock_opts", {{"tries", 2}}}, {"expect", "valid"}}}}};
   Matrix parsed = parse_matrix(m, "/tmp");
@@ -320,8 +313,8 @@ TEST(LockOpts, MatrixEntriesCarryLockOpts) {
 // An external client's stderr goes to client_stderr_path, its folder made if missing.
 TEST(ExternalStderr, KeptWhereTheOptionSays) {
   ::setenv("LOCKCHECK_CLIENTS_DIR", LOCKCHECK_CLIENTS_DIR, 1);
-  if (!std::ifstream(std::string(LOCKCHECK_CLIENTS_DIR) + "/redis-py.py")) GTEST_SKIP() << "redis-py adapter not built";
-  testing_util::TempDir tmp;
+  LOCKCHECK_NEED(std::ifstream(std::string(LOCKCHECK_CLIENTS_DIR) + "/redis-py.py").good(), "the redis-py adapter is not built");
+  TempDir tmp;
   LockOptions o;
   o.nodes.push_back(Endpoint{"127.0.0.1", 1});
   auto argv = adapter_argv(*find_lock_adapter("redis-py"), {});

@@ -3,7 +3,7 @@
 
 #include <gtest/gtest.h>
 
-#include "tests/history_builder.h"
+#include "tests/support/history_builder.h"
 
 namespace lockcheck {
 namespace {

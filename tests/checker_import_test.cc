@@ -12,7 +12,7 @@
 #include "checkers/export.h"
 #include "checkers/mutex.h"
 #include "harness/cli.h"
-#include "tests/history_builder.h"
+#include "tests/support/history_builder.h"
 
 namespace lockcheck {
 namespace {

@@ -2,7 +2,7 @@
 #include <gtest/gtest.h>
 
 #include "checkers/checker.h"
-#include "tests/history_builder.h"
+#include "tests/support/history_builder.h"
 
 namespace lockcheck {
 namespace {

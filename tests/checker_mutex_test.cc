@@ -4,7 +4,7 @@
 #include <gtest/gtest.h>
 
 #include "bench/history_gen.h"
-#include "tests/history_builder.h"
+#include "tests/support/history_builder.h"
 
 namespace lockcheck {
 namespace {

@@ -14,7 +14,7 @@
 #include "core/client_pauses.h"
 #include "nemesis/nemesis.h"
 #include "nemesis/schedule.h"
-#include "tests/test_util.h"
+#include "tests/support/test_util.h"
 #include "workloads/workload.h"
 
 namespace lockcheck {
@@ -100,7 +100,7 @@ class ClientCrashRedisTest : public ::testing::Test {
   }
   // Runs the nemesis's start op (arming a crash at point for slot 0) as the driver would.
   void arm(Nemesis& n, const std::string& point) {
-    NemesisEnv env{cfg_, *cluster_, *history_};
+    NemesisEnv env{NemesisOptions::from(cfg_), *cluster_, *history_};
     env.client_pauses = &pauses_;
     Op op;
     op.process = kNemesis;
@@ -110,7 +110,7 @@ class ClientCrashRedisTest : public ::testing::Test {
     ASSERT_TRUE(done.is_ok()) << done.error;
   }
   json report(Nemesis& n) {
-    NemesisEnv env{cfg_, *cluster_, *history_};
+    NemesisEnv env{NemesisOptions::from(cfg_), *cluster_, *history_};
     env.client_pauses = &pauses_;
     Op op;
     op.process = kNemesis;
@@ -119,7 +119,7 @@ class ClientCrashRedisTest : public ::testing::Test {
     return n.invoke(env, history_->record(op)).value["detail"];
   }
 
-  testing_util::TempDir dir_;
+  TempDir dir_;
   RunConfig cfg_;
   MonotonicClock clock_;
   std::unique_ptr<LocalCluster> cluster_;
@@ -132,7 +132,7 @@ TEST_F(ClientCrashRedisTest, SetnxExpireCrashedBetweenItsCommandsLeavesAKeyWitho
   auto n = make_nemesis("client-crash");
   arm(*n, "mid-acquire");
   auto lock = client("setnx-expire");
-  ProcessEnv env{0, *lock, *history_, std::mt19937_64(1), stop_, cfg_, &pauses_};
+  ProcessEnv env{0, *lock, *history_, std::mt19937_64(1), stop_, WorkloadOptions::from(cfg_), &pauses_};
   LockResult r = record_lock_op(env, "acquire", "lock-0",
                                 [&] { return lock->acquire("lock-0", std::chrono::milliseconds(500)); });
   EXPECT_EQ(r.outcome, OpType::kInfo);
@@ -150,7 +150,7 @@ TEST_F(ClientCrashRedisTest, SingleCrashesAfterItsAcquireTookEffectAndMidRelease
   auto n = make_nemesis("client-crash");
   arm(*n, "mid-acquire");
   auto lock = client("single");
-  ProcessEnv env{0, *lock, *history_, std::mt19937_64(1), stop_, cfg_, &pauses_};
+  ProcessEnv env{0, *lock, *history_, std::mt19937_64(1), stop_, WorkloadOptions::from(cfg_), &pauses_};
   auto acquire = [&] {
     return record_lock_op(env, "acquire", "lock-0",
                           [&] { return lock->acquire("lock-0", std::chrono::milliseconds(800)); });
@@ -164,7 +164,7 @@ TEST_F(ClientCrashRedisTest, SingleCrashesAfterItsAcquireTookEffectAndMidRelease
   // mid-release: the release never reaches the node.
   arm(*n, "mid-release");
   auto other = client("single");
-  ProcessEnv env2{1, *other, *history_, std::mt19937_64(2), stop_, cfg_, &pauses_};
+  ProcessEnv env2{1, *other, *history_, std::mt19937_64(2), stop_, WorkloadOptions::from(cfg_), &pauses_};
   auto take = [&] { return other->acquire("lock-1", std::chrono::milliseconds(800)); };
   ASSERT_EQ(record_lock_op(env2, "acquire", "lock-1", take).outcome, OpType::kOk);
   EXPECT_EQ(record_lock_op(env2, "release", "lock-1", [&] { return other->release("lock-1"); }).outcome, OpType::kInfo);
@@ -185,7 +185,7 @@ TEST_F(ClientCrashRedisTest, AnExternalClientIsKilledAtTheCrashPoint) {
   const int pid = *lock->os_pid();
   auto n = make_nemesis("client-crash");
   arm(*n, "mid-release");
-  ProcessEnv env{0, *lock, *history_, std::mt19937_64(1), stop_, cfg_, &pauses_};
+  ProcessEnv env{0, *lock, *history_, std::mt19937_64(1), stop_, WorkloadOptions::from(cfg_), &pauses_};
   auto take = [&] { return lock->acquire("lock-0", std::chrono::milliseconds(5000)); };
   ASSERT_EQ(record_lock_op(env, "acquire", "lock-0", take).outcome, OpType::kOk);
   LockResult r = record_lock_op(env, "release", "lock-0", [&] { return lock->release("lock-0"); });

@@ -14,7 +14,8 @@
 #include <string>
 #include <thread>
 
-#include "tests/redis_test_server.h"
+#include "tests/support/redis_test_server.h"
+#include "tests/support/temp_dir.h"
 
 namespace lockcheck {
 namespace {
@@ -30,23 +31,6 @@ using testing_support::Reply;
 constexpr auto kTimeout = 2000ms;
 
 // A temporary directory for one test, removed at the end.
-class TempDir {
- public:
-  TempDir() {
-    std::string templ = ::testing::TempDir() + "/lockcheck-clock-XXXXXX";
-    if (::mkdtemp(&templ[0]) == nullptr) throw std::runtime_error("mkdtemp failed");
-    path_ = templ;
-  }
-  ~TempDir() {
-    boost::system::error_code ignored;
-    boost::filesystem::remove_all(path_, ignored);
-  }
-  std::string file(const std::string& name) const { return path_ + "/" + name; }
-
- private:
-  std::string path_;
-};
-
 off_t file_size(const std::string& path) {
   struct stat st;
   return ::stat(path.c_str(), &st) == 0 ? st.st_size : -1;

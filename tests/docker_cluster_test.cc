@@ -24,6 +24,7 @@
 #include "docker/docker_cli.h"
 #include "docker/node_image.h"
 #include "cluster/clock_shim.h"
+#include "tests/support/ci.h"
 
 namespace lockcheck {
 namespace {
@@ -120,7 +121,7 @@ std::string leftovers(const std::string& run_id) {
 class DockerClusterTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    if (!engine_available()) GTEST_SKIP() << "skipped: no Docker engine";
+    LOCKCHECK_NEED(engine_available(), "no Docker engine answered (`docker version`)");
     // A comma, a quote and a space: the folder's path goes into `--mount` values, which docker parses as CSV.
     run_dir_ = (fs::temp_directory_path() / fs::unique_path("lockcheck-docker-test, \"odd\" %%%%%%")).string();
   }
@@ -183,30 +184,6 @@ TEST(DockerEngineTest, NoEngineIsAClearClusterError) {
   }
   boost::system::error_code ec;
   fs::remove_all(dir, ec);
-}
-
-TEST(DockerEngineTest, CommandRunnerBoundsItsWait) {
-  docker::CommandOptions options;
-  options.timeout = milliseconds(200);
-  docker::CommandResult r = docker::run_program("/bin/sleep", {"5"}, options);
-  EXPECT_TRUE(r.timed_out);
-  EXPECT_FALSE(r.ok());
-  options.timeout = seconds(10);
-  options.stdin_data = "hello\n";
-  r = docker::run_program("/bin/cat", {}, options);
-  EXPECT_TRUE(r.ok());
-  EXPECT_EQ(r.out, "hello\n");
-  r = docker::run_program("/bin/ls", {"/nonexistent-lockcheck"}, options);
-  EXPECT_FALSE(r.ok());
-  EXPECT_NE(r.err, "");
-  EXPECT_THROW(docker::run_program("/nonexistent-lockcheck/x", {}, options), std::runtime_error);
-
-  // The program inherits none of our descriptors: ls sees its stdin, stdout, stderr and its own listing.
-  int fd = ::open("/dev/null", O_RDONLY);
-  ASSERT_GE(fd, 3);
-  r = docker::run_program("/bin/ls", {"/proc/self/fd"}, options);
-  ::close(fd);
-  EXPECT_EQ(r.out, "0\n1\n2\n3\n");
 }
 
 // --- the image --------------------------------------------------------------------------------------------

@@ -10,14 +10,15 @@
 #include "core/history.h"
 #include "sys/process.h"
 #include "harness/runner.h"
-#include "tests/test_util.h"
+#include "tests/support/test_util.h"
+#include "tests/support/ci.h"
 
 namespace lockcheck {
 namespace {
 
 TEST(DockerRunTest, RedlockUnderPartitionsIsRecordedCheckedAndCleanedUp) {
-  if (!docker_engine_available()) GTEST_SKIP() << "skipped: no Docker engine";
-  testing_util::TempDir dir;
+  LOCKCHECK_NEED(docker_engine_available(), "no Docker engine answered (`docker version`)");
+  TempDir dir;
   RunConfig c;
   c.cluster = "docker";
   c.lock = "redlock";

@@ -9,7 +9,7 @@
 #include "core/history.h"
 #include "sys/process.h"
 #include "harness/runner.h"
-#include "lock_test_util.h"
+#include "tests/support/lock_test_util.h"
 
 #ifndef LOCKCHECK_PYTHON
 #define LOCKCHECK_PYTHON ""
@@ -23,7 +23,6 @@ namespace {
 
 using std::chrono::milliseconds;
 using testing_util::make_lock;
-using testing_util::TempDir;
 using testing_util::TestCluster;
 
 std::string client_path(const std::string& name) { return std::string(LOCKCHECK_TEST_CLIENTS) + "/" + name; }

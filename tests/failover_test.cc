@@ -12,7 +12,7 @@
 #include "core/exit_codes.h"
 #include "harness/matrix.h"
 #include "harness/runner.h"
-#include "lock_test_util.h"
+#include "tests/support/lock_test_util.h"
 
 namespace lockcheck {
 namespace {
@@ -89,7 +89,7 @@ std::string mutex_verdict(const std::string& run_dir) {
 }
 
 TEST(FailoverRunTest, ASplitBrainFailoverLosesSingleFailoversLock) {
-  testing_util::TempDir dir;
+  TempDir dir;
   RunConfig c;
   c.results_dir = dir.path() + "/results";
   c.progress = false;
@@ -169,7 +169,7 @@ TEST(ClusterLockTest, LocksKeysOnEveryMasterThroughTheProxyFollowingRedirections
 // checker never saw one. A split brain that makes Redis Cluster grant a held lock twice is still to be built
 // (issue 12); the row in harness/matrix/findings-failover.json is the target.
 TEST(FailoverRunTest, DISABLED_ARedisClusterFailoverLosesTheClusterLock) {
-  testing_util::TempDir dir;
+  TempDir dir;
   RunConfig c;
   c.results_dir = dir.path() + "/results";
   c.progress = false;

@@ -6,7 +6,7 @@
 #include <atomic>
 #include <thread>
 
-#include "lock_test_util.h"
+#include "tests/support/lock_test_util.h"
 
 namespace lockcheck {
 namespace {

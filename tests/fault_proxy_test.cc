@@ -14,7 +14,7 @@
 #include <string>
 #include <thread>
 
-#include "tests/redis_test_server.h"
+#include "tests/support/redis_test_server.h"
 
 namespace lockcheck {
 namespace {

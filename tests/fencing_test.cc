@@ -3,7 +3,7 @@
 // have drifted apart on the nodes.
 #include <gtest/gtest.h>
 
-#include "lock_test_util.h"
+#include "tests/support/lock_test_util.h"
 
 namespace lockcheck {
 namespace {
@@ -18,7 +18,7 @@ LockOptions fenced(LockOptions o) {
   return o;
 }
 
-class FencingTest : public ::testing::TestWithParam<const char*> {
+class FencingTest : public ::testing::TestWithParam<std::string> {
  protected:
   static void SetUpTestSuite() { cluster_ = new TestCluster(5); }
   static void TearDownTestSuite() {
@@ -52,16 +52,8 @@ TEST_P(FencingTest, TokensStrictlyIncreaseAcrossHolders) {
   ASSERT_EQ(clients[0]->release(key).outcome, OpType::kOk);
 }
 
-INSTANTIATE_TEST_SUITE_P(Locks, FencingTest,
-                         ::testing::Values("setnx-expire", "getset", "set-nx-ex-del", "set-nx-timestamp", "single",
-                                           "redlock", "redlock-sequential"),
-                         [](const ::testing::TestParamInfo<const char*>& p) {
-                           std::string s = p.param;
-                           for (auto& c : s) {
-                             if (c == '-') c = '_';
-                           }
-                           return s;
-                         });
+INSTANTIATE_TEST_SUITE_P(Locks, FencingTest, ::testing::ValuesIn(testing_util::in_process_locks()),
+                         [](const auto& p) { return testing_util::param_name(p.param); });
 
 TEST(RedlockFencingTest, DriftedCountersStillGiveIncreasingTokens) {
   // Counters x=100 on n1, 0 elsewhere. Without raising the counters after INCR, a holder that got 101 (max

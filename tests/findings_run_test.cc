@@ -18,7 +18,7 @@
 #include "harness/runner.h"
 #include "locks/lock_client.h"
 #include "core/client_pauses.h"
-#include "tests/test_util.h"
+#include "tests/support/test_util.h"
 #include "workloads/workload.h"
 
 namespace lockcheck {
@@ -26,7 +26,6 @@ namespace {
 
 using nlohmann::json;
 using std::chrono::milliseconds;
-using testing_util::TempDir;
 
 json read_json(const std::string& path) {
   std::ifstream in(path);
@@ -123,7 +122,7 @@ class LivelockScenario : public ::testing::Test {
     o.nodes = {cluster_->nodes()[0].endpoint};
     o.op_timeout = milliseconds(150);
     Proc c{find_lock_algorithm(algo)->make(o), nullptr};
-    c.env.reset(new ProcessEnv{p, *c.lock, *history_, std::mt19937_64(p), stop_, cfg_, &pauses_});
+    c.env.reset(new ProcessEnv{p, *c.lock, *history_, std::mt19937_64(p), stop_, WorkloadOptions::from(cfg_), &pauses_});
     return c;
   }
   // Processes 1 and 2 try every 20 ms for `ms`; true when one got the lock.

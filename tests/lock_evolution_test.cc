@@ -4,7 +4,7 @@
 
 #include <thread>
 
-#include "lock_test_util.h"
+#include "tests/support/lock_test_util.h"
 
 namespace lockcheck {
 namespace {
@@ -28,7 +28,7 @@ class LockEvolutionTest : public ::testing::Test {
 };
 TestCluster* LockEvolutionTest::cluster_ = nullptr;
 
-class EveryAlgorithmTest : public LockEvolutionTest, public ::testing::WithParamInterface<const char*> {};
+class EveryAlgorithmTest : public LockEvolutionTest, public ::testing::WithParamInterface<std::string> {};
 
 TEST_P(EveryAlgorithmTest, AcquiresExcludesAndReleasesOnAHealthyCluster) {
   const std::string name = GetParam();
@@ -63,24 +63,18 @@ TEST_P(EveryAlgorithmTest, AcquiresExcludesAndReleasesOnAHealthyCluster) {
   for (size_t n = 0; n < 5; ++n) EXPECT_FALSE(cluster_->exists(n, "lock-0")) << "node " << n;
 }
 
-INSTANTIATE_TEST_SUITE_P(Locks, EveryAlgorithmTest,
-                         ::testing::Values("setnx-expire", "getset", "set-nx-ex-del", "set-nx-timestamp", "single",
-                                           "redlock", "redlock-sequential"),
-                         [](const ::testing::TestParamInfo<const char*>& p) {
-                           std::string s = p.param;
-                           for (auto& c : s) {
-                             if (c == '-') c = '_';
-                           }
-                           return s;
-                         });
+INSTANTIATE_TEST_SUITE_P(Locks, EveryAlgorithmTest, ::testing::ValuesIn(testing_util::in_process_locks()),
+                         [](const auto& p) { return testing_util::param_name(p.param); });
 
 TEST_F(LockEvolutionTest, ListedWithADescriptionAndAKnownDefect) {
   for (const char* name : {"setnx-expire", "getset", "set-nx-ex-del", "set-nx-timestamp", "single",
                            "single-failover", "redlock", "redlock-sequential", "external"}) {
-    const LockAlgorithm* a = find_lock_algorithm(name);
-    ASSERT_NE(a, nullptr) << name;
-    EXPECT_GT(std::string(a->description).size(), 10u);
-    EXPECT_GT(std::string(a->known_defects).size(), 10u);
+    EXPECT_NE(find_lock_algorithm(name), nullptr) << name;
+  }
+  for (const auto& a : lock_registry()) {
+    EXPECT_GT(std::string(a.description).size(), 10u) << a.name;
+    EXPECT_GT(std::string(a.known_defects).size(), 10u) << a.name;
+    EXPECT_NE(a.make, nullptr) << a.name;
   }
 }
 

@@ -13,13 +13,12 @@
 #include "core/config.h"
 #include "core/exit_codes.h"
 #include "harness/matrix.h"
-#include "tests/test_util.h"
+#include "tests/support/test_util.h"
 
 namespace lockcheck {
 namespace {
 
 namespace fs = boost::filesystem;
-using testing_util::TempDir;
 
 TEST(MatrixShardTest, ParsesKOverN) {
   EXPECT_EQ(parse_shard("").n, 1);

@@ -8,12 +8,12 @@
 #include "core/exit_codes.h"
 #include "core/history.h"
 #include "harness/runner.h"
-#include "tests/test_util.h"
+#include "tests/support/test_util.h"
+#include "harness/rerun.h"
 
 namespace lockcheck {
 namespace {
 
-using testing_util::TempDir;
 
 void expect_matrix_error(const std::string& text, const std::string& needle) {
   try {

@@ -22,7 +22,7 @@
 #include "core/client_pauses.h"
 #include "nemesis/link_faults.h"
 #include "nemesis/nemesis.h"
-#include "tests/test_util.h"
+#include "tests/support/test_util.h"
 #include "workloads/workload.h"
 
 namespace lockcheck {
@@ -30,7 +30,6 @@ namespace {
 
 using nlohmann::json;
 using std::chrono::milliseconds;
-using testing_util::TempDir;
 
 // One lock client process of a scenario, recording its ops like a workload process does.
 struct Client {
@@ -69,12 +68,12 @@ class AnomalyTest : public ::testing::Test {
     o.seed = static_cast<uint64_t>(p) + 1;
     o.extra = {{"wait_replicas", 0}};
     Client c{p, a->make(o), nullptr};
-    c.env.reset(new ProcessEnv{p, *c.lock, *history_, std::mt19937_64(p), stop_, cfg_, &pauses_});
+    c.env.reset(new ProcessEnv{p, *c.lock, *history_, std::mt19937_64(p), stop_, WorkloadOptions::from(cfg_), &pauses_});
     return c;
   }
 
   NemesisEnv env() {
-    NemesisEnv e{cfg_, *cluster_, *history_};
+    NemesisEnv e{NemesisOptions::from(cfg_), *cluster_, *history_};
     e.client_pauses = &pauses_;
     e.links = &links_;
     return e;
@@ -157,7 +156,7 @@ TEST_F(AnomalyTest, SingleLosesMutualExclusionUnderAClientPauseLongerThanTheTtl)
 }
 
 TEST_F(AnomalyTest, RedlockLosesMutualExclusionWhenAClockJumpsOnTheSharedNode) {
-  if (!find_lock_algorithm("redlock")) GTEST_SKIP() << "lock algorithm `redlock` not in this build (branch locks)";
+  ASSERT_NE(find_lock_algorithm("redlock"), nullptr);
   cfg_.nodes = 5;
   start_cluster();
   const milliseconds ttl(3000);
@@ -233,23 +232,21 @@ class RedlockRestartTest : public AnomalyTest {
 };
 
 TEST_F(RedlockRestartTest, WithoutPersistenceAFastRestartLosesMutualExclusion) {
-  if (!find_lock_algorithm("redlock")) GTEST_SKIP() << "lock algorithm `redlock` not in this build (branch locks)";
+  ASSERT_NE(find_lock_algorithm("redlock"), nullptr);
   EXPECT_EQ(run(milliseconds(0)), Validity::kInvalid) << summary_;
 }
 
 TEST_F(RedlockRestartTest, ARestartDelayAboveTheTtlKeepsMutualExclusion) {
-  if (!find_lock_algorithm("redlock")) GTEST_SKIP() << "lock algorithm `redlock` not in this build (branch locks)";
+  ASSERT_NE(find_lock_algorithm("redlock"), nullptr);
   EXPECT_EQ(run(milliseconds(2500)), Validity::kValid) << summary_;
 }
 
 TEST_F(AnomalyTest, SingleFailoverLosesMutualExclusionUnderFailover) {
-  if (!find_lock_algorithm("single-failover")) {
-    GTEST_SKIP() << "lock algorithm `single-failover` not in this build (branch locks)";
-  }
+  ASSERT_NE(find_lock_algorithm("single-failover"), nullptr);
   cfg_.nodes = 3;
   cfg_.topology = Topology::kReplicated;
   start_cluster();
-  if (cluster_->sentinels().empty()) GTEST_SKIP() << "this build's local cluster has no replicated topology";
+  ASSERT_FALSE(cluster_->sentinels().empty());
   const milliseconds ttl(20000);
   Client a = client("single-failover", 0), b = client("single-failover", 1);
   auto pause = make_nemesis("pause");

@@ -16,14 +16,13 @@
 #include "nemesis/driver.h"
 #include "nemesis/link_faults.h"
 #include "nemesis/schedule.h"
-#include "tests/test_util.h"
+#include "tests/support/test_util.h"
 
 namespace lockcheck {
 namespace {
 
 using nlohmann::json;
 using std::chrono::milliseconds;
-using testing_util::TempDir;
 
 class NemesisFaultsTest : public ::testing::Test {
  protected:
@@ -42,7 +41,7 @@ class NemesisFaultsTest : public ::testing::Test {
   }
 
   NemesisEnv env() {
-    NemesisEnv e{cfg_, *cluster_, *history_};
+    NemesisEnv e{NemesisOptions::from(cfg_), *cluster_, *history_};
     e.client_pauses = &pauses_;
     e.links = &links_;
     return e;

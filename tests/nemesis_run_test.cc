@@ -13,13 +13,12 @@
 #include "core/history.h"
 #include "sys/process.h"
 #include "harness/runner.h"
-#include "tests/test_util.h"
+#include "tests/support/test_util.h"
 
 namespace lockcheck {
 namespace {
 
 using nlohmann::json;
-using testing_util::TempDir;
 
 json read_json(const std::string& path) {
   std::ifstream in(path);

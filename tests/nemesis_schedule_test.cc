@@ -49,7 +49,48 @@ json plan_json(const RunConfig& c, int nodes = 5) {
   return to_json(make_schedule(c, context(c, nodes), nemeses));
 }
 
-const std::vector<std::string> kAll = {"partition", "delay", "pause", "kill", "clock", "client-pause", "failover"};
+// Every registered nemesis: the contract suites iterate the registry, so a new nemesis is tested here without
+// editing a list.
+std::vector<std::string> all_nemeses() {
+  std::vector<std::string> v;
+  for (const auto& n : nemesis_registry()) v.push_back(n.name);
+  return v;
+}
+const std::vector<std::string> kAll = all_nemeses();
+
+// The contract of every registered nemesis, on its own: described, made by its factory under its name, and its
+// plan a timeline of faults each followed by its stop, within the time limit, the same for the same seed.
+TEST(NemesisContractTest, EveryRegisteredNemesisPlansFaultsEachWithItsStop) {
+  ASSERT_GE(nemesis_registry().size(), 8u);
+  for (const auto& info : nemesis_registry()) {
+    SCOPED_TRACE(info.name);
+    EXPECT_GT(std::string(info.description).size(), 10u);
+    auto made = make_nemesis(info.name);
+    ASSERT_TRUE(made);
+    EXPECT_EQ(made->name(), info.name);
+    RunConfig c = config({info.name});
+    if (std::string(info.name) == "failover") c.topology = Topology::kReplicated;
+    const json plan = plan_json(c);
+    EXPECT_EQ(plan, plan_json(c));
+    std::map<int64_t, int64_t> open;  // start step -> its at_ms
+    size_t starts = 0;
+    for (const auto& e : plan["plan"]) {
+      EXPECT_LT(e["at_ms"].get<int64_t>(), 60000);
+      if (e["phase"] == "start") {
+        ++starts;
+        EXPECT_FALSE(e["f"].get<std::string>().empty());
+        open[e["step"].get<int64_t>()] = e["at_ms"].get<int64_t>();
+      } else {
+        auto it = open.find(e["start_step"].get<int64_t>());
+        ASSERT_NE(it, open.end()) << e.dump();
+        EXPECT_GE(e["at_ms"].get<int64_t>(), it->second);
+        open.erase(it);
+      }
+    }
+    EXPECT_GE(starts, 5u) << "a 60 s run with a 2 s interval plans several faults";
+    EXPECT_LE(open.size(), 1u) << "only a fault still in force at the time limit has no planned stop";
+  }
+}
 
 TEST(NemesisScheduleTest, SameSeedSameSchedule) {
   EXPECT_EQ(plan_json(config(kAll, 7)), plan_json(config(kAll, 7)));

@@ -4,6 +4,8 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <fcntl.h>
+
 #include <cerrno>
 
 #include "sys/process.h"
@@ -96,6 +98,42 @@ TEST(ChildProcessPipesTest, KillAndReapEndsAChildThatNeverReads) {
   child.kill_and_reap();
   EXPECT_FALSE(child.running());
   EXPECT_EQ(::kill(pid, 0), -1);  // reaped: no zombie left
+}
+
+// run_command, the one spawner: bounded, feeds stdin, captures both streams, exit codes as 128+signal, and the
+// program inherits none of the harness's descriptors.
+TEST(RunCommandTest, BoundsItsWaitFeedsStdinAndInheritsNoDescriptor) {
+  CommandOptions options;
+  options.timeout = std::chrono::milliseconds(200);
+  const auto t0 = std::chrono::steady_clock::now();
+  CommandResult r = run_command({"/bin/sleep", "5"}, options);
+  EXPECT_TRUE(r.timed_out);
+  EXPECT_FALSE(r.ok());
+  EXPECT_EQ(r.exit_code, -1);
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(3));
+  options.timeout = std::chrono::seconds(10);
+  options.stdin_data = "hello\n";
+  r = run_command({"/bin/cat"}, options);
+  EXPECT_TRUE(r.ok());
+  EXPECT_EQ(r.out, "hello\n");
+  // A large input and output both flow (neither side blocks the other).
+  options.stdin_data = std::string(3 << 20, 'x');
+  r = run_command({"/bin/cat"}, options);
+  EXPECT_TRUE(r.ok());
+  EXPECT_EQ(r.out.size(), options.stdin_data.size());
+  options.stdin_data.clear();
+  r = run_command({"/bin/ls", "/nonexistent-lockcheck"}, options);
+  EXPECT_FALSE(r.ok());
+  EXPECT_NE(r.err, "");
+  r = run_command({"/bin/sh", "-c", "kill -TERM $$"}, options);
+  EXPECT_EQ(r.exit_code, 128 + SIGTERM);
+  EXPECT_THROW(run_command({"/nonexistent-lockcheck/x"}, options), std::runtime_error);
+
+  int fd = ::open("/dev/null", O_RDONLY);  // not close-on-exec
+  ASSERT_GE(fd, 3);
+  r = run_command({"/bin/ls", "/proc/self/fd"}, options);
+  ::close(fd);
+  EXPECT_EQ(r.out, "0\n1\n2\n3\n");  // stdin, stdout, stderr and ls's own listing
 }
 
 }  // namespace

@@ -4,7 +4,7 @@
 
 #include <thread>
 
-#include "lock_test_util.h"
+#include "tests/support/lock_test_util.h"
 #include "locks/node_fanout.h"
 #include "locks/quorum.h"
 

@@ -15,8 +15,9 @@
 #include <thread>
 
 #include "report/report.h"
-#include "tests/html_checker.h"
-#include "tests/report_fixtures.h"
+#include "tests/support/html_checker.h"
+#include "tests/support/report_fixtures.h"
+#include "tests/support/temp_dir.h"
 
 namespace lockcheck {
 namespace {
@@ -24,22 +25,6 @@ namespace {
 namespace bp = boost::process;
 namespace fs = boost::filesystem;
 using nlohmann::json;
-
-class TempDir {
- public:
-  TempDir() {
-    path_ = fs::temp_directory_path() / fs::unique_path("lockcheck-browser-test-%%%%-%%%%-%%%%");
-    fs::create_directories(path_);
-  }
-  ~TempDir() {
-    boost::system::error_code ec;
-    fs::remove_all(path_, ec);
-  }
-  fs::path path() const { return path_; }
-
- private:
-  fs::path path_;
-};
 
 std::string read_text(const fs::path& p) {
   std::ifstream in(p.string(), std::ios::binary);
@@ -78,7 +63,7 @@ struct BrowserRun {
 BrowserRun run_chromium(const fs::path& chromium, const std::vector<std::string>& flags, const std::string& url,
                         std::chrono::seconds timeout) {
   TempDir profile;
-  const fs::path out_path = profile.path() / "stdout.txt", err_path = profile.path() / "stderr.txt";
+  const fs::path out_path = fs::path(profile.path()) / "stdout.txt", err_path = fs::path(profile.path()) / "stderr.txt";
   std::vector<std::string> args = {"--headless",
                                    "--no-sandbox",
                                    "--disable-gpu",
@@ -88,7 +73,7 @@ BrowserRun run_chromium(const fs::path& chromium, const std::vector<std::string>
                                    "--disable-breakpad",
                                    "--enable-logging=stderr",
                                    "--v=0",
-                                   "--user-data-dir=" + (profile.path() / "profile").string()};
+                                   "--user-data-dir=" + (fs::path(profile.path()) / "profile").string()};
   args.insert(args.end(), flags.begin(), flags.end());
   args.push_back(url);
   BrowserRun r;
@@ -157,7 +142,7 @@ std::vector<report_test::Tag> start_tags(const std::string& dom) {
 TEST(ReportBrowserTest, InvalidRunRendersWithItsVerdictAndViolationsAndNoScriptError) {
   REQUIRE_CHROMIUM(chromium);
   TempDir dir;
-  const fs::path run = dir.path() / "run";
+  const fs::path run = fs::path(dir.path()) / "run";
   write_run(run, report_test::sample_config(), report_test::overlap_history(), report_test::overlap_results());
   write_report(run.string());
   const std::string url = "file://" + (run / "report.html").string();
@@ -183,7 +168,7 @@ TEST(ReportBrowserTest, InvalidRunRendersWithItsVerdictAndViolationsAndNoScriptE
   EXPECT_EQ(vx, 0);
   EXPECT_NEAR(vw, 400, 1) << lanes[0].attrs["viewBox"];  // the run is 900 ms long
 
-  const fs::path png = dir.path() / "report.png";
+  const fs::path png = fs::path(dir.path()) / "report.png";
   BrowserRun shot = run_chromium(chromium, {"--screenshot=" + png.string(), "--window-size=1400,2000",
                                             "--hide-scrollbars"},
                                  url, std::chrono::seconds(90));
@@ -204,7 +189,7 @@ TEST(ReportBrowserTest, InvalidRunRendersWithItsVerdictAndViolationsAndNoScriptE
 TEST(ReportBrowserTest, AScriptErrorIsDetected) {
   REQUIRE_CHROMIUM(chromium);
   TempDir dir;
-  const fs::path page = dir.path() / "broken.html";
+  const fs::path page = fs::path(dir.path()) / "broken.html";
   std::ofstream(page.string()) << "<!DOCTYPE html><html><body><script>window.onerror = function (m) { "
                                   "document.body.setAttribute('data-js-error', String(m)); };</script>"
                                   "<script>null.x();</script></body></html>";
@@ -218,7 +203,7 @@ TEST(ReportBrowserTest, AScriptErrorIsDetected) {
 TEST(ReportBrowserTest, ReportOfAHundredThousandOpsStaysSmallAndRendersQuickly) {
   REQUIRE_CHROMIUM(chromium);
   TempDir dir;
-  const fs::path run = dir.path() / "run";
+  const fs::path run = fs::path(dir.path()) / "run";
   auto large = report_test::large_run(100000);
   write_run(run, report_test::sample_config(), large.history, large.results);
   const auto t0 = std::chrono::steady_clock::now();
@@ -228,7 +213,7 @@ TEST(ReportBrowserTest, ReportOfAHundredThousandOpsStaysSmallAndRendersQuickly) 
   EXPECT_LT(bytes, 5u * 1024 * 1024);
 
   // The browser's start-up alone, to tell it apart from the page.
-  const fs::path blank = dir.path() / "blank.html";
+  const fs::path blank = fs::path(dir.path()) / "blank.html";
   std::ofstream(blank.string()) << "<!DOCTYPE html><html><body>x</body></html>";
   BrowserRun base = run_chromium(chromium, {"--dump-dom"}, "file://" + blank.string(), std::chrono::seconds(90));
   BrowserRun dom =

@@ -5,7 +5,7 @@
 
 #include "report/anomalies.h"
 #include "report/timeline_svg.h"
-#include "tests/report_fixtures.h"
+#include "tests/support/report_fixtures.h"
 
 namespace lockcheck {
 namespace report {

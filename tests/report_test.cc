@@ -10,8 +10,9 @@
 #include <sstream>
 
 #include "report/html.h"
-#include "tests/html_checker.h"
-#include "tests/report_fixtures.h"
+#include "tests/support/html_checker.h"
+#include "tests/support/report_fixtures.h"
+#include "tests/support/temp_dir.h"
 
 namespace lockcheck {
 namespace {
@@ -34,24 +35,6 @@ size_t occurrences(const std::string& s, const std::string& what) {
   for (size_t p = s.find(what); p != std::string::npos; p = s.find(what, p + 1)) ++n;
   return n;
 }
-
-class TempDir {
- public:
-  TempDir() {
-    path_ = boost::filesystem::temp_directory_path() /
-            boost::filesystem::unique_path("lockcheck-report-test-%%%%-%%%%-%%%%");
-    boost::filesystem::create_directories(path_);
-  }
-  ~TempDir() {
-    boost::system::error_code ec;
-    boost::filesystem::remove_all(path_, ec);
-  }
-  std::string str() const { return path_.string(); }
-  std::string file(const std::string& name) const { return (path_ / name).string(); }
-
- private:
-  boost::filesystem::path path_;
-};
 
 void write_text(const std::string& path, const std::string& text) {
   boost::filesystem::create_directories(boost::filesystem::path(path).parent_path());

@@ -12,12 +12,12 @@
 #include "core/exit_codes.h"
 #include "core/history.h"
 #include "sys/process.h"
-#include "tests/test_util.h"
+#include "tests/support/test_util.h"
+#include "workloads/workload.h"
 
 namespace lockcheck {
 namespace {
 
-using testing_util::TempDir;
 
 RunConfig base_config(const TempDir& dir) {
   RunConfig c;
@@ -44,6 +44,38 @@ TEST(RunTest, SingleOnAHealthyClusterIsValid) {
   EXPECT_GT(ok_acquires, 10);
   for (pid_t p : testing_util::node_pids(o.run_dir)) EXPECT_FALSE(testing_util::process_alive(p)) << p;
 }
+
+// The workload contract, for every registered workload (the suite iterates the registry, so a new workload is
+// run here without editing a list): a short healthy run of `single` (with fencing where the workload needs it)
+// is valid, judged by the workload's own checkers, each of which had something to check.
+class EveryWorkloadTest : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(EveryWorkloadTest, AHealthyShortRunIsValidByItsOwnCheckers) {
+  TempDir dir;
+  RunConfig c = base_config(dir);
+  c.lock = "single";
+  c.workload = GetParam();
+  c.time_limit_s = 4;
+  c.concurrency = 3;
+  c.ttl_ms = 500;
+  std::ostringstream out;
+  RunOutcome o = run_test(c, out);
+  EXPECT_EQ(o.exit_code, kExitValid) << out.str();
+  const nlohmann::json results = read_json_file(o.run_dir + "/results.json");
+  ASSERT_FALSE(results["checkers"].empty());
+  for (const auto& r : results["checkers"]) EXPECT_EQ(r["valid"], "valid") << r.dump();
+}
+
+INSTANTIATE_TEST_SUITE_P(Registry, EveryWorkloadTest, ::testing::ValuesIn([] {
+                           std::vector<std::string> names;
+                           for (const auto& w : workload_registry()) names.push_back(w.name);
+                           return names;
+                         }()),
+                         [](const auto& p) {
+                           std::string s = p.param;
+                           for (auto& ch : s) ch = ch == '-' ? '_' : ch;
+                           return s;
+                         });
 
 // A broken client: plain DEL release (set-nx-ex-del) with holds longer than the TTL. Its lock expires under
 // the holder, another process takes it, and the mutex checker must see two holders. The workload is a careful

@@ -5,7 +5,7 @@
 #include <fstream>
 
 #include "harness/scorecard.h"
-#include "lock_test_util.h"
+#include "tests/support/lock_test_util.h"
 
 namespace lockcheck {
 namespace {
@@ -30,7 +30,7 @@ std::string anomalous_run(const std::string& root, const std::string& name, doub
 }
 
 TEST(Scorecard, LaysOutLibrariesByScenarioWithSeedsAndMedianTimeToFirst) {
-  testing_util::TempDir tmp;
+  TempDir tmp;
   Matrix m;
   m.entries = {entry("redsync", "healthy"), entry("redsync", "kill"), entry("single", "healthy"), entry("single", "kill")};
   MatrixEntry plain;  // not in the scorecard

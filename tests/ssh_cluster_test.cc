@@ -19,7 +19,8 @@
 #include "harness/cli.h"
 #include "core/exit_codes.h"
 #include "sys/process.h"
-#include "test_util.h"
+#include "tests/support/test_util.h"
+#include "tests/support/ci.h"
 
 namespace lockcheck {
 namespace {
@@ -28,11 +29,6 @@ namespace fs = boost::filesystem;
 using std::chrono::seconds;
 
 const std::string kTestbed = LOCKCHECK_SOURCE_DIR "/scripts/ssh-testbed";
-
-bool in_ci() {
-  const char* ci = std::getenv("CI");
-  return ci != nullptr && std::string(ci) == "true";
-}
 
 std::string sh(const std::vector<std::string>& argv, int timeout_s = 60) {
   auto r = run_command(argv, seconds(timeout_s));
@@ -43,7 +39,7 @@ class SshClusterTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
     if (::geteuid() != 0) return;
-    state_ = new testing_util::TempDir();
+    state_ = new TempDir();
     ::setenv("LOCKCHECK_TESTBED_DIR", (state_->str() + "/bed").c_str(), 1);
     auto r = run_command({kTestbed, "up", "5"}, seconds(120));
     ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
@@ -63,7 +59,7 @@ class SshClusterTest : public ::testing::Test {
   }
   void SetUp() override {
     if (::geteuid() != 0) {
-      if (in_ci()) FAIL() << "the ssh test bed needs root, and CI=true: this test must run";
+      if (testing_util::in_ci()) FAIL() << "the ssh test bed needs root, and CI=true: this test must run";
       GTEST_SKIP() << "the ssh test bed needs root (ip netns, iptables): skipped";
     }
     ASSERT_FALSE(hosts_.empty());
@@ -93,11 +89,11 @@ class SshClusterTest : public ::testing::Test {
     while (in >> w) out.push_back(w);
     return out;
   }
-  static testing_util::TempDir* state_;
+  static TempDir* state_;
   static std::string hosts_;
 };
 
-testing_util::TempDir* SshClusterTest::state_ = nullptr;
+TempDir* SshClusterTest::state_ = nullptr;
 std::string SshClusterTest::hosts_;
 
 std::string redis_call(const Endpoint& ep, const char* cmd) {
@@ -123,7 +119,7 @@ std::string redis_call(const Endpoint& ep, const char* cmd) {
 }
 
 TEST_F(SshClusterTest, PrimitivesOnTheTestbedAndNothingLeft) {
-  testing_util::TempDir run;
+  TempDir run;
   RunConfig cfg;
   cfg.cluster = "ssh";
   cfg.hosts = hosts_;
@@ -196,7 +192,7 @@ TEST_F(SshClusterTest, PrimitivesOnTheTestbedAndNothingLeft) {
 }
 
 TEST_F(SshClusterTest, RedlockUnderPartitionAndKillIsRecordedCheckedAndLeavesNothing) {
-  testing_util::TempDir results;
+  TempDir results;
   std::ostringstream out, err;
   int code = cli_main({"run", "--cluster", "ssh", "--hosts", hosts_, "--lock", "redlock", "--nemesis",
                        "partition,kill", "--nemesis-interval", "2", "--time-limit", "10", "--seed", "7",
@@ -224,7 +220,7 @@ TEST_F(SshClusterTest, RedlockUnderPartitionAndKillIsRecordedCheckedAndLeavesNot
 TEST_F(SshClusterTest, FailoverSplitBrainRunsOnTheHosts) {
   // Master, one replica and three Sentinels: one host each of the five. The master stays cut for 8 s, well past
   // Sentinel's down-after (3 s), so that a promotion happens even on a loaded machine.
-  testing_util::TempDir results;
+  TempDir results;
   std::ostringstream out, err;
   int code = cli_main({"run", "--cluster", "ssh", "--hosts", hosts_, "--topology", "replicated", "--nodes", "2",
                        "--lock", "single-failover", "--nemesis", "failover:split-brain", "--nemesis-interval", "8",
@@ -250,7 +246,7 @@ TEST_F(SshClusterTest, FailoverSplitBrainRunsOnTheHosts) {
 }
 
 TEST_F(SshClusterTest, CleanRemovesWhatAKilledRunLeft) {
-  testing_util::TempDir results;
+  TempDir results;
   ProcessSpec spec;
   spec.argv = {LOCKCHECK_BINARY, "run", "--cluster", "ssh", "--hosts", hosts_, "--lock", "redlock", "--nemesis",
                "partition", "--nemesis-interval", "1", "--time-limit", "60", "--no-progress", "--results",

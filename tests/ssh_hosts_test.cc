@@ -7,9 +7,10 @@
 #include <fstream>
 
 #include "core/config.h"
+#include "harness/plan.h"
 #include "sys/process.h"
 #include "cluster/ssh_cluster.h"
-#include "test_util.h"
+#include "tests/support/test_util.h"
 
 namespace lockcheck {
 namespace {
@@ -110,7 +111,7 @@ TEST(SshHostsTest, ErrorsNameTheField) {
 }
 
 TEST(SshHostsTest, LoadReportsMissingAndBrokenFiles) {
-  testing_util::TempDir dir;
+  TempDir dir;
   EXPECT_THROW(load_ssh_hosts(dir.str() + "/none.json"), ConfigError);
   EXPECT_THROW(load_ssh_hosts(""), ConfigError);
   std::ofstream(dir.str() + "/bad.json") << "{not json";
@@ -195,7 +196,7 @@ TEST(SshHostsTest, SshCommandLines) {
 }
 
 TEST(SshHostsTest, NodesAndSentinelsArePlacedRoundRobin) {
-  testing_util::TempDir dir;
+  TempDir dir;
   const std::string file = dir.str() + "/hosts.json";
   std::ofstream(file) << R"({"hosts": [{"address": "10.0.0.1", "key": "/k", "work_dir": "/w", "base_port": 7000},
                                        {"address": "10.0.0.2", "key": "/k", "work_dir": "/w"},

@@ -63,14 +63,14 @@ class GuardedUpdate : public Workload {
     return {"mutex", "lease", "lost-updates", "stats"};
   }
 
-  void setup(WorkloadEnv& env) override { resource_ = std::make_unique<ResourceServer>(env.config, env.run_dir); }
+  void setup(WorkloadEnv& env) override { resource_ = std::make_unique<ResourceServer>(env.options, env.run_dir); }
 
   ProcessExit run_process(ProcessEnv& env) override {
     auto conn = resource_->connect();
-    const auto ttl = std::chrono::milliseconds(env.config.ttl_ms);
-    const auto work = std::chrono::milliseconds(env.config.effective_work_ms());
+    const auto ttl = std::chrono::milliseconds(env.options.ttl_ms);
+    const auto work = std::chrono::milliseconds(env.options.work_ms);
     while (!env.stop.load()) {
-      const std::string lock_key = "lock-" + std::to_string(uniform(env.rng, 0, env.config.keys - 1));
+      const std::string lock_key = "lock-" + std::to_string(uniform(env.rng, 0, env.options.keys - 1));
       const std::string res_key = "resource:" + lock_key;
       if (uniform(env.rng, 1, kReadEvery) == 1 && !read(env.process, env.history, *conn, res_key)) {
         return ProcessExit::kRetired;
@@ -111,7 +111,7 @@ class GuardedUpdate : public Workload {
       Process reader = 0;
       for (const auto& op : h) reader = std::max(reader, op.process + 1);
       auto conn = resource_->connect();
-      for (int k = 0; k < env.config.keys; ++k) read(reader, env.history, *conn, "resource:lock-" + std::to_string(k));
+      for (int k = 0; k < env.options.keys; ++k) read(reader, env.history, *conn, "resource:lock-" + std::to_string(k));
     } catch (const std::exception&) {
       // No final read: the lost-updates checker says it could not decide.
     }
@@ -198,5 +198,23 @@ class GuardedUpdate : public Workload {
 std::unique_ptr<Workload> make_lock_set_workload() { return std::make_unique<GuardedUpdate>(Kind::kSet); }
 std::unique_ptr<Workload> make_fenced_set_workload() { return std::make_unique<GuardedUpdate>(Kind::kFencedSet); }
 std::unique_ptr<Workload> make_counter_workload() { return std::make_unique<GuardedUpdate>(Kind::kCounter); }
+
+// This workload's line in the registry (workloads/registry.cc): its name, what `lockcheck list` says of it, its factory.
+WorkloadInfo lock_set_workload() {
+  return {"lock-set", "under the lock: read a set from a resource Redis, work, write it back with one new element",
+   make_lock_set_workload};
+}
+
+// This workload's line in the registry (workloads/registry.cc): its name, what `lockcheck list` says of it, its factory.
+WorkloadInfo fenced_set_workload() {
+  return {"fenced-set", "lock-set whose resource rejects reads and writes with a fencing token below the highest seen",
+   make_fenced_set_workload};
+}
+
+// This workload's line in the registry (workloads/registry.cc): its name, what `lockcheck list` says of it, its factory.
+WorkloadInfo counter_workload() {
+  return {"counter", "under the lock: GET a counter from a resource Redis, work, SET it to one more",
+   make_counter_workload};
+}
 
 }  // namespace lockcheck

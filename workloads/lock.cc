@@ -14,10 +14,10 @@ class LockWorkload : public Workload {
   std::string name() const override { return "lock"; }
 
   ProcessExit run_process(ProcessEnv& env) override {
-    const auto ttl = std::chrono::milliseconds(env.config.ttl_ms);
-    const int64_t hold_max = env.config.effective_hold_ms_max();
+    const auto ttl = std::chrono::milliseconds(env.options.ttl_ms);
+    const int64_t hold_max = env.options.hold_ms_max;
     while (!env.stop.load()) {
-      const std::string key = "lock-" + std::to_string(uniform(env.rng, 0, env.config.keys - 1));
+      const std::string key = "lock-" + std::to_string(uniform(env.rng, 0, env.options.keys - 1));
       const auto invoked = std::chrono::steady_clock::now();
       LockResult a = record_lock_op(env, "acquire", key, [&] { return env.client.acquire(key, ttl); });
       if (a.outcome == OpType::kInfo) return ProcessExit::kRetired;
@@ -47,5 +47,11 @@ class LockWorkload : public Workload {
 }  // namespace
 
 std::unique_ptr<Workload> make_lock_workload() { return std::make_unique<LockWorkload>(); }
+
+// This workload's line in the registry (workloads/registry.cc): its name, what `lockcheck list` says of it, its factory.
+WorkloadInfo lock_workload() {
+  return {"lock", "acquire a random key, hold it below the TTL, release; judged by mutex, lease and stats",
+   make_lock_workload};
+}
 
 }  // namespace lockcheck

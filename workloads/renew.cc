@@ -25,9 +25,9 @@ class RenewWorkload : public Workload {
   std::string name() const override { return "renew"; }
 
   ProcessExit run_process(ProcessEnv& env) override {
-    const int64_t ttl = env.config.ttl_ms;
+    const int64_t ttl = env.options.ttl_ms;
     while (!env.stop.load()) {
-      const std::string key = "lock-" + std::to_string(uniform(env.rng, 0, env.config.keys - 1));
+      const std::string key = "lock-" + std::to_string(uniform(env.rng, 0, env.options.keys - 1));
       LockResult a = record_lock_op(env, "acquire", key, [&] { return env.client.acquire(key, milliseconds(ttl)); });
       if (a.outcome == OpType::kInfo) return ProcessExit::kRetired;
       if (a.outcome == OpType::kFail) {
@@ -56,7 +56,7 @@ class RenewWorkload : public Workload {
 
   // Holds key from the ok acquire a for 1 to 1.5 TTLs, extending before the validity runs out.
   Held hold(ProcessEnv& env, const std::string& key, const LockResult& a) {
-    const int64_t ttl = env.config.ttl_ms;
+    const int64_t ttl = env.options.ttl_ms;
     const auto start = Clock::now();
     const auto hold_end = start + milliseconds(uniform(env.rng, ttl, ttl * 3 / 2));
     // Without a reported validity the client assumes the TTL from the acquire's completion.
@@ -87,5 +87,12 @@ class RenewWorkload : public Workload {
 }  // namespace
 
 std::unique_ptr<Workload> make_renew_workload() { return std::make_unique<RenewWorkload>(); }
+
+// This workload's line in the registry (workloads/registry.cc): its name, what `lockcheck list` says of it, its factory.
+WorkloadInfo renew_workload() {
+  return {"renew", "hold a lock for 1-1.5 TTLs by extending it before its validity runs out (a watchdog); stop at a "
+   "failed extend; judged by mutex, lease, renewal, liveness and stats",
+   make_renew_workload};
+}
 
 }  // namespace lockcheck

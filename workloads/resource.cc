@@ -6,7 +6,7 @@ namespace lockcheck {
 
 namespace {
 
-LocalClusterOptions resource_options(const RunConfig& cfg, const std::string& run_dir) {
+LocalClusterOptions resource_options(const WorkloadOptions& cfg, const std::string& run_dir) {
   LocalClusterOptions o;
   o.nodes = 1;
   o.persistence = Persistence::kNone;
@@ -20,7 +20,7 @@ LocalClusterOptions resource_options(const RunConfig& cfg, const std::string& ru
 
 }  // namespace
 
-ResourceServer::ResourceServer(const RunConfig& cfg, const std::string& run_dir)
+ResourceServer::ResourceServer(const WorkloadOptions& cfg, const std::string& run_dir)
     : cfg_(cfg), server_(resource_options(cfg, run_dir)) {
   server_.start();
 }

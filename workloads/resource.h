@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "core/config.h"
+#include "workloads/workload.h"
 #include "cluster/local_cluster.h"
 #include "sys/redis_conn.h"
 
@@ -16,14 +17,14 @@ namespace lockcheck {
 class ResourceServer {
  public:
   // Starts the server. Throws ClusterError.
-  ResourceServer(const RunConfig& cfg, const std::string& run_dir);
+  ResourceServer(const WorkloadOptions& options, const std::string& run_dir);
   ~ResourceServer();  // stops it
   Endpoint endpoint() const;
   // A new connection with the run's per-request timeout.
   std::unique_ptr<RedisConn> connect() const;
 
  private:
-  const RunConfig& cfg_;
+  const WorkloadOptions cfg_;
   LocalCluster server_;
 };
 

@@ -15,14 +15,28 @@
 #include "core/cluster.h"
 #include "core/config.h"
 #include "core/history.h"
+#include "core/registry.h"
 #include "locks/lock_client.h"
 #include "core/client_pauses.h"
 
 namespace lockcheck {
 
+// What a workload is told of the run: its own options, not the whole RunConfig (made once at the edge).
+struct WorkloadOptions {
+  int keys = 1;                               // lock keys lock-0 .. lock-(keys-1)
+  int64_t ttl_ms = 1000;                      // the lock's TTL
+  int64_t hold_ms_max = 800;                  // the longest hold (the run's -1 already made 80% of the TTL)
+  int64_t work_ms = 333;                      // set workloads: between the read and the write under the lock
+  int64_t op_timeout_ms = 500;                // per request, also on the resource's connections
+  std::string redis_server = "redis-server";  // the binary of the resource server
+  static WorkloadOptions from(const RunConfig& c) {
+    return {c.keys, c.ttl_ms, c.effective_hold_ms_max(), c.effective_work_ms(), c.op_timeout_ms, c.redis_server};
+  }
+};
+
 // Given to a workload when a run starts.
 struct WorkloadEnv {
-  const RunConfig& config;
+  WorkloadOptions options;
   Cluster& cluster;
   HistoryWriter& history;
   std::string run_dir;
@@ -35,7 +49,7 @@ struct ProcessEnv {
   HistoryWriter& history;
   std::mt19937_64 rng;                  // seeded from the run seed and the process id
   const std::atomic<bool>& stop;        // set when the time limit is reached or the run is interrupted
-  const RunConfig& config;
+  WorkloadOptions options;
   ClientPauses* pauses = nullptr;       // the client-pause nemesis's hook; null: pause_point() does nothing
 
   // The pause point of Kleppmann's "GC pause": call it right after an ok acquire, before the lock is used.
@@ -121,7 +135,7 @@ struct WorkloadInfo {
   std::unique_ptr<Workload> (*make)();
 };
 // The registry (workloads/registry.cc): one line per workload.
-const std::vector<WorkloadInfo>& workload_registry();
+const Registry<WorkloadInfo>& workload_registry();
 std::unique_ptr<Workload> make_workload(const std::string& name);  // nullptr when unknown
 
 }  // namespace lockcheck

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <signal.h>
+#include "tests/support/temp_dir.h"
 #include <sys/types.h>
 
 #include <boost/filesystem.hpp>
@@ -14,21 +15,6 @@ namespace lockcheck {
 namespace testing_util {
 
 // A fresh temporary folder, removed when the object goes away.
-class TempDir {
- public:
-  TempDir() : path_(boost::filesystem::temp_directory_path() / boost::filesystem::unique_path("lockcheck-test-%%%%%%%%")) {
-    boost::filesystem::create_directories(path_);
-  }
-  ~TempDir() {
-    boost::system::error_code ec;
-    boost::filesystem::remove_all(path_, ec);
-  }
-  std::string str() const { return path_.string(); }
-
- private:
-  boost::filesystem::path path_;
-};
-
 // The pids redis-server wrote into the node logs of a run ("... pid=1234, just started").
 inline std::vector<pid_t> node_pids(const std::string& run_dir) {
   std::vector<pid_t> pids;

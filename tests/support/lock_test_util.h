@@ -12,27 +12,12 @@
 
 #include "cluster/local_cluster.h"
 #include "sys/redis_conn.h"
+#include "locks/adapters.h"
 #include "locks/lock_client.h"
+#include "tests/support/temp_dir.h"
 
 namespace lockcheck {
 namespace testing_util {
-
-class TempDir {
- public:
-  TempDir() {
-    std::string tmpl = ::testing::TempDir() + "/lockcheck-test-XXXXXX";
-    if (::mkdtemp(&tmpl[0]) == nullptr) throw std::runtime_error("mkdtemp failed");
-    path_ = tmpl;
-  }
-  ~TempDir() {
-    boost::system::error_code ec;
-    boost::filesystem::remove_all(path_, ec);
-  }
-  const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
-};
 
 enum class Proxy { kOff, kOn };
 
@@ -80,6 +65,28 @@ inline std::unique_ptr<LockClient> make_lock(const std::string& name, const Lock
   const LockAlgorithm* a = find_lock_algorithm(name);
   if (a == nullptr) throw std::invalid_argument("unknown lock " + name);
   return a->make(o);
+}
+
+// The contract suites iterate the registries, so a new lock is tested without editing a test list.
+// Every lock of the independent topology that runs in this process (external clients and the shipped adapters
+// have suites of their own: external_lock_test, adapter_test).
+inline std::vector<std::string> in_process_locks() {
+  std::vector<std::string> names;
+  for (const auto& a : lock_registry()) {
+    if (a.topology == Topology::kIndependent && !a.external) names.push_back(a.name);
+  }
+  return names;
+}
+// The shipped library adapters.
+inline std::vector<std::string> adapter_names() {
+  std::vector<std::string> names;
+  for (const auto& a : lock_adapters()) names.push_back(a.name);
+  return names;
+}
+// A gtest parameter name from a registry name ("set-nx-ex-del" -> "set_nx_ex_del").
+inline std::string param_name(std::string s) {
+  for (auto& c : s) c = c == '-' ? '_' : c;
+  return s;
 }
 
 }  // namespace testing_util

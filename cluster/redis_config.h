@@ -1,0 +1,30 @@
+// The Redis and Sentinel configuration every backend (local, docker, ssh) gives its nodes, written once: the
+// persistence settings of --persistence and Sentinel's monitor block with one set of timings.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/cluster.h"
+
+namespace lockcheck {
+
+// Sentinel's timings, the same on every backend (a backend's options may override them for a test).
+// down-after 1 s: a master cut off (or paused) for longer is objectively down and a replica is promoted within
+// a few seconds, well inside a nemesis interval of 5 s; failover-timeout 3 s bounds a failover that stalls.
+struct SentinelTimings {
+  int64_t down_after_ms = 1000;        // sentinel down-after-milliseconds
+  int64_t failover_timeout_ms = 3000;  // sentinel failover-timeout
+};
+
+// --persistence as redis.conf lines ("appendonly no\n" ...; RDB snapshots are off on every backend).
+std::string persistence_conf(Persistence p);
+// The same as redis-server flags ({"--save", "", "--appendonly", "no"} ...).
+std::vector<std::string> persistence_args(Persistence p);
+
+// Sentinel's block for the master at `master` under kSentinelMasterName: monitor (with quorum), down-after,
+// failover-timeout, parallel-syncs 1.
+std::string sentinel_monitor_conf(const Endpoint& master, int quorum, const SentinelTimings& t);
+
+}  // namespace lockcheck

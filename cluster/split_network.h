@@ -1,0 +1,117 @@
+// The network of a backend that faults the links between its own servers (node <-> node, node <-> Sentinel)
+// with a mechanism of its own and the links of the clients (client slot <-> node) with the fault proxy: the
+// Docker backend (iptables in each node's namespace) and the ssh backend (an iptables chain and tc netem on
+// each host). The party dispatch is written once, here; the local backend's proxy carries every link itself.
+#pragma once
+
+#include <chrono>
+#include <functional>
+#include <optional>
+#include <string>
+
+#include "cluster/fault_proxy.h"
+#include "core/assert.h"
+#include "core/cluster.h"
+#include "core/party.h"
+
+namespace lockcheck {
+
+// The backend's own mechanism for links between servers. Each call gets two distinct server parties (nodes
+// or Sentinels) and throws ClusterError when it cannot do it (e.g. "not supported" for a pair its mechanism
+// cannot cut). Called with no lock of SplitNetwork's held; the backend locks what it needs.
+class PeerLinks {
+ public:
+  virtual ~PeerLinks() = default;
+  // Throws ClusterError ("<backend>: not running") unless the cluster is up: checked before every fault.
+  virtual void require_running() const = 0;
+  virtual void cut_peers(const std::string& a, const std::string& b) = 0;
+  virtual void heal_peers(const std::string& a, const std::string& b) = 0;
+  virtual void heal_all_peers() = 0;
+  virtual void delay_peers(const std::string& a, const std::string& b, std::chrono::milliseconds delay,
+                           std::chrono::milliseconds jitter) = 0;
+};
+
+class SplitNetwork {
+ public:
+  // backend: the name in messages ("docker cluster"). nodes, sentinels: how many of each; client_slots: the run's
+  // concurrency. The peer links and the proxy are the backend's and outlive this object; the proxy exists once
+  // the cluster started (set_proxy), and every fault checks peers->require_running() first.
+  SplitNetwork() = default;
+  SplitNetwork(std::string backend, size_t nodes, size_t sentinels, int client_slots, PeerLinks* peers)
+      : backend_(std::move(backend)), nodes_(nodes), sentinels_(sentinels), slots_(client_slots), peers_(peers) {}
+  void set_proxy(FaultProxy* proxy) { proxy_ = proxy; }
+
+  void cut(const std::string& a, const std::string& b) {
+    route(a, b, "cut", [&] { proxy_->cut(a, b); }, [&] { peers_->cut_peers(a, b); });
+  }
+  void heal(const std::string& a, const std::string& b) {
+    route(a, b, "heal", [&] { proxy_->heal(a, b); }, [&] { peers_->heal_peers(a, b); });
+  }
+  // Heals every link: the peer links and the proxy's, trying both even when one fails (the first error then).
+  void heal_all() {
+    LOCKCHECK_ASSERT(peers_ != nullptr, "SplitNetwork without peer links");
+    peers_->require_running();
+    std::string error;
+    try {
+      peers_->heal_all_peers();
+    } catch (const ClusterError& e) {
+      error = e.what();
+    }
+    try {
+      if (proxy_) proxy_->heal_all();
+    } catch (const std::exception& e) {
+      if (error.empty()) error = backend_ + ": heal_all: " + e.what();
+    }
+    if (!error.empty()) throw ClusterError(error);
+  }
+  void set_delay(const std::string& a, const std::string& b, std::chrono::milliseconds delay,
+                 std::chrono::milliseconds jitter) {
+    route(a, b, "delay", [&] { proxy_->set_delay(a, b, delay, jitter); },
+          [&] { peers_->delay_peers(a, b, delay, jitter); });
+  }
+
+ private:
+  std::optional<Party> party(const std::string& name) const {
+    auto p = Party::parse(name);
+    if (!p) return std::nullopt;
+    const size_t limit = p->is_node() ? nodes_ : p->is_sentinel() ? sentinels_ : static_cast<size_t>(slots_);
+    if (p->index >= limit) return std::nullopt;
+    return p;
+  }
+  // Which mechanism carries a<->b: the peer links between servers, the proxy between a client and a node,
+  // nothing between two clients (they do not talk to each other) or a party and itself.
+  void route(const std::string& a, const std::string& b, const char* verb, const std::function<void()>& via_proxy,
+             const std::function<void()>& via_peers) {
+    LOCKCHECK_ASSERT(peers_ != nullptr, "SplitNetwork without peer links");
+    peers_->require_running();
+    const auto pa = party(a), pb = party(b);
+    if (!pa || !pb) {
+      throw ClusterError(backend_ + ": cannot " + verb + " '" + a + "' and '" + b + "': unknown party (nodes n1..n" +
+                         std::to_string(nodes_) + ", client slots c0..c" + std::to_string(slots_ - 1) +
+                         (sentinels_ ? ", Sentinels s1..s" + std::to_string(sentinels_) : std::string()) + ")");
+    }
+    if (*pa == *pb || (pa->is_client() && pb->is_client())) return;
+    if (pa->is_client() || pb->is_client()) {
+      if (!(pa->is_node() || pb->is_node())) {
+        throw ClusterError(backend_ + ": cannot " + verb + " '" + a + "' and '" + b +
+                           "': clients talk to the nodes, not to the Sentinels directly");
+      }
+      LOCKCHECK_ASSERT(proxy_ != nullptr, backend_ + " is running without its fault proxy");
+      try {
+        via_proxy();
+      } catch (const std::exception& e) {
+        throw ClusterError(backend_ + ": " + verb + " " + a + " " + b + ": " + e.what());
+      }
+      return;
+    }
+    via_peers();
+  }
+
+  std::string backend_;
+  size_t nodes_ = 0, sentinels_ = 0;
+  int slots_ = 0;
+  FaultProxy* proxy_ = nullptr;
+  PeerLinks* peers_ = nullptr;
+};
+
+}  // namespace lockcheck

@@ -1,0 +1,52 @@
+// A test is data, resolved once: the CLI flags or a config.json become a RunConfig (core/config.h) at the edge,
+// and resolve_plan() checks it field by field and against the registries, and looks up the parts it names:
+// the lock algorithm (and the shipped library adapter behind it), the workload, the nemeses and the checkers
+// that will judge the history. The runner and the matrix work from the Plan; nothing resolves a name again.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "core/config.h"
+
+namespace lockcheck {
+
+struct LockAlgorithm;
+struct LockAdapter;
+struct WorkloadInfo;
+struct NemesisInfo;
+
+struct Plan {
+  RunConfig config;                       // client_cmd made for a shipped adapter
+  const LockAlgorithm* lock = nullptr;    // never null in a resolved plan
+  const LockAdapter* adapter = nullptr;   // the shipped lock library behind --lock, or null
+  const WorkloadInfo* workload = nullptr; // never null in a resolved plan
+  std::vector<std::string> nemeses;       // as given ("partition", "failover:split-brain"), each known
+  std::vector<std::string> checkers;      // the workload's checkers, + "faults" when a nemesis runs
+  bool fencing = false;                   // the lock clients hand out fencing tokens (--fencing or the workload)
+};
+
+// Resolves c: for a shipped adapter sets client_cmd from its lock_opts, then checks every field
+// (validate_fields) and every name against its registry, and the combinations (a fencing workload needs
+// tokens the harness can vouch for; lock_opts known to the algorithm). Throws ConfigError naming the flag.
+Plan resolve_plan(RunConfig c);
+
+// The checkers that judge a history of c's workload: the workload's, + "faults" when a nemesis ran. Needs only
+// the workload's name (a stored run is checked even where its lock adapter is not built). Throws ConfigError.
+std::vector<std::string> checkers_for(const RunConfig& c);
+
+// resolve_plan, keeping only whether it throws.
+void validate(const RunConfig& c);
+
+// For a shipped adapter (--lock redsync, ...; locks/adapters.h): sets client_cmd to the adapter's command line
+// with its lock_opts as flags. Other locks: unchanged. Throws ConfigError on an unknown or ill-typed option.
+void resolve_lock(RunConfig& c);
+
+// LockOptions.extra for the run's lock clients: client_cmd, wait_replicas and, for built-in algorithms, the
+// lock_opts (an adapter's options are flags in its client_cmd instead). stderr_path: where an external client's
+// stderr goes ("" for /dev/null).
+nlohmann::json lock_extra(const RunConfig& c, const std::string& stderr_path = "");
+
+}  // namespace lockcheck

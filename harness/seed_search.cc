@@ -1,0 +1,70 @@
+#include "harness/seed_search.h"
+
+#include <algorithm>
+#include <iomanip>
+#include <vector>
+
+#include "core/config.h"
+#include "core/exit_codes.h"
+#include "core/history.h"
+#include "harness/runner.h"
+
+namespace lockcheck {
+
+std::optional<int64_t> first_anomaly_ns(const std::string& run_dir) {
+  nlohmann::json results = read_json_file(run_dir + "/results.json");
+  std::optional<int64_t> first;
+  std::vector<int64_t> op_indices;
+  for (const auto& c : results.value("checkers", nlohmann::json::array())) {
+    if (c.value("valid", "") != "invalid") continue;
+    for (const auto& a : c.value("anomalies", nlohmann::json::array())) {
+      if (a.contains("from_ns") && a["from_ns"].is_number()) {
+        int64_t t = a["from_ns"].get<int64_t>();
+        if (!first || t < *first) first = t;
+      } else if (a.contains("ops") && a["ops"].is_array()) {
+        for (const auto& i : a["ops"]) {
+          if (i.is_number_integer()) op_indices.push_back(i.get<int64_t>());
+        }
+      }
+    }
+  }
+  if (!op_indices.empty()) {
+    History h = read_history(run_dir + "/history.jsonl");
+    for (int64_t i : op_indices) {
+      if (i >= 0 && i < static_cast<int64_t>(h.size()) && (!first || h[i].time_ns < *first)) first = h[i].time_ns;
+    }
+  }
+  return first;
+}
+
+int run_seeds(const RunConfig& base, int n, std::ostream& out) {
+  if (n < 1 || n > 1000) throw ConfigError("--seeds: must be between 1 and 1000");
+  std::vector<double> firsts;
+  int found = 0, failed = 0;
+  const uint64_t first_seed = base.seed ? base.seed : 1;
+  for (int i = 0; i < n; ++i) {
+    RunConfig cfg = base;
+    cfg.seed = first_seed + static_cast<uint64_t>(i);
+    RunOutcome o = run_test(cfg, out);
+    if (o.exit_code > kExitUnknown) return o.exit_code;  // interrupted
+    if (o.exit_code == kExitHarness || o.exit_code == kExitUsage) ++failed;
+    if (o.valid == Validity::kInvalid) {
+      ++found;
+      if (auto t = first_anomaly_ns(o.run_dir)) firsts.push_back(static_cast<double>(*t) / 1e9);
+    }
+  }
+  out << "\nseed search: " << found << " of " << n << " seeds found an anomaly";
+  if (failed) out << " (" << failed << " runs failed)";
+  if (!firsts.empty()) {
+    std::sort(firsts.begin(), firsts.end());
+    const double median = firsts.size() % 2 ? firsts[firsts.size() / 2]
+                                            : (firsts[firsts.size() / 2 - 1] + firsts[firsts.size() / 2]) / 2;
+    out << "; median time to the first anomaly " << std::fixed << std::setprecision(1) << median << " s (min "
+        << firsts.front() << " s, max " << firsts.back() << " s)";
+  }
+  out << "\n";
+  if (found) return kExitInvalid;
+  return failed ? kExitHarness : kExitValid;
+}
+
+}  // namespace lockcheck

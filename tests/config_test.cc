@@ -1,0 +1,95 @@
+// The config field table (core/config.h): one table drives config.json, the `run` flags, the range checks and
+// the report's configuration table, so none of them can drift from the others.
+#include "core/config.h"
+
+#include <gtest/gtest.h>
+
+#include <set>
+#include <sstream>
+
+#include "harness/cli.h"
+
+namespace lockcheck {
+namespace {
+
+TEST(ConfigFieldsTest, EveryFieldRoundTripsThroughConfigJson) {
+  RunConfig c;
+  c.cluster = "docker";
+  c.topology = Topology::kReplicated;
+  c.persistence = Persistence::kAofAlways;
+  c.nodes = 3;
+  c.nemesis = {"partition", "clock:bump"};
+  c.ttl_ms = 777;
+  c.fencing = true;
+  c.lock_opts = {{"quorum", 2}};
+  c.seed = 123456789012345ULL;
+  c.argv = {"lockcheck", "run"};
+  const nlohmann::json j = c;
+  std::set<std::string> keys;
+  for (const auto& f : config_fields()) {
+    keys.insert(f.key);
+    EXPECT_TRUE(j.contains(f.key)) << f.key;
+  }
+  EXPECT_EQ(keys.size(), j.size()) << "config.json holds exactly the table's fields";
+  RunConfig back;
+  from_json(j, back);
+  EXPECT_EQ(nlohmann::json(back), j);
+}
+
+TEST(ConfigFieldsTest, UnknownFieldsAndWrongTypesNameTheField) {
+  RunConfig c;
+  try {
+    from_json({{"ttl", 5}}, c);
+    FAIL();
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("unknown field \"ttl\""), std::string::npos) << e.what();
+  }
+  try {
+    from_json({{"nodes", "five"}}, c);
+    FAIL();
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("config field \"nodes\": wrong type"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(from_json({{"lock_opts", 3}}, c), ConfigError);
+  EXPECT_THROW(from_json({{"topology", "ring"}}, c), ConfigError);
+}
+
+TEST(ConfigFieldsTest, EveryFlagIsInRunHelpAndParsesFromText) {
+  std::ostringstream out, err;
+  ASSERT_EQ(cli_main({"run", "--help"}, out, err), 0);
+  for (const auto& f : config_fields()) {
+    if (*f.flag) EXPECT_NE(out.str().find(std::string("--") + f.flag), std::string::npos) << f.flag;
+  }
+  RunConfig c;
+  find_config_field("ttl_ms")->parse_flag(c, "250", "--ttl-ms");
+  EXPECT_EQ(c.ttl_ms, 250);
+  find_config_field("nemesis")->parse_flag(c, "kill,pause", "--nemesis");
+  EXPECT_EQ(c.nemesis, (std::vector<std::string>{"kill", "pause"}));
+  find_config_field("nemesis")->parse_flag(c, "none", "--nemesis");
+  EXPECT_TRUE(c.nemesis.empty());
+  find_config_field("lock_opts")->parse_flag(c, "quorum=2", "--lock-opt");
+  find_config_field("lock_opts")->parse_flag(c, "mode=fast", "--lock-opt");
+  EXPECT_EQ(c.lock_opts, (nlohmann::json{{"quorum", 2}, {"mode", "fast"}}));
+  EXPECT_THROW(find_config_field("lock_opts")->parse_flag(c, "quorum=3", "--lock-opt"), ConfigError);  // twice
+  EXPECT_THROW(find_config_field("nodes")->parse_flag(c, "5x", "--nodes"), ConfigError);
+  EXPECT_THROW(find_config_field("seed")->parse_flag(c, "-1", "--seed"), ConfigError);
+  EXPECT_THROW(find_config_field("nemesis")->parse_flag(c, "a,,b", "--nemesis"), ConfigError);
+}
+
+TEST(ConfigFieldsTest, RangeRulesNameTheFlag) {
+  RunConfig c;
+  EXPECT_NO_THROW(validate_fields(c));
+  c.concurrency = 0;
+  try {
+    validate_fields(c);
+    FAIL();
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("--concurrency"), std::string::npos) << e.what();
+  }
+  c = RunConfig{};
+  c.topology = Topology::kCluster;
+  EXPECT_THROW(validate_fields(c), ConfigError);  // 5 nodes: a Redis Cluster needs 6
+}
+
+}  // namespace
+}  // namespace lockcheck
