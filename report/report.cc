@@ -18,6 +18,7 @@
 #include "report/assets.h"
 #include "report/html.h"
 #include "report/plots_svg.h"
+#include "report/results_json.h"
 #include "report/run_model.h"
 #include "report/svg_common.h"
 #include "report/timeline_svg.h"
@@ -30,66 +31,15 @@ namespace {
 using nlohmann::json;
 using report::escape;
 
-const char* const kDash = "\xE2\x80\x94";  // "—"
 constexpr size_t kMaxListedAnomalies = 200;
 constexpr size_t kMaxDetailedAnomalies = 20;
 constexpr size_t kMaxContextRows = 80;
 
-const json* find(const json& obj, const char* name) {
-  if (!obj.is_object()) return nullptr;
-  auto it = obj.find(name);
-  if (it == obj.end() || it->is_null()) return nullptr;
-  return &*it;
-}
-
-// A JSON value as plain text (not escaped): strings as they are, numbers and booleans printed, arrays joined.
-std::string plain(const json& v) {
-  if (v.is_string()) return v.get<std::string>();
-  if (v.is_boolean()) return v.get<bool>() ? "yes" : "no";
-  if (v.is_number_float()) {
-    double d = v.get<double>();
-    if (d == std::floor(d) && std::fabs(d) < 1e15) return report::fixed(d, 0);
-    std::string s = report::fixed(d, 3);
-    while (!s.empty() && s.back() == '0') s.pop_back();
-    if (!s.empty() && s.back() == '.') s.pop_back();
-    return s;
-  }
-  if (v.is_number()) return v.dump();
-  if (v.is_array()) {
-    std::string s;
-    for (const auto& e : v) {
-      if (!s.empty()) s += ", ";
-      s += plain(e);
-    }
-    return s;
-  }
-  if (v.is_null()) return "";
-  return v.dump(-1, ' ', false, json::error_handler_t::replace);
-}
-
-// The field as escaped text, or "—" when it is missing or empty.
-std::string text(const json& obj, const char* name) {
-  const json* v = find(obj, name);
-  if (!v) return kDash;
-  std::string s = plain(*v);
-  return s.empty() ? std::string(kDash) : escape(s);
-}
-
-std::string verdict_of(const json& results) {
-  if (const json* v = find(results, "valid"); v && v->is_string()) {
-    if (auto parsed = validity_from_string(v->get<std::string>())) return to_string(*parsed);
-  }
-  // No overall verdict: merge the checkers'; none at all is unknown.
-  const json* checkers = find(results, "checkers");
-  if (!checkers || !checkers->is_array() || checkers->empty()) return "unknown";
-  Validity merged = Validity::kValid;
-  for (const auto& c : *checkers) {
-    const json* v = find(c, "valid");
-    auto parsed = v && v->is_string() ? validity_from_string(v->get<std::string>()) : std::nullopt;
-    merged = merge(merged, parsed.value_or(Validity::kUnknown));
-  }
-  return to_string(merged);
-}
+using report::find;
+using report::kDash;
+using report::plain;
+using report::text;
+using report::verdict_of;
 
 std::string checker_verdict(const json& c) {
   const json* v = find(c, "valid");
@@ -488,36 +438,8 @@ void render_nodes(Page& pg) {
   s << "</section>\n";
 }
 
-std::string read_file(const std::string& path, bool* exists) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    *exists = false;
-    return "";
-  }
-  *exists = true;
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  if (in.bad()) throw ReportError(path + ": cannot read");
-  return ss.str();
-}
-
-json parse_json_file(const std::string& path, bool* exists) {
-  const std::string text = read_file(path, exists);
-  if (!*exists) return json::object();
-  try {
-    return json::parse(text);
-  } catch (const json::parse_error& e) {
-    throw ReportError(path + ": not valid JSON (" + e.what() + ")");
-  }
-}
-
-void write_atomically(const std::string& path, const std::string& content) {
-  try {
-    write_file_atomically(path, content);
-  } catch (const RunFileError& e) {
-    throw ReportError(e.what());
-  }
-}
+using report::parse_json_file;
+using report::write_atomically;
 
 }  // namespace
 
@@ -585,93 +507,6 @@ void write_report(const std::string& run_dir, const History& h) {
   json config = parse_json_file(run_dir + "/config.json", &has_config);
   json results = parse_json_file(run_dir + "/results.json", &has_results);
   write_atomically(run_dir + "/report.html", render_report(config, h, results));
-}
-
-namespace {
-
-struct IndexRow {
-  std::string dir;         // folder name
-  std::string started_at;  // ISO-8601, may be empty
-  std::string lock, workload, nemesis;
-  std::string verdict;     // valid / invalid / unknown / unreadable
-  std::string problem;     // why unreadable
-  size_t anomalies = 0;
-  bool has_report = false;
-};
-
-}  // namespace
-
-void write_index(const std::string& results_dir) {
-  namespace fs = boost::filesystem;
-  boost::system::error_code ec;
-  if (!fs::is_directory(results_dir, ec)) throw ReportError(results_dir + ": not a folder");
-  std::vector<IndexRow> rows;
-  fs::directory_iterator it(results_dir, ec), end;
-  if (ec) throw ReportError(results_dir + ": cannot list (" + ec.message() + ")");
-  for (; it != end; it.increment(ec)) {
-    if (ec) throw ReportError(results_dir + ": cannot list (" + ec.message() + ")");
-    const fs::path p = it->path();
-    const fs::file_status st = fs::symlink_status(p, ec);
-    if (ec || fs::is_symlink(st) || !fs::is_directory(st)) continue;  // `latest` is a symlink: not a run
-    const std::string results_path = (p / "results.json").string();
-    if (!fs::is_regular_file(results_path, ec)) continue;
-    IndexRow row;
-    row.dir = p.filename().string();
-    row.has_report = fs::is_regular_file(p / "report.html", ec);
-    try {
-      bool exists = false;
-      json results = parse_json_file(results_path, &exists);
-      row.verdict = verdict_of(results);
-      row.anomalies = report::anomalies_of(results).size();
-      if (const json* s = find(results, "started_at"); s && s->is_string()) row.started_at = s->get<std::string>();
-      json config = parse_json_file((p / "config.json").string(), &exists);
-      auto field = [&](const char* name) {
-        const json* v = find(config, name);
-        if (!v) return std::string();
-        if (v->is_array() && v->empty()) return std::string("none");
-        return plain(*v);
-      };
-      row.lock = field("lock");
-      row.workload = field("workload");
-      row.nemesis = field("nemesis");
-    } catch (const std::exception& e) {
-      row.verdict = "unreadable";
-      row.problem = e.what();
-    }
-    rows.push_back(std::move(row));
-  }
-  std::sort(rows.begin(), rows.end(), [](const IndexRow& a, const IndexRow& b) {
-    if (a.started_at != b.started_at) return a.started_at > b.started_at;
-    return a.dir > b.dir;
-  });
-
-  std::ostringstream s;
-  auto or_dash = [](const std::string& v) { return v.empty() ? std::string(kDash) : escape(v); };
-  s << "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\"/>\n<title>lockcheck runs</title>\n<style>"
-    << report::kIndexCss << "</style>\n</head>\n<body>\n<main>\n<h1>lockcheck runs</h1>\n";
-  size_t invalid = 0;
-  for (const auto& r : rows) invalid += r.verdict == "invalid";
-  s << "<p>" << rows.size() << (rows.size() == 1 ? " run" : " runs") << ", " << invalid
-    << " invalid, newest first.</p>\n";
-  s << "<table id=\"runs\"><tr><th>started</th><th>run</th><th>lock</th><th>workload</th><th>nemesis</th>"
-       "<th>verdict</th><th>anomalies</th><th>report</th></tr>\n";
-  for (const auto& r : rows) {
-    const std::string href = report::url_path_encode(r.dir) + "/report.html";
-    s << "<tr class=\"run\" data-run=\"" << escape(r.dir) << "\" data-verdict=\"" << escape(r.verdict) << "\"><td>"
-      << or_dash(r.started_at) << "</td><td class=\"mono\">" << escape(r.dir) << "</td><td>" << or_dash(r.lock)
-      << "</td><td>" << or_dash(r.workload) << "</td><td>" << or_dash(r.nemesis) << "</td><td class=\""
-      << escape(r.verdict) << "\">" << escape(r.verdict);
-    if (!r.problem.empty()) s << "<br/><span class=\"mono\">" << escape(r.problem) << "</span>";
-    s << "</td><td>" << r.anomalies << "</td><td>";
-    if (r.has_report) {
-      s << "<a href=\"" << escape(href) << "\">report</a>";
-    } else {
-      s << "<span title=\"lockcheck report " << escape(r.dir) << "\">not rendered</span>";
-    }
-    s << "</td></tr>\n";
-  }
-  s << "</table>\n</main>\n</body>\n</html>\n";
-  write_atomically((fs::path(results_dir) / "index.html").string(), s.str());
 }
 
 }  // namespace lockcheck

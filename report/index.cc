@@ -1,0 +1,112 @@
+// results/index.html: every run of a results folder, newest first, with its verdict and a link to its report.
+#include <algorithm>
+#include <sstream>
+#include <vector>
+
+#include <boost/filesystem.hpp>
+
+#include "report/anomalies.h"
+#include "report/assets.h"
+#include "report/html.h"
+#include "report/report.h"
+#include "report/results_json.h"
+
+namespace lockcheck {
+
+using nlohmann::json;
+using report::escape;
+using report::find;
+using report::kDash;
+using report::parse_json_file;
+using report::plain;
+using report::verdict_of;
+using report::write_atomically;
+
+namespace {
+
+struct IndexRow {
+  std::string dir;         // folder name
+  std::string started_at;  // ISO-8601, may be empty
+  std::string lock, workload, nemesis;
+  std::string verdict;     // valid / invalid / unknown / unreadable
+  std::string problem;     // why unreadable
+  size_t anomalies = 0;
+  bool has_report = false;
+};
+
+}  // namespace
+
+void write_index(const std::string& results_dir) {
+  namespace fs = boost::filesystem;
+  boost::system::error_code ec;
+  if (!fs::is_directory(results_dir, ec)) throw ReportError(results_dir + ": not a folder");
+  std::vector<IndexRow> rows;
+  fs::directory_iterator it(results_dir, ec), end;
+  if (ec) throw ReportError(results_dir + ": cannot list (" + ec.message() + ")");
+  for (; it != end; it.increment(ec)) {
+    if (ec) throw ReportError(results_dir + ": cannot list (" + ec.message() + ")");
+    const fs::path p = it->path();
+    const fs::file_status st = fs::symlink_status(p, ec);
+    if (ec || fs::is_symlink(st) || !fs::is_directory(st)) continue;  // `latest` is a symlink: not a run
+    const std::string results_path = (p / "results.json").string();
+    if (!fs::is_regular_file(results_path, ec)) continue;
+    IndexRow row;
+    row.dir = p.filename().string();
+    row.has_report = fs::is_regular_file(p / "report.html", ec);
+    try {
+      bool exists = false;
+      json results = parse_json_file(results_path, &exists);
+      row.verdict = verdict_of(results);
+      row.anomalies = report::anomalies_of(results).size();
+      if (const json* s = find(results, "started_at"); s && s->is_string()) row.started_at = s->get<std::string>();
+      json config = parse_json_file((p / "config.json").string(), &exists);
+      auto field = [&](const char* name) {
+        const json* v = find(config, name);
+        if (!v) return std::string();
+        if (v->is_array() && v->empty()) return std::string("none");
+        return plain(*v);
+      };
+      row.lock = field("lock");
+      row.workload = field("workload");
+      row.nemesis = field("nemesis");
+    } catch (const std::exception& e) {
+      row.verdict = "unreadable";
+      row.problem = e.what();
+    }
+    rows.push_back(std::move(row));
+  }
+  std::sort(rows.begin(), rows.end(), [](const IndexRow& a, const IndexRow& b) {
+    if (a.started_at != b.started_at) return a.started_at > b.started_at;
+    return a.dir > b.dir;
+  });
+
+  std::ostringstream s;
+  auto or_dash = [](const std::string& v) { return v.empty() ? std::string(kDash) : escape(v); };
+  s << "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\"/>\n<title>lockcheck runs</title>\n<style>"
+    << report::kIndexCss << "</style>\n</head>\n<body>\n<main>\n<h1>lockcheck runs</h1>\n";
+  size_t invalid = 0;
+  for (const auto& r : rows) invalid += r.verdict == "invalid";
+  s << "<p>" << rows.size() << (rows.size() == 1 ? " run" : " runs") << ", " << invalid
+    << " invalid, newest first.</p>\n";
+  s << "<table id=\"runs\"><tr><th>started</th><th>run</th><th>lock</th><th>workload</th><th>nemesis</th>"
+       "<th>verdict</th><th>anomalies</th><th>report</th></tr>\n";
+  for (const auto& r : rows) {
+    const std::string href = report::url_path_encode(r.dir) + "/report.html";
+    s << "<tr class=\"run\" data-run=\"" << escape(r.dir) << "\" data-verdict=\"" << escape(r.verdict) << "\"><td>"
+      << or_dash(r.started_at) << "</td><td class=\"mono\">" << escape(r.dir) << "</td><td>" << or_dash(r.lock)
+      << "</td><td>" << or_dash(r.workload) << "</td><td>" << or_dash(r.nemesis) << "</td><td class=\""
+      << escape(r.verdict) << "\">" << escape(r.verdict);
+    if (!r.problem.empty()) s << "<br/><span class=\"mono\">" << escape(r.problem) << "</span>";
+    s << "</td><td>" << r.anomalies << "</td><td>";
+    if (r.has_report) {
+      s << "<a href=\"" << escape(href) << "\">report</a>";
+    } else {
+      s << "<span title=\"lockcheck report " << escape(r.dir) << "\">not rendered</span>";
+    }
+    s << "</td></tr>\n";
+  }
+  s << "</table>\n</main>\n</body>\n</html>\n";
+  write_atomically((fs::path(results_dir) / "index.html").string(), s.str());
+}
+
+}  // namespace lockcheck
