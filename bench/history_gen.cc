@@ -31,13 +31,13 @@ class Rng {
 };
 
 enum class EvKind {
-  kInvokeAcquire,   // slot starts an acquire
-  kArrive,          // the acquire request reaches the lock
-  kTimeout,         // the acquire's timeout fires
-  kReply,           // a reply reaches the client: completes the op with the stored outcome
+  kInvokeAcquire,  // slot starts an acquire
+  kArrive,         // the acquire request reaches the lock
+  kTimeout,        // the acquire's timeout fires
+  kReply,          // a reply reaches the client: completes the op with the stored outcome
   kInvokeExtend,
   kInvokeRelease,
-  kReleaseEffect,   // the release takes effect at the lock
+  kReleaseEffect,  // the release takes effect at the lock
   kNemesis,
 };
 
@@ -56,8 +56,8 @@ struct Slot {
   bool in_flight = false;
   std::string f;
   int key = 0;
-  bool waiting = false;    // acquire queued at the lock
-  bool info = false;       // this op completes as info
+  bool waiting = false;  // acquire queued at the lock
+  bool info = false;     // this op completes as info
   // Outcome of the op in flight, delivered at kReply.
   OpType outcome = OpType::kOk;
   int64_t token = -1;
@@ -248,8 +248,7 @@ History generate_lock_history(const LockHistoryOptions& o, LockHistoryInfo* info
           schedule(t + rng.between(0, o.think_us_max) * 1000, EvKind::kInvokeAcquire, s, 0);
         } else if (sl.f == "acquire" && type == OpType::kOk) {
           if (sl.will_extend) {
-            schedule(t + (sl.release_invoke_at - t - 2 * o.latency_us_max * 1000 - 1) / 2, EvKind::kInvokeExtend, s,
-                     0);
+            schedule(t + (sl.release_invoke_at - t - 2 * o.latency_us_max * 1000 - 1) / 2, EvKind::kInvokeExtend, s, 0);
           } else {
             schedule(sl.release_invoke_at, EvKind::kInvokeRelease, s, 0);
           }
@@ -290,8 +289,7 @@ History generate_lock_history(const LockHistoryOptions& o, LockHistoryInfo* info
         schedule(t + latency(), EvKind::kReply, ev.slot, sl.op_serial);
         break;
       }
-      case EvKind::kNemesis:
-        break;
+      case EvKind::kNemesis: break;
     }
     if (stopped && o.crash_at_end) break;
   }

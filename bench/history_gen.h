@@ -18,30 +18,30 @@
 namespace lockcheck {
 
 struct LockHistoryOptions {
-  int64_t ops = 100000;               // client operations to invoke (each an invoke plus usually a completion)
-  int processes = 10;                 // concurrent client processes
-  int keys = 1;                       // lock keys lock-0 .. lock-(keys-1); each acquire picks one at random
-  double info_fraction = 0.0;         // probability that an acquire or release completes as info
-  double violation_fraction = 0.0;    // probability that an acquire arriving at a held lock is granted anyway
-  double extend_fraction = 0.2;       // probability that a holder extends once before releasing
-  int64_t hold_us_max = 2000;         // hold time, uniform in [0, hold_us_max]
-  int64_t latency_us_max = 400;       // request and reply latency, each uniform in [1, latency_us_max]
-  int64_t think_us_max = 500;         // pause between a process's ops, uniform in [0, think_us_max]
+  int64_t ops = 100000;                 // client operations to invoke (each an invoke plus usually a completion)
+  int processes = 10;                   // concurrent client processes
+  int keys = 1;                         // lock keys lock-0 .. lock-(keys-1); each acquire picks one at random
+  double info_fraction = 0.0;           // probability that an acquire or release completes as info
+  double violation_fraction = 0.0;      // probability that an acquire arriving at a held lock is granted anyway
+  double extend_fraction = 0.2;         // probability that a holder extends once before releasing
+  int64_t hold_us_max = 2000;           // hold time, uniform in [0, hold_us_max]
+  int64_t latency_us_max = 400;         // request and reply latency, each uniform in [1, latency_us_max]
+  int64_t think_us_max = 500;           // pause between a process's ops, uniform in [0, think_us_max]
   int64_t acquire_timeout_us = 200000;  // an acquire still waiting after this long fails
-  int64_t validity_ms = 10000;        // reported by ok acquires and extends
-  int64_t nemesis_interval_us = 0;    // > 0: a nemesis op pair (partition / heal, info) at this interval
-  bool crash_at_end = true;           // stop mid-flight: ops in flight at the end never complete
-  bool retire_after_info = true;      // false: a process keeps its id after an info op (breaks the workload's
-                                      // convention; the mutex checker must search those processes unpruned)
+  int64_t validity_ms = 10000;          // reported by ok acquires and extends
+  int64_t nemesis_interval_us = 0;      // > 0: a nemesis op pair (partition / heal, info) at this interval
+  bool crash_at_end = true;             // stop mid-flight: ops in flight at the end never complete
+  bool retire_after_info = true;        // false: a process keeps its id after an info op (breaks the workload's
+                                        // convention; the mutex checker must search those processes unpruned)
   uint64_t seed = 1;
 };
 
 struct LockHistoryInfo {
-  int64_t ops = 0;                    // client operations invoked
-  int64_t events = 0;                 // history entries (client and nemesis)
+  int64_t ops = 0;     // client operations invoked
+  int64_t events = 0;  // history entries (client and nemesis)
   int64_t ok = 0, fail = 0, info = 0, crashed = 0;
   int64_t injected_violations = 0;
-  int64_t processes_used = 0;         // distinct client process ids
+  int64_t processes_used = 0;  // distinct client process ids
 };
 
 // REQUIRES: ops >= 0, processes >= 1, keys >= 1.

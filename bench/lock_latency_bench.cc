@@ -50,8 +50,9 @@ Args parse(int argc, char** argv) {
     } else if (flag == "--redis-server") {
       a.redis_server = value();
     } else {
-      throw std::invalid_argument("unknown flag " + flag +
-                                  " (usage: lock_latency_bench [--cycles N] [--nodes N] [--warmup N] [--proxy] [--redis-server PATH])");
+      throw std::invalid_argument(
+          "unknown flag " + flag +
+          " (usage: lock_latency_bench [--cycles N] [--nodes N] [--warmup N] [--proxy] [--redis-server PATH])");
     }
   }
   if (a.cycles < 1 || a.nodes < 1 || a.warmup < 0) throw std::invalid_argument("--cycles and --nodes must be >= 1");
@@ -64,7 +65,9 @@ struct Stats {
 
 Stats stats_of(std::vector<double> us) {
   std::sort(us.begin(), us.end());
-  auto at = [&](double q) { return us[std::min(us.size() - 1, static_cast<size_t>(q * static_cast<double>(us.size())))]; };
+  auto at = [&](double q) {
+    return us[std::min(us.size() - 1, static_cast<size_t>(q * static_cast<double>(us.size())))];
+  };
   double sum = 0;
   for (double v : us) sum += v;
   return {at(0.50), at(0.90), at(0.99), us.back(), sum / static_cast<double>(us.size())};
@@ -161,9 +164,10 @@ int run(int argc, char** argv) {
   boost::system::error_code ec;
   boost::filesystem::remove_all(dir, ec);
 
-  std::printf("lock latency, %d acquire+release cycles each (interleaved) after %d warm-up, one client per "
-              "algorithm, %d nodes, loopback%s (us)\n",
-              args.cycles, args.warmup, args.nodes, args.proxy ? " through the fault proxy" : "");
+  std::printf(
+      "lock latency, %d acquire+release cycles each (interleaved) after %d warm-up, one client per "
+      "algorithm, %d nodes, loopback%s (us)\n",
+      args.cycles, args.warmup, args.nodes, args.proxy ? " through the fault proxy" : "");
   std::printf("%-20s %9s %9s %9s %9s %9s %8s | %9s %9s | %9s\n", "algorithm", "acq p50", "acq p90", "acq p99",
               "acq max", "acq mean", "p50/single", "rel p50", "rel p99", "cpu/cycle");
   const double base = results.front().acquire.p50;

@@ -300,12 +300,12 @@ int main(int argc, char** argv) {
       std::fprintf(stderr, "mutex_bench: %s\n", e.what());
       return 3;
     }
-    std::printf("wrote %s: %lld ops, %lld entries, %d processes (%lld ids), %lld ok, %lld fail, %lld info, %lld injected "
-                "violations\n",
-                write_path.c_str(), static_cast<long long>(gi.ops), static_cast<long long>(gi.events), one.processes,
-                static_cast<long long>(gi.processes_used), static_cast<long long>(gi.ok),
-                static_cast<long long>(gi.fail), static_cast<long long>(gi.info),
-                static_cast<long long>(gi.injected_violations));
+    std::printf(
+        "wrote %s: %lld ops, %lld entries, %d processes (%lld ids), %lld ok, %lld fail, %lld info, %lld injected "
+        "violations\n",
+        write_path.c_str(), static_cast<long long>(gi.ops), static_cast<long long>(gi.events), one.processes,
+        static_cast<long long>(gi.processes_used), static_cast<long long>(gi.ok), static_cast<long long>(gi.fail),
+        static_cast<long long>(gi.info), static_cast<long long>(gi.injected_violations));
     return 0;
   }
 
@@ -337,12 +337,14 @@ int main(int argc, char** argv) {
     if (c.history_path.empty()) {
       print_row(c, f);
     } else {
-      std::printf("%s: %lld entries (%lld ops, %lld ok, %lld fail, %lld info) read in %.3f s wall, %.3f s cpu (peak %.1f MiB); mutex %s "
-                  "in %.3f s wall, %.3f s cpu, peak %.1f MiB (checker +%.1f MiB), %lld cache entries\n",
-                  c.history_path.c_str(), static_cast<long long>(f.events), static_cast<long long>(f.ops),
-                  static_cast<long long>(f.ok), static_cast<long long>(f.fail), static_cast<long long>(f.info), f.gen_s, f.gen_cpu_s,
-                  f.read_peak_kib / 1024.0, f.verdict, f.check_s, f.check_cpu_s, f.peak_kib / 1024.0,
-                  (f.peak_kib - f.rss_before_kib) / 1024.0, static_cast<long long>(f.cache_entries));
+      std::printf(
+          "%s: %lld entries (%lld ops, %lld ok, %lld fail, %lld info) read in %.3f s wall, %.3f s cpu (peak %.1f MiB); "
+          "mutex %s "
+          "in %.3f s wall, %.3f s cpu, peak %.1f MiB (checker +%.1f MiB), %lld cache entries\n",
+          c.history_path.c_str(), static_cast<long long>(f.events), static_cast<long long>(f.ops),
+          static_cast<long long>(f.ok), static_cast<long long>(f.fail), static_cast<long long>(f.info), f.gen_s,
+          f.gen_cpu_s, f.read_peak_kib / 1024.0, f.verdict, f.check_s, f.check_cpu_s, f.peak_kib / 1024.0,
+          (f.peak_kib - f.rss_before_kib) / 1024.0, static_cast<long long>(f.cache_entries));
     }
     if (!single && c.ops == 100000 && c.processes == 10 && c.info_pct == 0) {
       std::printf("  -> wall time to check a 100,000-op lock history with 10 processes: %.3f s (cpu %.3f s)\n",

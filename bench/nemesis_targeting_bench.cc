@@ -63,15 +63,24 @@ Options parse(int argc, char** argv) {
       return argv[++i];
     };
     try {
-      if (a == "--seeds") o.seeds = std::stoi(value());
-      else if (a == "--first-seed") o.first_seed = std::stoull(value());
-      else if (a == "--time-limit") o.time_limit_s = std::stod(value());
-      else if (a == "--interval") o.interval_s = std::stod(value());
-      else if (a == "--ttl-ms") o.ttl_ms = std::stoll(value());
-      else if (a == "--case") o.cases.push_back(value());
-      else if (a == "--results") o.results = value();
-      else if (a == "--json") o.json_out = value();
-      else usage("unknown flag " + a);
+      if (a == "--seeds")
+        o.seeds = std::stoi(value());
+      else if (a == "--first-seed")
+        o.first_seed = std::stoull(value());
+      else if (a == "--time-limit")
+        o.time_limit_s = std::stod(value());
+      else if (a == "--interval")
+        o.interval_s = std::stod(value());
+      else if (a == "--ttl-ms")
+        o.ttl_ms = std::stoll(value());
+      else if (a == "--case")
+        o.cases.push_back(value());
+      else if (a == "--results")
+        o.results = value();
+      else if (a == "--json")
+        o.json_out = value();
+      else
+        usage("unknown flag " + a);
     } catch (const std::logic_error&) {
       usage("bad value for " + a);
     }
@@ -129,14 +138,15 @@ std::string fmt(double s, double limit) {
 int main(int argc, char** argv) {
   Options o = parse(argc, argv);
   namespace fs = boost::filesystem;
-  const fs::path results = o.results.empty() ? fs::temp_directory_path() / fs::unique_path("lockcheck-bench-%%%%%%%%")
-                                             : fs::path(o.results);
+  const fs::path results =
+      o.results.empty() ? fs::temp_directory_path() / fs::unique_path("lockcheck-bench-%%%%%%%%") : fs::path(o.results);
   std::cout << "nemesis targeting: time to first mutex anomaly, " << o.seeds << " seeds, " << o.time_limit_s
             << " s runs, interval " << o.interval_s << " s, TTL " << o.ttl_ms << " ms\n"
             << "runs under " << results.string() << "\n";
   json report = json::array();
   std::cout << std::left << std::setw(24) << "case" << std::setw(10) << "targeting" << std::setw(8) << "found"
-            << std::setw(10) << "median" << "per seed\n";
+            << std::setw(10) << "median"
+            << "per seed\n";
   for (const auto& c : o.cases) {
     const auto slash = c.find('/');
     if (slash == std::string::npos) usage("--case " + c + ": expected LOCK/NEMESIS");
@@ -179,15 +189,21 @@ int main(int argc, char** argv) {
       for (double t : times) std::cout << fmt(t, o.time_limit_s) << " ";
       for (const auto& kv : kinds) std::cout << " " << kv.first << " x" << kv.second;
       std::cout << "\n" << std::flush;
-      entry[targeting] = {{"found", found}, {"median_s", std::isfinite(med) ? json(med) : json(nullptr)},
-                          {"first_anomaly", per_seed}, {"kinds", kinds}};
+      entry[targeting] = {{"found", found},
+                          {"median_s", std::isfinite(med) ? json(med) : json(nullptr)},
+                          {"first_anomaly", per_seed},
+                          {"kinds", kinds}};
     }
     report.push_back(entry);
   }
   if (!o.json_out.empty()) {
     std::ofstream out(o.json_out);
-    out << json({{"seeds", o.seeds}, {"first_seed", o.first_seed}, {"time_limit_s", o.time_limit_s},
-                 {"interval_s", o.interval_s}, {"ttl_ms", o.ttl_ms}, {"cases", report}})
+    out << json({{"seeds", o.seeds},
+                 {"first_seed", o.first_seed},
+                 {"time_limit_s", o.time_limit_s},
+                 {"interval_s", o.interval_s},
+                 {"ttl_ms", o.ttl_ms},
+                 {"cases", report}})
                .dump(2)
         << "\n";
   }

@@ -15,9 +15,12 @@ int main(int argc, char** argv) {
   int nodes = 5, repeat = 3;
   for (int i = 1; i + 1 < argc; i += 2) {
     std::string a = argv[i];
-    if (a == "--hosts") hosts = argv[i + 1];
-    else if (a == "--nodes") nodes = std::atoi(argv[i + 1]);
-    else if (a == "--repeat") repeat = std::atoi(argv[i + 1]);
+    if (a == "--hosts")
+      hosts = argv[i + 1];
+    else if (a == "--nodes")
+      nodes = std::atoi(argv[i + 1]);
+    else if (a == "--repeat")
+      repeat = std::atoi(argv[i + 1]);
     else {
       std::fprintf(stderr, "usage: ssh_cluster_bench --hosts FILE [--nodes N] [--repeat R]\n");
       return 2;

@@ -12,10 +12,16 @@ bool keyword_char(char c, bool first) {
   if (std::isalpha(static_cast<unsigned char>(c))) return true;
   if (!first && (std::isdigit(static_cast<unsigned char>(c)) || c == '.')) return true;
   switch (c) {
-    case '*': case '+': case '!': case '-': case '_': case '?': case '<': case '>': case '=':
-      return true;
-    default:
-      return false;
+    case '*':
+    case '+':
+    case '!':
+    case '-':
+    case '_':
+    case '?':
+    case '<':
+    case '>':
+    case '=': return true;
+    default: return false;
   }
 }
 
@@ -62,25 +68,17 @@ void edn_name(const std::string& s, std::string* out) {
 void edn_value(const nlohmann::json& v, std::string* out) {
   switch (v.type()) {
     case nlohmann::json::value_t::null:
-    case nlohmann::json::value_t::discarded:
-      *out += "nil";
-      return;
-    case nlohmann::json::value_t::boolean:
-      *out += v.get<bool>() ? "true" : "false";
-      return;
+    case nlohmann::json::value_t::discarded: *out += "nil"; return;
+    case nlohmann::json::value_t::boolean: *out += v.get<bool>() ? "true" : "false"; return;
     case nlohmann::json::value_t::number_integer:
-    case nlohmann::json::value_t::number_unsigned:
-      *out += v.dump();
-      return;
+    case nlohmann::json::value_t::number_unsigned: *out += v.dump(); return;
     case nlohmann::json::value_t::number_float: {
       std::string d = v.dump();
       if (d.find_first_of(".eE") == std::string::npos) d += ".0";
       *out += d;
       return;
     }
-    case nlohmann::json::value_t::string:
-      edn_string(v.get_ref<const std::string&>(), out);
-      return;
+    case nlohmann::json::value_t::string: edn_string(v.get_ref<const std::string&>(), out); return;
     case nlohmann::json::value_t::array: {
       out->push_back('[');
       bool first = true;
@@ -105,9 +103,7 @@ void edn_value(const nlohmann::json& v, std::string* out) {
       out->push_back('}');
       return;
     }
-    case nlohmann::json::value_t::binary:
-      *out += "nil";
-      return;
+    case nlohmann::json::value_t::binary: *out += "nil"; return;
   }
 }
 
@@ -172,7 +168,8 @@ nlohmann::json export_porcupine(const History& h) {
       output["type"] = "info";
       if (c >= 0 && !h[static_cast<size_t>(c)].error.empty()) output["error"] = h[static_cast<size_t>(c)].error;
     }
-    out.push_back({{"client_id", op.process}, {"input", input}, {"call", op.time_ns}, {"output", output}, {"return", ret}});
+    out.push_back(
+        {{"client_id", op.process}, {"input", input}, {"call", op.time_ns}, {"output", output}, {"return", ret}});
   }
   return out;
 }

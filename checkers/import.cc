@@ -67,8 +67,8 @@ class EdnReader {
     }
   }
   static bool delimiter(char c) {
-    return c == ',' || c == '{' || c == '}' || c == '[' || c == ']' || c == '(' || c == ')' || c == '"' ||
-           c == ';' || std::isspace(static_cast<unsigned char>(c));
+    return c == ',' || c == '{' || c == '}' || c == '[' || c == ']' || c == '(' || c == ')' || c == '"' || c == ';' ||
+           std::isspace(static_cast<unsigned char>(c));
   }
   std::string read_token() {
     const size_t start = pos_;
@@ -110,7 +110,8 @@ class EdnReader {
             for (int d = 0; d < 4; ++d) {
               const char x = s_[pos_++];
               if (!std::isxdigit(static_cast<unsigned char>(x))) fail("bad \\u escape");
-              cp = cp * 16 + static_cast<unsigned>(std::isdigit(static_cast<unsigned char>(x)) ? x - '0' : (std::tolower(x) - 'a' + 10));
+              cp = cp * 16 + static_cast<unsigned>(
+                                 std::isdigit(static_cast<unsigned char>(x)) ? x - '0' : (std::tolower(x) - 'a' + 10));
             }
             if (cp < 0x80) {
               out.push_back(static_cast<char>(cp));
@@ -250,9 +251,9 @@ History import_porcupine(const std::string& text, const std::string& name) {
   if (!arr.is_array()) throw HistoryError(name + ": expected a JSON array of Porcupine operations");
   struct Event {
     int64_t time;
-    int order;     // at equal times: 0 a completion of an op called earlier, 1 an invoke, 2 a completion of an
-                   // op called at the same time (after its own invoke)
-    size_t op;     // position in arr
+    int order;  // at equal times: 0 a completion of an op called earlier, 1 an invoke, 2 a completion of an
+                // op called at the same time (after its own invoke)
+    size_t op;  // position in arr
     Op rec;
   };
   std::vector<Event> events;
@@ -300,8 +301,7 @@ History import_porcupine(const std::string& text, const std::string& name) {
   }
   // An info op completes just before its client's next call (Porcupine puts its return after the end).
   for (auto& [client, invokes] : by_client) {
-    std::sort(invokes.begin(), invokes.end(),
-              [&](size_t a, size_t b) { return events[a].time < events[b].time; });
+    std::sort(invokes.begin(), invokes.end(), [&](size_t a, size_t b) { return events[a].time < events[b].time; });
     for (size_t j = 0; j + 1 < invokes.size(); ++j) {
       Event& done = events[invokes[j] + 1];
       const int64_t next_call = events[invokes[j + 1]].time;

@@ -34,9 +34,7 @@ uint64_t StateCache::hash(const uint64_t* key, size_t key_words) {
   return h;
 }
 
-size_t StateCache::bytes() const {
-  return table_.capacity() * sizeof(uint64_t) + arena_.capacity() * sizeof(uint64_t);
-}
+size_t StateCache::bytes() const { return table_.capacity() * sizeof(uint64_t) + arena_.capacity() * sizeof(uint64_t); }
 
 size_t StateCache::find_slot(const uint64_t* key, uint64_t h, bool* found) const {
   const uint64_t tag = tag_of(h);

@@ -39,9 +39,9 @@ class StateCache {
   size_t key_words_;
   size_t max_bytes_;
   size_t count_ = 0;
-  size_t mask_ = 0;                // table size - 1 (a power of two)
-  std::vector<uint64_t> table_;    // 0 = empty; else (tag << 32) | (entry + 1)
-  std::vector<uint64_t> arena_;    // count_ * key_words_ words
+  size_t mask_ = 0;              // table size - 1 (a power of two)
+  std::vector<uint64_t> table_;  // 0 = empty; else (tag << 32) | (entry + 1)
+  std::vector<uint64_t> arena_;  // count_ * key_words_ words
 };
 
 }  // namespace lockcheck

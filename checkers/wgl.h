@@ -47,7 +47,8 @@
 //   State init() const;
 //   bool step(const State& s, const LinOp& op, State* next) const;   // false: op is illegal in s
 //   Process exclusive_owner(const State& s) const;  // p if in s every op of every other process is illegal
-//                                                   // (for every other process q, step(s, op of q) fails); else kNoOwner
+//                                                   // (for every other process q, step(s, op of q) fails); else
+//                                                   kNoOwner
 //   OptionalRole optional_role(const LinOp& op) const;  // consulted for optional ops of sequential partitions only
 #pragma once
 
@@ -58,8 +59,8 @@
 #include <functional>
 #include <limits>
 #include <map>
-#include <tuple>
 #include <queue>
+#include <tuple>
 #include <type_traits>
 #include <vector>
 
@@ -77,11 +78,11 @@ struct LinOp {
   int64_t call = 0;         // history index of the invoke (distinct from every other call and return)
   int64_t ret = kNoReturn;  // history index of the ok completion; kNoReturn for an optional op
   Process process = 0;
-  int16_t kind = 0;         // model-defined (e.g. acquire / release / extend)
+  int16_t kind = 0;  // model-defined (e.g. acquire / release / extend)
   // True only if every op of this process in the partition is ordered in real time (each returns before the
   // process's next op is called). Enables the pruning above for this op.
   bool sequential = false;
-  int64_t arg = 0;          // model-defined (e.g. a token)
+  int64_t arg = 0;  // model-defined (e.g. a token)
   bool optional() const { return ret == kNoReturn; }
 };
 
@@ -118,10 +119,10 @@ struct SearchResult {
   int64_t last_op = -1;
   // Statistics.
   uint64_t steps = 0;
-  size_t ops_searched = 0;       // after dropping
+  size_t ops_searched = 0;  // after dropping
   size_t dropped_optional = 0;
-  size_t slots = 0;              // width of the open-op bitmask
-  size_t classes = 0;            // classes of interchangeable optional ops (one count each in the key)
+  size_t slots = 0;    // width of the open-op bitmask
+  size_t classes = 0;  // classes of interchangeable optional ops (one count each in the key)
   size_t cache_entries = 0;
   size_t cache_bytes = 0;
   size_t max_depth = 0;
@@ -205,7 +206,9 @@ SearchResult<typename Model::State> search(const std::vector<LinOp>& input, cons
     std::map<std::tuple<Process, int16_t, int64_t>, int32_t> ids;
     for (int32_t i = 0; i < n; ++i) {
       if (!ops[i].optional() || exempt[i]) continue;
-      auto it = ids.emplace(std::make_tuple(ops[i].process, ops[i].kind, ops[i].arg), static_cast<int32_t>(members.size())).first;
+      auto it =
+          ids.emplace(std::make_tuple(ops[i].process, ops[i].kind, ops[i].arg), static_cast<int32_t>(members.size()))
+              .first;
       if (it->second == static_cast<int32_t>(members.size())) members.emplace_back();
       op_class[i] = it->second;
       members[static_cast<size_t>(it->second)].push_back(i);  // ops are in call order

@@ -46,11 +46,11 @@
 #define LOCKCHECK_EXPORT __attribute__((visibility("default")))
 
 enum map_state {
-  kUntried = 0,   /* no attempt yet */
-  kMapping = 1,   /* one thread is mapping the file right now */
-  kMapped = 2,    /* offset_word points into the mapped file */
-  kDisabled = 3,  /* LOCKCHECK_CLOCK_FILE unset: offset 0 forever */
-  kFailed = 4,    /* the file was not usable at last_attempt_sec: retry once the second has changed */
+  kUntried = 0,  /* no attempt yet */
+  kMapping = 1,  /* one thread is mapping the file right now */
+  kMapped = 2,   /* offset_word points into the mapped file */
+  kDisabled = 3, /* LOCKCHECK_CLOCK_FILE unset: offset 0 forever */
+  kFailed = 4,   /* the file was not usable at last_attempt_sec: retry once the second has changed */
 };
 
 static int state = kUntried;                 /* accessed with __atomic builtins only */

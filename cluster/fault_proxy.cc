@@ -36,7 +36,9 @@ using PartyPair = std::pair<std::string, std::string>;
 
 void check_parties(const std::string& a, const std::string& b, const char* what) {
   if (a.empty() || b.empty()) throw std::invalid_argument(std::string("FaultProxy::") + what + ": empty party name");
-  if (a == b) throw std::invalid_argument(std::string("FaultProxy::") + what + ": a link needs two parties, got '" + a + "' twice");
+  if (a == b)
+    throw std::invalid_argument(std::string("FaultProxy::") + what + ": a link needs two parties, got '" + a +
+                                "' twice");
 }
 
 PartyPair unordered(const std::string& a, const std::string& b) { return a < b ? PartyPair(a, b) : PartyPair(b, a); }
@@ -66,8 +68,14 @@ class Connection;
 
 struct Link {
   Link(asio::io_context& io, std::string f, std::string t, tcp::endpoint up, PairFault* pf)
-      : from(std::move(f)), to(std::move(t)), upstream(up), acceptor(io), accept_retry(io), probe_timer(io),
-        probe(io), fault(pf) {}
+      : from(std::move(f)),
+        to(std::move(t)),
+        upstream(up),
+        acceptor(io),
+        accept_retry(io),
+        probe_timer(io),
+        probe(io),
+        fault(pf) {}
   bool shared() const { return fault == nullptr; }
   std::string from;  // kSharedFrom for a shared link
   std::string to;
@@ -168,8 +176,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   };
 
   struct Direction {
-    Direction(const tcp::socket::executor_type& ex, size_t chunk_bytes)
-        : read_buf(new char[chunk_bytes]), timer(ex) {}
+    Direction(const tcp::socket::executor_type& ex, size_t chunk_bytes) : read_buf(new char[chunk_bytes]), timer(ex) {}
     tcp::socket* source = nullptr;
     tcp::socket* sink = nullptr;
     uint64_t* forwarded = nullptr;
@@ -196,8 +203,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
     if (f.delay.count() > 0 || f.jitter.count() > 0) {
       std::chrono::microseconds extra = f.delay;
       if (f.jitter.count() > 0) {
-        extra += std::chrono::microseconds(
-            std::uniform_int_distribution<int64_t>(0, f.jitter.count())(shared_.rng));
+        extra += std::chrono::microseconds(std::uniform_int_distribution<int64_t>(0, f.jitter.count())(shared_.rng));
       }
       t += extra;
     }
@@ -273,8 +279,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
       }
       d.chunks_in_write = buffers.size();
       auto self = shared_from_this();
-      asio::async_write(*d.sink, buffers,
-                        [this, self, s](const ErrorCode& ec, size_t) { on_written(s, ec); });
+      asio::async_write(*d.sink, buffers, [this, self, s](const ErrorCode& ec, size_t) { on_written(s, ec); });
       return;
     }
     if (d.source_state == SourceState::kEnded) {
@@ -351,8 +356,7 @@ tcp::endpoint resolve_upstream(const Endpoint& upstream) {
 
 class FaultProxy::Impl {
  public:
-  Impl(uint64_t seed, const FaultProxyOptions& options)
-      : shared_(options, seed), work_(asio::make_work_guard(io_)) {
+  Impl(uint64_t seed, const FaultProxyOptions& options) : shared_(options, seed), work_(asio::make_work_guard(io_)) {
     shared_.upstream_refused = [this](Link& link) { go_down(link); };
     std::promise<void> done;
     loop_done_ = done.get_future();
@@ -665,7 +669,7 @@ class FaultProxy::Impl {
   asio::io_context io_;
   Shared shared_;
   asio::executor_work_guard<asio::io_context::executor_type> work_;
-  std::mutex api_mu_;                    // serialises the public methods; guards run_state_
+  std::mutex api_mu_;  // serialises the public methods; guards run_state_
   RunState run_state_ = RunState::kRunning;
   std::map<PartyPair, std::unique_ptr<PairFault>> faults_;  // by unordered pair; proxy thread
   std::map<PartyPair, std::unique_ptr<Link>> links_;        // by (from, to); proxy thread
@@ -675,8 +679,7 @@ class FaultProxy::Impl {
   std::thread thread_;
 };
 
-FaultProxy::FaultProxy(uint64_t seed, FaultProxyOptions options)
-    : impl_(std::make_unique<Impl>(seed, options)) {}
+FaultProxy::FaultProxy(uint64_t seed, FaultProxyOptions options) : impl_(std::make_unique<Impl>(seed, options)) {}
 
 FaultProxy::~FaultProxy() = default;
 

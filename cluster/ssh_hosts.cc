@@ -54,8 +54,8 @@ SshHosts parse_ssh_hosts(const nlohmann::json& j, const std::string& path) {
   if (hosts == j.end() || !hosts->is_array() || hosts->empty()) {
     throw ConfigError(where + "hosts: must be a non-empty array of hosts");
   }
-  static const std::set<std::string> known = {"name", "address", "port", "user", "key", "redis_server",
-                                              "redis_sentinel", "work_dir", "base_port", "sudo"};
+  static const std::set<std::string> known = {"name",         "address",        "port",     "user",      "key",
+                                              "redis_server", "redis_sentinel", "work_dir", "base_port", "sudo"};
   std::set<std::string> names;
   for (size_t i = 0; i < hosts->size(); ++i) {
     const nlohmann::json& h = (*hosts)[i];
@@ -88,7 +88,8 @@ SshHosts parse_ssh_hosts(const nlohmann::json& j, const std::string& path) {
     host.name = "h" + std::to_string(i + 1);
     host.user = local_user();
     str("name", host.name, false);
-    if (!name_ok(host.name)) throw ConfigError(at + ".name: '" + host.name + "' may hold only letters, digits, '-', '_'");
+    if (!name_ok(host.name))
+      throw ConfigError(at + ".name: '" + host.name + "' may hold only letters, digits, '-', '_'");
     if (!names.insert(host.name).second) throw ConfigError(at + ".name: '" + host.name + "' given twice");
     str("address", host.address, true);
     if (host.address[0] == '-') throw ConfigError(at + ".address: must not start with '-'");
@@ -163,15 +164,26 @@ SshCommands::SshCommands(SshHost host, std::string known_hosts, std::string cont
       connect_timeout_(connect_timeout) {}
 
 std::vector<std::string> SshCommands::common(bool scp) const {
-  std::vector<std::string> o = {scp ? "-P" : "-p", std::to_string(host_.port), "-i", host_.key,
-                                "-o", "IdentitiesOnly=yes",
-                                "-o", "BatchMode=yes",
-                                "-o", "PasswordAuthentication=no",
-                                "-o", "ConnectTimeout=" + std::to_string(connect_timeout_.count()),
-                                "-o", "ServerAliveInterval=5",
-                                "-o", "ServerAliveCountMax=3",
-                                "-o", "LogLevel=ERROR",
-                                "-o", "ControlPath=" + control_path_};
+  std::vector<std::string> o = {scp ? "-P" : "-p",
+                                std::to_string(host_.port),
+                                "-i",
+                                host_.key,
+                                "-o",
+                                "IdentitiesOnly=yes",
+                                "-o",
+                                "BatchMode=yes",
+                                "-o",
+                                "PasswordAuthentication=no",
+                                "-o",
+                                "ConnectTimeout=" + std::to_string(connect_timeout_.count()),
+                                "-o",
+                                "ServerAliveInterval=5",
+                                "-o",
+                                "ServerAliveCountMax=3",
+                                "-o",
+                                "LogLevel=ERROR",
+                                "-o",
+                                "ControlPath=" + control_path_};
   if (known_hosts_.empty()) {
     o.insert(o.end(), {"-o", "StrictHostKeyChecking=accept-new"});
   } else {

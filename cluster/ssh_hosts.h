@@ -45,8 +45,8 @@ struct SshHost {
 };
 
 struct SshHosts {
-  std::string path;          // the file it came from
-  std::string known_hosts;   // empty: ssh's default, with StrictHostKeyChecking=accept-new
+  std::string path;         // the file it came from
+  std::string known_hosts;  // empty: ssh's default, with StrictHostKeyChecking=accept-new
   std::vector<SshHost> hosts;
 };
 

@@ -94,8 +94,7 @@ std::chrono::milliseconds ClientPauses::pause_point(Process p, const std::atomic
     cv_.wait_for(lock, std::min<std::chrono::steady_clock::duration>(until - now, std::chrono::milliseconds(20)));
   }
   if (fired_[mine].os_pid) ::kill(*fired_[mine].os_pid, SIGCONT);
-  const auto lasted =
-      std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - start);
+  const auto lasted = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - start);
   fired_[mine].lasted = lasted;
   return lasted;
 }

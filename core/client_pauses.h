@@ -26,8 +26,8 @@
 #include <optional>
 #include <vector>
 
-#include "core/op.h"
 #include "core/client_crashes.h"
+#include "core/op.h"
 
 namespace lockcheck {
 
@@ -92,7 +92,7 @@ class ClientPauses {
   mutable std::condition_variable cv_;
   int64_t next_id_ = 1;
   uint64_t release_epoch_ = 0;  // bumped by release_all: pauses started before it end
-  std::vector<Arm> arms_;  // not fired yet
+  std::vector<Arm> arms_;       // not fired yet
   std::vector<FiredPause> fired_;
 };
 

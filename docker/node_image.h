@@ -64,8 +64,8 @@ ImagePlan plan_node_image(const NodeImageInputs& inputs);
 void write_build_context(const ImagePlan& plan, const std::string& dir);
 
 struct NodeImage {
-  std::string tag;                 // lockcheck-redis:<hash12>
-  bool built = false;              // false: the engine had it already (cache hit)
+  std::string tag;                       // lockcheck-redis:<hash12>
+  bool built = false;                    // false: the engine had it already (cache hit)
   std::chrono::milliseconds elapsed{0};  // time spent in ensure_node_image
 };
 

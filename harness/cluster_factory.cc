@@ -1,8 +1,8 @@
 #include "harness/cluster_factory.h"
 
-#include "docker/docker_cluster.h"
 #include "cluster/local_cluster.h"
 #include "cluster/ssh_cluster.h"
+#include "docker/docker_cluster.h"
 
 namespace lockcheck {
 

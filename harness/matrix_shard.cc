@@ -13,7 +13,6 @@ namespace lockcheck {
 
 namespace {
 
-
 // The file test-all reads for `matrix` (a path, or a shipped matrix's name): as load_matrix resolves it.
 std::string matrix_file(const std::string& matrix) {
   if (matrix.find('/') != std::string::npos || matrix.find('.') != std::string::npos) return matrix;
@@ -41,17 +40,18 @@ ShardSpec parse_shard(const std::string& s) {
 void write_shard_files(const std::string& dir, const std::string& matrix, const std::string& matrix_name,
                        const ShardSpec& shard, size_t runs) {
   fs::copy_file(matrix_file(matrix), fs::path(dir) / "matrix.json", fs::copy_option::overwrite_if_exists);
-  std::ofstream(dir + "/shard.json") << nlohmann::json{{"matrix", matrix_name}, {"shard", shard.k},
-                                                       {"shards", shard.n}, {"runs", runs}}.dump(2)
-                                     << "\n";
+  std::ofstream(dir + "/shard.json")
+      << nlohmann::json{{"matrix", matrix_name}, {"shard", shard.k}, {"shards", shard.n}, {"runs", runs}}.dump(2)
+      << "\n";
 }
 
 void append_job_record(const std::string& dir, const JobRecord& r) {
   std::string rel;
   if (!r.run_dir.empty()) rel = fs::relative(fs::absolute(r.run_dir), fs::absolute(dir)).string();
   std::ofstream(dir + "/jobs.jsonl", std::ios::app)
-      << nlohmann::json{{"entry", r.entry}, {"seed", r.seed}, {"exit_code", r.exit_code}, {"seconds", r.seconds},
-                        {"run_dir", rel}, {"results", r.results}}.dump()
+      << nlohmann::json{{"entry", r.entry},     {"seed", r.seed}, {"exit_code", r.exit_code},
+                        {"seconds", r.seconds}, {"run_dir", rel}, {"results", r.results}}
+             .dump()
       << "\n";
 }
 
@@ -112,7 +112,8 @@ int merge_test_all(const MergeOptions& opts, std::ostream& out) {
   }
   for (int k = 1; k <= shards; ++k) {
     if (!seen.count(k)) {
-      out << "merge: shard " << k << "/" << shards << " of " << matrix_name << " is missing: its runs count as not run\n";
+      out << "merge: shard " << k << "/" << shards << " of " << matrix_name
+          << " is missing: its runs count as not run\n";
     }
   }
   // The merged matrix file, then test-all on the recorded runs (it runs nothing).

@@ -34,7 +34,9 @@ struct ShardSpec {
 // "K/N" with 1 <= K <= N <= 1000; "" is 1/1. Throws ConfigError naming --shard.
 ShardSpec parse_shard(const std::string& s);
 // Whether run number i (0-based, in matrix order) belongs to the shard.
-inline bool in_shard(size_t i, const ShardSpec& s) { return i % static_cast<size_t>(s.n) == static_cast<size_t>(s.k - 1); }
+inline bool in_shard(size_t i, const ShardSpec& s) {
+  return i % static_cast<size_t>(s.n) == static_cast<size_t>(s.k - 1);
+}
 
 // One finished run, as jobs.jsonl stores it.
 struct JobRecord {
@@ -42,8 +44,8 @@ struct JobRecord {
   uint64_t seed = 0;
   int exit_code = -1;
   double seconds = 0;
-  std::string run_dir;        // as test-all knew it (absolute or relative to the working directory)
-  nlohmann::json results;     // null when the run wrote none
+  std::string run_dir;     // as test-all knew it (absolute or relative to the working directory)
+  nlohmann::json results;  // null when the run wrote none
 };
 
 // Recorded runs by (entry, seed): what `merge` hands to test_all instead of running anything.
@@ -69,9 +71,9 @@ void append_job_record(const std::string& dir, const JobRecord& r);
 std::vector<JobRecord> read_job_records(const std::string& dir);
 
 struct MergeOptions {
-  std::vector<std::string> dirs;       // test-all folders of the shards
-  std::string results_dir = "results"; // the merged folder goes here
-  std::string junit_path;              // empty: in the merged folder
+  std::vector<std::string> dirs;        // test-all folders of the shards
+  std::string results_dir = "results";  // the merged folder goes here
+  std::string junit_path;               // empty: in the merged folder
 };
 
 // `lockcheck merge`: checks the folders are shards of one matrix (same matrix.json, same N, no shard twice;

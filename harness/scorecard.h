@@ -21,17 +21,17 @@ struct ScorecardRun {
 };
 
 struct ScorecardCell {
-  std::string verdict;                 // valid, invalid, unknown, error, or "" (no entry)
-  std::vector<uint64_t> anomaly_seeds; // seeds whose run found an anomaly
+  std::string verdict;                  // valid, invalid, unknown, error, or "" (no entry)
+  std::vector<uint64_t> anomaly_seeds;  // seeds whose run found an anomaly
   size_t runs = 0;
-  size_t error_runs = 0;               // runs that failed (exit 2, 3, or killed by the matrix's watchdog)
-  std::vector<std::string> run_dirs;   // in seed order
+  size_t error_runs = 0;              // runs that failed (exit 2, 3, or killed by the matrix's watchdog)
+  std::vector<std::string> run_dirs;  // in seed order
   std::vector<uint64_t> seeds;
-  double median_first_s = -1;          // median time to the first anomaly over the anomalous seeds; -1: none
+  double median_first_s = -1;  // median time to the first anomaly over the anomalous seeds; -1: none
 };
 
 struct Scorecard {
-  std::vector<std::string> rows, columns;       // in the matrix's order of first appearance
+  std::vector<std::string> rows, columns;         // in the matrix's order of first appearance
   std::vector<std::vector<ScorecardCell>> cells;  // [row][column]
   bool empty() const { return rows.empty(); }
 };

@@ -14,8 +14,8 @@
 
 #include <string>
 
-#include "sys/redis_conn.h"
 #include "locks/lock_client.h"
+#include "sys/redis_conn.h"
 
 namespace lockcheck {
 

@@ -34,8 +34,8 @@ inline int64_t extra_int(const LockOptions& o, const char* name, int64_t def, in
   }
   const int64_t v = extra_value<int64_t>(o, name, def);
   if (v < lo || v > hi) {
-    throw std::invalid_argument(std::string("lock option \"") + name + "\": " + std::to_string(v) +
-                                " is not between " + std::to_string(lo) + " and " + std::to_string(hi));
+    throw std::invalid_argument(std::string("lock option \"") + name + "\": " + std::to_string(v) + " is not between " +
+                                std::to_string(lo) + " and " + std::to_string(hi));
   }
   return v;
 }

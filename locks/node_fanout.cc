@@ -65,12 +65,8 @@ NodeReply copy_reply(const redisReply* r) {
       out.kind = NodeReply::Kind::kInteger;
       out.integer = r->integer;
       break;
-    case REDIS_REPLY_NIL:
-      out.kind = NodeReply::Kind::kNil;
-      break;
-    default:
-      out.kind = NodeReply::Kind::kOther;
-      break;
+    case REDIS_REPLY_NIL: out.kind = NodeReply::Kind::kNil; break;
+    default: out.kind = NodeReply::Kind::kOther; break;
   }
   return out;
 }
@@ -272,8 +268,8 @@ void NodeFanout::start(Node& n, const std::vector<std::string>& argv) {
     args.push_back(a.data());
     lens.push_back(a.size());
   }
-  if (redisAsyncCommandArgv(n.ac, &NodeFanout::on_reply, &n, static_cast<int>(args.size()), args.data(),
-                            lens.data()) != REDIS_OK) {
+  if (redisAsyncCommandArgv(n.ac, &NodeFanout::on_reply, &n, static_cast<int>(args.size()), args.data(), lens.data()) !=
+      REDIS_OK) {
     const std::string why = n.ac->errstr ? n.ac->errstr : "cannot queue the command";
     drop(n);
     n.finish(RedisStatus::kNotSent, n.ep.str() + ": " + why);

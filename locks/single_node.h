@@ -5,8 +5,8 @@
 #include <chrono>
 #include <cstdint>
 
-#include "sys/redis_conn.h"
 #include "locks/lock_client.h"
+#include "sys/redis_conn.h"
 
 namespace lockcheck {
 

@@ -29,8 +29,8 @@
 #include <thread>
 #include <vector>
 
-#include "core/run_log.h"
 #include "core/client_pauses.h"
+#include "core/run_log.h"
 #include "nemesis/holders.h"
 #include "nemesis/link_faults.h"
 #include "nemesis/schedule.h"

@@ -41,8 +41,8 @@ class NodeFault : public Nemesis {
     const Holding& h = held.back();
     const auto& nodes = env.cluster.nodes();
     const auto holding = nodes_holding(env.cluster, h.key);
-    const size_t k = std::max(plan.targets.size(),
-                              nemesis_util::aimed_count(plan.targets.size(), holding.size(), nodes.size()));
+    const size_t k =
+        std::max(plan.targets.size(), nemesis_util::aimed_count(plan.targets.size(), holding.size(), nodes.size()));
     std::vector<std::string> chosen;
     for (size_t n : holding) {
       if (chosen.size() < k) chosen.push_back(nodes[n].name);
@@ -58,9 +58,8 @@ class NodeFault : public Nemesis {
   Op invoke(NemesisEnv& env, const Op& op) override {
     std::lock_guard<std::mutex> lock(mu_);
     const bool start = nemesis_util::phase_of(op) == "start";
-    std::vector<std::string> names =
-        start ? nemesis_util::strings(op.value.value("targets", nlohmann::json::array()))
-              : std::vector<std::string>(in_force_.begin(), in_force_.end());
+    std::vector<std::string> names = start ? nemesis_util::strings(op.value.value("targets", nlohmann::json::array()))
+                                           : std::vector<std::string>(in_force_.begin(), in_force_.end());
     std::sort(names.begin(), names.end(), nemesis_util::party_less);
     std::string error;
     nlohmann::json done = nlohmann::json::array();

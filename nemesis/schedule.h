@@ -46,8 +46,8 @@ struct ScheduleEntry {
   size_t nemesis = 0;        // index in the run's nemesis list
   std::string nemesis_name;  // as given to --nemesis (may be "name:mode")
   Phase phase = Phase::kStart;
-  FaultPlan fault;           // start: f, targets, detail, duration; stop: f only (stop_f of its start)
-  int64_t start_step = -1;   // stop: the step of its start
+  FaultPlan fault;          // start: f, targets, detail, duration; stop: f only (stop_f of its start)
+  int64_t start_step = -1;  // stop: the step of its start
 };
 
 struct Schedule {

@@ -15,15 +15,15 @@ namespace lockcheck {
 namespace report {
 
 struct Anomaly {
-  size_t number = 0;      // 0-based, in the order of checkers then anomalies: the id used across the report
-  std::string checker;    // the checker that reported it
-  std::string kind;       // "double-grant", ...
+  size_t number = 0;    // 0-based, in the order of checkers then anomalies: the id used across the report
+  std::string checker;  // the checker that reported it
+  std::string kind;     // "double-grant", ...
   std::string description;
   std::vector<int64_t> ops;  // history indices
   std::string key;
   std::vector<Process> processes;
   std::optional<int64_t> from_ns, to_ns;  // both present, from <= to, or both absent (always absent for a note)
-  bool note = false;      // "severity": "note": listed for the reader, not a violation (never outlined in red)
+  bool note = false;  // "severity": "note": listed for the reader, not a violation (never outlined in red)
 };
 
 // All anomalies of results["checkers"][*]["anomalies"]. Processes may be integers or strings "3" / "p3".

@@ -21,7 +21,7 @@ struct PlotOptions {
   int height_px = 240;
   int label_px = 64;  // left margin, matches the timeline's label column
   int right_px = 24;
-  int throughput_bins = 120;  // about this many bins (rounded to a nice width)
+  int throughput_bins = 120;            // about this many bins (rounded to a nice width)
   size_t max_marks_per_outcome = 3000;  // latency marks of each outcome (ok, fail, info) drawn at most
 };
 
@@ -30,8 +30,8 @@ std::string render_latency_plot(const std::vector<LatencyPoint>& points, const s
                                 int64_t span_ns, const PlotOptions& opts = {});
 std::string render_throughput_plot(const History& h, const std::vector<FaultBand>& bands, int64_t span_ns,
                                    const PlotOptions& opts = {});
-std::string render_lost_updates_plot(const LostUpdates& lost, const std::vector<FaultBand>& bands,
-                                     int64_t span_ns, const PlotOptions& opts = {});
+std::string render_lost_updates_plot(const LostUpdates& lost, const std::vector<FaultBand>& bands, int64_t span_ns,
+                                     const PlotOptions& opts = {});
 
 }  // namespace report
 }  // namespace lockcheck

@@ -19,10 +19,10 @@ struct redisReply;
 namespace lockcheck {
 
 enum class RedisStatus {
-  kReply,        // a reply arrived (which may itself be an error reply: see Reply::is_error)
-  kNotSent,      // could not connect or write: the command certainly did not reach the server
-  kTimeout,      // no reply within the timeout: it may have been applied
-  kClosed,       // the connection broke after the request was sent: it may have been applied
+  kReply,    // a reply arrived (which may itself be an error reply: see Reply::is_error)
+  kNotSent,  // could not connect or write: the command certainly did not reach the server
+  kTimeout,  // no reply within the timeout: it may have been applied
+  kClosed,   // the connection broke after the request was sent: it may have been applied
 };
 
 struct RedisReplyDeleter {

@@ -42,7 +42,8 @@ bool bf_step(int64_t holder, const BfOp& op, int64_t* next) {
   return false;
 }
 
-bool bf_search(const std::vector<BfOp>& ops, uint32_t done, int64_t holder, std::set<std::pair<uint32_t, int64_t>>* dead) {
+bool bf_search(const std::vector<BfOp>& ops, uint32_t done, int64_t holder,
+               std::set<std::pair<uint32_t, int64_t>>* dead) {
   int64_t min_ret = INT64_MAX;
   bool all_required = true;
   for (size_t i = 0; i < ops.size(); ++i) {
@@ -159,7 +160,7 @@ History random_history(uint64_t seed, int* max_ops_per_key, int retire_pct = 85)
   Rng rng(seed);
   const int processes = 2 + rng.below(3);
   const int keys = rng.chance(30) ? 2 : 1;
-  const int target = 4 + rng.below(9);  // lock ops to invoke
+  const int target = 4 + rng.below(9);                          // lock ops to invoke
   const int noise = rng.below(4) == 0 ? 0 : 3 + rng.below(15);  // percent of flipped outcomes
   std::map<std::string, int64_t> holder;
   std::vector<Client> clients(static_cast<size_t>(processes));
@@ -224,7 +225,10 @@ History random_history(uint64_t seed, int* max_ops_per_key, int retire_pct = 85)
       BfOp op{0, 0, c.id, c.f};
       c.legal = bf_step(cur, op, &next);
       if (c.legal) {
-        if (next == -1) holder.erase(c.key); else holder[c.key] = next;
+        if (next == -1)
+          holder.erase(c.key);
+        else
+          holder[c.key] = next;
       }
       continue;
     }
@@ -263,11 +267,12 @@ TEST(MutexCheckerRandom, AgreesWithBruteForce) {
     ASSERT_NE(r.valid, Validity::kUnknown) << "seed " << seed << ": " << r.summary;
     std::map<std::string, bool> expected = brute_force(h);
     std::map<std::string, bool> got = checker_per_key(r);
-    ASSERT_EQ(expected, got) << "seed " << seed << "\n" << [&] {
-      std::string s;
-      for (const Op& op : h) s += nlohmann::json(op).dump() + "\n";
-      return s;
-    }();
+    ASSERT_EQ(expected, got) << "seed " << seed << "\n"
+                             << [&] {
+                                  std::string s;
+                                  for (const Op& op : h) s += nlohmann::json(op).dump() + "\n";
+                                  return s;
+                                }();
     bool all = true;
     for (auto& [k, v] : expected) all = all && v;
     (all ? valid : invalid)++;
@@ -304,8 +309,8 @@ TEST(MutexCheckerRandom, PrunedAndGenericSearchAgree) {
       lo.call = static_cast<int64_t>(i);
       lo.process = op.process;
       lo.kind = static_cast<int16_t>(mutex_op_kind(op.f));
-      const bool ends_use = by_holder[i] && (op.f == "release" || (op.f == "extend" && pairs[i] >= 0 &&
-                                                                     !h[pairs[i]].is_ok()));
+      const bool ends_use =
+          by_holder[i] && (op.f == "release" || (op.f == "extend" && pairs[i] >= 0 && !h[pairs[i]].is_ok()));
       if (ends_use) {
         lo.kind = MutexModel::kRelease;
         if (pairs[i] >= 0) lo.ret = pairs[i];
@@ -337,11 +342,12 @@ TEST(MutexCheckerRandom, AgreesWithBruteForceWithoutRetirement) {
     CheckResult r = run_checker(checker, h, opts);
     ASSERT_NE(r.valid, Validity::kUnknown) << "seed " << seed << ": " << r.summary;
     const std::map<std::string, bool> expected = brute_force(h);
-    ASSERT_EQ(expected, checker_per_key(r)) << "seed " << seed << "\n" << [&] {
-      std::string s;
-      for (const Op& op : h) s += nlohmann::json(op).dump() + "\n";
-      return s;
-    }();
+    ASSERT_EQ(expected, checker_per_key(r)) << "seed " << seed << "\n"
+                                            << [&] {
+                                                 std::string s;
+                                                 for (const Op& op : h) s += nlohmann::json(op).dump() + "\n";
+                                                 return s;
+                                               }();
     bool all = true;
     for (auto& [k, v] : expected) all = all && v;
     (all ? valid : invalid)++;

@@ -16,7 +16,8 @@ TEST(CheckerRegistry, Names) {
     ASSERT_NE(made, nullptr);
     EXPECT_EQ(made->name(), c.name);
   }
-  EXPECT_EQ(names, (std::vector<std::string>{"mutex", "lease", "fencing", "lost-updates", "liveness", "renewal", "stats", "faults"}));
+  EXPECT_EQ(names, (std::vector<std::string>{"mutex", "lease", "fencing", "lost-updates", "liveness", "renewal",
+                                             "stats", "faults"}));
   EXPECT_EQ(make_checker("no-such-checker"), nullptr);
 }
 

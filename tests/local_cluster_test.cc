@@ -154,7 +154,7 @@ TEST_F(LocalClusterTest, ClockOffsetMovesOneNodesTimeAndExpiresItsKeys) {
   const long long before = time_of(0);
   c.set_clock_offset(0, std::chrono::seconds(40));
   EXPECT_GE(time_of(0) - before, 39);
-  EXPECT_LE(std::llabs(time_of(1) - before), 2);  // the other node's clock did not move
+  EXPECT_LE(std::llabs(time_of(1) - before), 2);         // the other node's clock did not move
   EXPECT_EQ(cmd(ep, {"PTTL", "lock-0"}).integer(), -2);  // a 30 s lock expired at once
   c.set_clock_offset(0, std::chrono::nanoseconds(0));
   EXPECT_LE(std::llabs(time_of(0) - before), 2);

@@ -70,19 +70,19 @@ Lease::Lease(const LockResult& r, std::chrono::steady_clock::time_point invoked,
 }
 
 std::chrono::milliseconds Lease::remaining() const {
-  const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(use_until_ - std::chrono::steady_clock::now());
+  const auto left =
+      std::chrono::duration_cast<std::chrono::milliseconds>(use_until_ - std::chrono::steady_clock::now());
   return std::max(left, std::chrono::milliseconds(0));
 }
 
 nlohmann::json HoldTimer::stalled(const Lease& lease) const {
-  const auto late = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - planned_end_);
+  const auto late =
+      std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - planned_end_);
   if (late <= std::chrono::milliseconds(20) || lease.remaining() > std::chrono::milliseconds(0)) return nullptr;
   return {{"stalled_ms", late.count()}};
 }
 
-std::chrono::milliseconds busy_backoff(std::mt19937_64& rng) {
-  return std::chrono::milliseconds(uniform(rng, 2, 20));
-}
+std::chrono::milliseconds busy_backoff(std::mt19937_64& rng) { return std::chrono::milliseconds(uniform(rng, 2, 20)); }
 
 std::chrono::milliseconds after_release_pause(std::mt19937_64& rng) {
   return std::chrono::milliseconds(uniform(rng, 10, 40));
@@ -93,7 +93,8 @@ bool sleep_unless_stopped(const std::atomic<bool>& stop, std::chrono::millisecon
   while (!stop.load()) {
     auto now = std::chrono::steady_clock::now();
     if (now >= until) return true;
-    std::this_thread::sleep_for(std::min<std::chrono::steady_clock::duration>(until - now, std::chrono::milliseconds(20)));
+    std::this_thread::sleep_for(
+        std::min<std::chrono::steady_clock::duration>(until - now, std::chrono::milliseconds(20)));
   }
   return false;
 }
