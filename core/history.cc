@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <algorithm>
+#include <iterator>
 #include <limits>
 #include <unordered_map>
 
@@ -81,6 +82,8 @@ void HistoryWriter::observe(std::function<void(const Op&)> fn) {
 
 namespace {
 
+const char* const kKnownClientF[] = {"acquire", "release", "extend", "read", "add", "increment"};
+
 std::string process_name(Process p) { return p == kNemesis ? std::string("nemesis") : std::to_string(p); }
 
 // The op rules of validate_history, applied one op at a time.
@@ -88,7 +91,7 @@ class OpRules {
  public:
   // Returns why op (history index i, after every op before it) breaks a rule; empty when it does not.
   std::string check(const Op& op, int64_t i) {
-    if (op.is_client() && !is_known_client_f(op.f)) {
+    if (op.is_client() && !known_client_f(op.f)) {
       return "unknown f \"" + op.f + "\" for a client op (known: acquire, release, extend, read, add, increment)";
     }
     Proc& pr = proc(op.process);
@@ -120,11 +123,20 @@ class OpRules {
   }
 
  private:
+  static bool known_client_f(const Atom& f) {
+    static const Atom kKnown[] = {kKnownClientF[0], kKnownClientF[1], kKnownClientF[2],
+                                  kKnownClientF[3], kKnownClientF[4], kKnownClientF[5]};
+    static_assert(std::size(kKnownClientF) == std::size(kKnown));
+    for (const Atom& k : kKnown) {
+      if (f == k) return true;
+    }
+    return false;
+  }
   struct Proc {
     int64_t last_time = std::numeric_limits<int64_t>::min();
     int64_t last_index = -1;
     int64_t open = -1;  // index of the open invoke
-    std::string open_f;
+    Atom open_f;
   };
   Proc& proc(Process p) {
     if (p == kNemesis) return nemesis_;
@@ -140,12 +152,45 @@ class OpRules {
   std::unordered_map<Process, Proc> sparse_;
 };
 
+// The reader's own table of the texts it met in one field (f, key or error): a line's text is found without the
+// pool's lock (and mostly without hashing: the last few texts are compared first); the pool is asked once per
+// distinct text.
+class AtomCache {
+ public:
+  Atom get(std::string_view s) {
+    for (const Atom& a : recent_) {
+      if (a.size() == s.size() && std::memcmp(a.data(), s.data(), s.size()) == 0) return a;
+    }
+    Atom a;
+    auto it = seen_.find(s);
+    if (it != seen_.end()) {
+      a = it->second;
+    } else {
+      a = Atom(s);
+      seen_.emplace(std::string_view(a.str()), a);  // a view of the pool's copy, which never moves
+    }
+    recent_[next_] = a;
+    next_ = (next_ + 1) % kRecent;
+    return a;
+  }
+
+ private:
+  static constexpr size_t kRecent = 4;
+  Atom recent_[kRecent];
+  size_t next_ = 0;
+  std::unordered_map<std::string_view, Atom> seen_;
+};
+
+struct AtomCaches {
+  AtomCache f, key, error;
+};
+
 // The fast path: a line exactly as HistoryWriter writes it (fields in the documented order, strings without
 // escapes, "value" null), scanned without a JSON parser. Returns false on anything else, and the line is then
 // parsed in full by parse_op (which also words the error).
 class LineScanner {
  public:
-  LineScanner(const char* p, size_t len) : p_(p), end_(p + len) {}
+  LineScanner(const char* p, size_t len, AtomCaches* atoms) : p_(p), end_(p + len), atoms_(atoms) {}
 
   bool op(Op* op) {
     int64_t process = 0;
@@ -170,8 +215,8 @@ class LineScanner {
     else if (type == "fail") op->type = OpType::kFail;
     else if (type == "info") op->type = OpType::kInfo;
     else return false;
-    op->f.assign(f.data(), f.size());
-    op->key.assign(key.data(), key.size());
+    op->f = atoms_->f.get(f);
+    op->key = atoms_->key.get(key);
     if (lit(",\"token\":")) {
       int64_t t = 0;
       if (!integer(&t)) return false;
@@ -185,7 +230,7 @@ class LineScanner {
     if (lit(",\"error\":")) {
       std::string_view e;
       if (!string(&e)) return false;
-      op->error.assign(e.data(), e.size());
+      op->error = atoms_->error.get(e);
     }
     return lit("}") && p_ == end_;
   }
@@ -229,12 +274,14 @@ class LineScanner {
 
   const char* p_;
   const char* end_;
+  AtomCaches* atoms_;
 };
 
 // Parses one JSON line into op with simdjson's DOM parser (which picks the fastest kernel the CPU has at run
 // time). Returns the reason when it fails; *not_json tells whether the line is not JSON at all.
 // REQUIRES: p[0 .. len + simdjson::SIMDJSON_PADDING) is readable.
-std::string parse_op(simdjson::dom::parser& parser, const char* p, size_t len, Op* op, bool* not_json) {
+std::string parse_op(simdjson::dom::parser& parser, const char* p, size_t len, Op* op, bool* not_json,
+                     AtomCaches* atoms) {
   namespace dom = simdjson::dom;
   using Type = dom::element_type;
   *not_json = false;
@@ -289,16 +336,14 @@ std::string parse_op(simdjson::dom::parser& parser, const char* p, size_t len, O
       seen |= kType;
     } else if (name == "f") {
       if (t != Type::STRING) return must(name, "a string");
-      const std::string_view sv(v);
-      op->f.assign(sv.data(), sv.size());
+      op->f = atoms->f.get(std::string_view(v));
       seen |= kF;
     } else if (name == "key" || name == "error") {
-      std::string& out = name == "key" ? op->key : op->error;
+      Atom& out = name == "key" ? op->key : op->error;
       if (t == Type::NULL_VALUE) {
         out.clear();
       } else if (t == Type::STRING) {
-        const std::string_view sv(v);
-        out.assign(sv.data(), sv.size());
+        out = (name == "key" ? atoms->key : atoms->error).get(std::string_view(v));
       } else {
         return must(name, "a string");
       }
@@ -356,6 +401,7 @@ History parse_source(Source src, const std::string& name, size_t lines, std::vec
   History h;
   h.reserve(lines);
   simdjson::dom::parser parser;
+  AtomCaches atoms;
   OpRules rules;
   // A window of the input, padded for simdjson; complete lines are parsed in place, a partial line is moved to
   // the front before the next read.
@@ -393,9 +439,9 @@ History parse_source(Source src, const std::string& name, size_t lines, std::vec
     // The line and the bytes after it up to the end of buf are readable (at least SIMDJSON_PADDING).
     bool not_json = false;
     std::string why;
-    if (!LineScanner(line + lead, len - lead).op(&op)) {
+    if (!LineScanner(line + lead, len - lead, &atoms).op(&op)) {
       op = Op();
-      why = parse_op(parser, line, len, &op, &not_json);
+      why = parse_op(parser, line, len, &op, &not_json, &atoms);
     }
     if (!why.empty()) {
       if (!has_newline && not_json) {
@@ -422,8 +468,7 @@ History parse_source(Source src, const std::string& name, size_t lines, std::vec
 }  // namespace
 
 bool is_known_client_f(const std::string& f) {
-  static const char* const kKnown[] = {"acquire", "release", "extend", "read", "add", "increment"};
-  for (const char* k : kKnown) {
+  for (const char* k : kKnownClientF) {
     if (f == k) return true;
   }
   return false;

@@ -11,6 +11,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/atom.h"
+
 namespace lockcheck {
 
 enum class OpType { kInvoke, kOk, kFail, kInfo };
@@ -29,12 +31,12 @@ struct Op {
   int64_t time_ns = 0;      // harness monotonic clock, ns since the run started
   Process process = 0;
   OpType type = OpType::kInvoke;
-  std::string f;            // "acquire", "release", "extend", "read", "add", ...; nemesis: "partition", ...
-  std::string key;          // the lock key (or resource key); empty when not applicable
+  Atom f;                   // "acquire", "release", "extend", "read", "add", ...; nemesis: "partition", ...
+  Atom key;                 // the lock key (or resource key); empty when not applicable
   nlohmann::json value;     // payload: null, an element, a set, a nemesis description ...
   std::optional<int64_t> token;        // fencing token handed out by an acquire (or carried by a write)
   std::optional<int64_t> validity_ms;  // validity the lock client reported for a successful acquire/extend
-  std::string error;        // why an op failed or is indeterminate; empty otherwise
+  Atom error;               // why an op failed or is indeterminate; empty otherwise
 
   bool is_invoke() const { return type == OpType::kInvoke; }
   bool is_ok() const { return type == OpType::kOk; }
