@@ -42,6 +42,12 @@ void from_json(const nlohmann::json& j, CheckResult& r) {
   r.stats = j.value("stats", nlohmann::json::object());
 }
 
+const std::vector<int64_t>& pairs_of(const History& h, const CheckOptions& opts, std::vector<int64_t>* scratch) {
+  if (opts.pairs != nullptr && opts.pairs->size() == h.size()) return *opts.pairs;
+  *scratch = pair_index(h);
+  return *scratch;
+}
+
 CheckResult run_checker(const Checker& c, const History& h, const CheckOptions& opts) {
   try {
     CheckResult r = c.check(h, opts);

@@ -29,7 +29,13 @@ struct CheckOptions {
   // bounds (liveness). 0: not given; such a checker then derives what it can from the history and says so.
   int64_t ttl_ms = 0;
   int64_t op_timeout_ms = 0;
+  // pair_index(h) of the history being checked, when the caller has it (check_history computes it once for
+  // every checker); null: a checker that needs it computes it. Not owned.
+  const std::vector<int64_t>* pairs = nullptr;
 };
+
+// opts.pairs when it is given for a history of h's size, else pair_index(h) computed into *scratch.
+const std::vector<int64_t>& pairs_of(const History& h, const CheckOptions& opts, std::vector<int64_t>* scratch);
 
 // What a checker found. Every anomaly is a JSON object with at least
 //   "kind":        short name, e.g. "double-grant", "stale-holder", "lost-update", "token-regression", "expired-grant"

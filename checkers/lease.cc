@@ -18,8 +18,8 @@
 // [ok, invoke + TTL], counted as validity_from_ttl. Without a TTL its window is unknown: counted, and a history
 // where no window could be formed is unknown, never valid.
 #include <algorithm>
-#include <map>
 #include <memory>
+#include <unordered_map>
 
 #include "checkers/checker.h"
 #include "checkers/format.h"
@@ -30,10 +30,37 @@ namespace {
 
 constexpr size_t kMaxAnomalies = 1000;
 
+// ops: the acquire invoke and ok (op0, op1), then the extends and the release invoke that cut it, as a chain in
+// Windows::extra (no allocation per window).
 struct Window {
   Process process;
   int64_t start_ns, end_ns;
-  std::vector<int64_t> ops;  // acquire invoke + ok, extends, the release invoke that cut it
+  int64_t op0, op1;
+  int32_t extra_head = -1, extra_tail = -1;
+};
+
+// The windows of every key, and the ops they hold beyond their first two.
+struct Windows {
+  std::vector<std::pair<int64_t, int32_t>> extra;  // (history index, next in the chain or -1)
+
+  void add_op(Window* w, int64_t op) {
+    const int32_t at = static_cast<int32_t>(extra.size());
+    extra.emplace_back(op, -1);
+    if (w->extra_tail >= 0) {
+      extra[static_cast<size_t>(w->extra_tail)].second = at;
+    } else {
+      w->extra_head = at;
+    }
+    w->extra_tail = at;
+  }
+  // The window's ops in the order they were added.
+  std::vector<int64_t> ops(const Window& w) const {
+    std::vector<int64_t> out = {w.op0, w.op1};
+    for (int32_t k = w.extra_head; k >= 0; k = extra[static_cast<size_t>(k)].second) {
+      out.push_back(extra[static_cast<size_t>(k)].first);
+    }
+    return out;
+  }
 };
 
 bool says_not_held(const Op& done) {
@@ -45,21 +72,39 @@ class LeaseChecker : public Checker {
   std::string name() const override { return "lease"; }
 
   CheckResult check(const History& h, const CheckOptions& opts) const override {
+    static const Atom kAcquire("acquire"), kExtend("extend"), kRelease("release");
     CheckResult r;
-    const std::vector<int64_t> pairs = pair_index(h);
-    std::map<std::string, std::vector<Window>> windows;  // key -> closed and open windows
-    // (key, process) -> index of its current window in windows[key], or -1.
-    std::map<std::pair<std::string, Process>, int64_t> current;
+    std::vector<int64_t> scratch;
+    const std::vector<int64_t>& pairs = pairs_of(h, opts, &scratch);
+    // Keys by first appearance; each key's closed and open windows.
+    std::vector<Atom> key_names;
+    std::vector<std::vector<Window>> windows;
+    std::unordered_map<Atom, uint32_t> key_ids;
+    Windows arena;
+    // (key id, process) -> index of its current window in windows[key], or -1 (present: the process had an
+    // acquire or extend of the key that ended its claim).
+    std::unordered_map<uint64_t, int64_t> current;
     int64_t ok_acquires = 0, without_validity = 0, expired_grants = 0, extends_applied = 0, lost = 0, derived = 0;
     nlohmann::json notes = nlohmann::json::array();
+    Atom last_key;
+    uint32_t last_id = 0;
 
     for (size_t i = 0; i < h.size(); ++i) {
       const Op& op = h[i];
       if (!op.is_invoke() || !op.is_client()) continue;
-      const bool acquire = op.f == "acquire", extend = op.f == "extend", release = op.f == "release";
+      const bool acquire = op.f == kAcquire, extend = op.f == kExtend, release = op.f == kRelease;
       if (!acquire && !extend && !release) continue;
-      const auto who = std::make_pair(op.key, op.process);
-      auto& ws = windows[op.key];
+      if (key_names.empty() || op.key != last_key) {
+        auto [it, added] = key_ids.emplace(op.key, static_cast<uint32_t>(key_names.size()));
+        if (added) {
+          key_names.push_back(op.key);
+          windows.emplace_back();
+        }
+        last_key = op.key;
+        last_id = it->second;
+      }
+      const uint64_t who = (static_cast<uint64_t>(last_id) << 32) | static_cast<uint32_t>(op.process);
+      auto& ws = windows[last_id];
       auto cur = current.find(who);
       Window* w = (cur != current.end() && cur->second >= 0) ? &ws[static_cast<size_t>(cur->second)] : nullptr;
       const int64_t c = pairs[i];
@@ -69,8 +114,8 @@ class LeaseChecker : public Checker {
         // extend fails.
         if (w != nullptr) {
           w->end_ns = std::min(w->end_ns, release ? op.time_ns : done->time_ns);
-          w->ops.push_back(static_cast<int64_t>(i));
-          if (!release) w->ops.push_back(c);
+          arena.add_op(w, static_cast<int64_t>(i));
+          if (!release) arena.add_op(w, c);
           if (release) cur->second = -1;
         }
         if (done != nullptr && says_not_held(*done) && cur != current.end()) {
@@ -132,7 +177,7 @@ class LeaseChecker : public Checker {
       }
       const int64_t end = done->time_ns + *validity * 1000000;
       if (acquire) {
-        ws.push_back(Window{op.process, done->time_ns, end, {static_cast<int64_t>(i), c}});
+        ws.push_back(Window{op.process, done->time_ns, end, static_cast<int64_t>(i), c});
         current[who] = static_cast<int64_t>(ws.size()) - 1;
         continue;
       }
@@ -140,17 +185,26 @@ class LeaseChecker : public Checker {
       ++extends_applied;
       if (w != nullptr && done->time_ns <= w->end_ns) {
         w->end_ns = std::max(w->end_ns, end);
-        w->ops.push_back(static_cast<int64_t>(i));
-        w->ops.push_back(c);
+        arena.add_op(w, static_cast<int64_t>(i));
+        arena.add_op(w, c);
       } else {
-        ws.push_back(Window{op.process, done->time_ns, end, {static_cast<int64_t>(i), c}});
+        ws.push_back(Window{op.process, done->time_ns, end, static_cast<int64_t>(i), c});
         current[who] = static_cast<int64_t>(ws.size()) - 1;
       }
     }
 
+    // Keys in the order of their names.
+    std::vector<uint32_t> key_order(key_names.size());
+    for (uint32_t k = 0; k < key_order.size(); ++k) key_order[k] = k;
+    std::sort(key_order.begin(), key_order.end(),
+              [&](uint32_t a, uint32_t b) { return key_names[a].str() < key_names[b].str(); });
     int64_t overlaps = 0, total_overlap_ns = 0, max_overlap_ns = 0, window_count = 0, cut_at_once = 0;
-    for (auto& [key, ws] : windows) {
-      std::vector<const Window*> live;
+    std::vector<const Window*> live, active;
+    for (uint32_t k : key_order) {
+      const Atom& key = key_names[k];
+      const std::vector<Window>& ws = windows[k];
+      live.clear();
+      active.clear();
       for (const Window& w : ws) {
         // A window cut by a release invoked before the acquire's own ok cannot be: counted, never dropped
         // silently (with well-formed histories a release follows its acquire, so this stays 0).
@@ -161,9 +215,8 @@ class LeaseChecker : public Checker {
         live.push_back(&w);
       }
       window_count += static_cast<int64_t>(live.size());
-      std::stable_sort(live.begin(), live.end(),
-                       [](const Window* a, const Window* b) { return a->start_ns < b->start_ns; });
-      std::vector<const Window*> active;
+      auto by_start = [](const Window* a, const Window* b) { return a->start_ns < b->start_ns; };
+      if (!std::is_sorted(live.begin(), live.end(), by_start)) std::stable_sort(live.begin(), live.end(), by_start);
       for (const Window* w : live) {
         active.erase(std::remove_if(active.begin(), active.end(),
                                     [&](const Window* a) { return a->end_ns <= w->start_ns; }),
@@ -175,8 +228,9 @@ class LeaseChecker : public Checker {
           total_overlap_ns += to - from;
           max_overlap_ns = std::max(max_overlap_ns, to - from);
           if (r.anomalies.size() >= kMaxAnomalies) continue;
-          std::vector<int64_t> ops = a->ops;
-          ops.insert(ops.end(), w->ops.begin(), w->ops.end());
+          std::vector<int64_t> ops = arena.ops(*a);
+          const std::vector<int64_t> w_ops = arena.ops(*w);
+          ops.insert(ops.end(), w_ops.begin(), w_ops.end());
           std::sort(ops.begin(), ops.end());
           ops.erase(std::unique(ops.begin(), ops.end()), ops.end());
           r.anomalies.push_back(
@@ -186,7 +240,7 @@ class LeaseChecker : public Checker {
                                    " from t=" + format_time_s(from) + " (process " + std::to_string(a->process) +
                                    "'s lease ran to t=" + format_time_s(a->end_ns) + ", process " +
                                    std::to_string(w->process) + "'s began at its acquire's ok, op " +
-                                   std::to_string(w->ops.size() > 1 ? w->ops[1] : w->ops[0]) + ")"},
+                                   std::to_string(w->op1) + ")"},
                {"ops", ops},
                {"key", key},
                {"processes", {a->process, w->process}},
