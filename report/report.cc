@@ -67,6 +67,7 @@ struct Page {
   const json& config;
   const History& h;
   const json& results;
+  const std::vector<int64_t>& pairs;  // pair_index(h)
   std::vector<report::Anomaly> anomalies;
   std::vector<report::Hold> holds;
   std::vector<report::FaultBand> bands;
@@ -280,7 +281,7 @@ void render_op_rows(std::ostringstream& s, const History& h, const std::vector<i
 void render_anomaly_details(Page& pg) {
   if (pg.anomalies.empty()) return;
   auto& s = pg.out;
-  const std::vector<int64_t> pairs = pair_index(pg.h);
+  const std::vector<int64_t>& pairs = pg.pairs;
   const int64_t n = static_cast<int64_t>(pg.h.size());
   s << "<section id=\"anomalies\">\n<h2>Anomalies in detail</h2>\n";
   s << "<p class=\"note\">The operations of each anomaly (highlighted), their invokes or completions, and the "
@@ -342,11 +343,11 @@ void render_plots(Page& pg) {
   auto& s = pg.out;
   s << "<section id=\"plots\">\n<h2>Plots</h2>\n";
   s << "<h3>Acquire latency</h3>\n";
-  s << report::render_latency_plot(report::acquire_latencies(pg.h), pg.bands, pg.span_ns);
+  s << report::render_latency_plot(report::acquire_latencies(pg.h, pg.pairs), pg.bands, pg.span_ns);
   s << "<h3>Throughput</h3>\n";
   s << report::render_throughput_plot(pg.h, pg.bands, pg.span_ns);
   if (report::has_set_ops(pg.h)) {
-    const report::LostUpdates lost = report::lost_updates(pg.h);
+    const report::LostUpdates lost = report::lost_updates(pg.h, pg.pairs);
     s << "<h3>Lost updates</h3>\n";
     if (!lost.has_final_read) {
       s << "<p class=\"note\">No final read (an ok read of a set of integers): lost updates cannot be counted.</p>\n";
@@ -443,16 +444,22 @@ using report::write_atomically;
 
 }  // namespace
 
-std::string render_report(const nlohmann::json& config, const History& h, const nlohmann::json& results) {
-  Page pg{config, h, results, {}, {}, {}, 0, 0, {}};
+std::string render_report(const nlohmann::json& config, const History& h, const nlohmann::json& results,
+                          const std::vector<int64_t>* pairs) {
+  std::vector<int64_t> own_pairs;
+  if (pairs == nullptr || pairs->size() != h.size()) {
+    own_pairs = pair_index(h);
+    pairs = &own_pairs;
+  }
+  Page pg{config, h, results, *pairs, {}, {}, {}, 0, 0, {}};
   pg.anomalies = report::anomalies_of(results);
   report::HoldOptions hold_opts;
   if (const json* ttl = find(config, "ttl_ms"); ttl && ttl->is_number_integer() && ttl->get<int64_t>() > 0) {
     hold_opts.ttl_ms = ttl->get<int64_t>();
   }
-  pg.holds = report::lock_holds(h, hold_opts);
-  pg.bands = report::fault_bands(h);
   pg.end_ns = report::history_end_ns(h);
+  pg.holds = report::lock_holds(h, hold_opts, *pairs, pg.end_ns);
+  pg.bands = report::fault_bands(h, *pairs, pg.end_ns);
   pg.span_ns = std::max<int64_t>(pg.end_ns, 1000000);
   for (const auto& a : pg.anomalies) {
     if (a.to_ns) pg.span_ns = std::max(pg.span_ns, *a.to_ns);
@@ -502,11 +509,11 @@ void write_report(const std::string& run_dir) {
   write_atomically(run_dir + "/report.html", render_report(config, h, results));
 }
 
-void write_report(const std::string& run_dir, const History& h) {
+void write_report(const std::string& run_dir, const History& h, const std::vector<int64_t>* pairs) {
   bool has_config = false, has_results = false;
   json config = parse_json_file(run_dir + "/config.json", &has_config);
   json results = parse_json_file(run_dir + "/results.json", &has_results);
-  write_atomically(run_dir + "/report.html", render_report(config, h, results));
+  write_atomically(run_dir + "/report.html", render_report(config, h, results, pairs));
 }
 
 }  // namespace lockcheck

@@ -7,6 +7,7 @@
 
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -22,8 +23,9 @@ class ReportError : public std::runtime_error {
 
 // Renders the report page. config: config.json (a RunConfig as JSON); results: results.json. Both are read
 // leniently: any field may be missing or of an unexpected type (shown as "—"); neither needs to be an object.
-// Pure: no I/O. Thread-safe.
-std::string render_report(const nlohmann::json& config, const History& h, const nlohmann::json& results);
+// Pure: no I/O. Thread-safe. pairs: pair_index(h) when the caller has it (computed here otherwise).
+std::string render_report(const nlohmann::json& config, const History& h, const nlohmann::json& results,
+                          const std::vector<int64_t>* pairs = nullptr);
 
 // Reads run_dir/config.json, run_dir/history.jsonl and run_dir/results.json and writes run_dir/report.html
 // (via a temporary file and a rename, so a reader never sees half a report). A missing file counts as empty
@@ -31,7 +33,7 @@ std::string render_report(const nlohmann::json& config, const History& h, const 
 // naming the file when one is malformed or the report cannot be written.
 void write_report(const std::string& run_dir);
 // The same with the history already in memory (read once by `check` or `run`): history.jsonl is not read again.
-void write_report(const std::string& run_dir, const History& h);
+void write_report(const std::string& run_dir, const History& h, const std::vector<int64_t>* pairs = nullptr);
 
 // Writes results_dir/index.html: every run folder (a subfolder with a results.json; symlinks such as `latest`
 // are skipped) newest first, with time, lock, workload, nemesis, verdict, anomaly count and a link to its

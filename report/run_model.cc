@@ -27,27 +27,33 @@ const Op* invoke_of(const History& h, const std::vector<int64_t>& pairs, size_t 
 }  // namespace
 
 std::vector<Hold> lock_holds(const History& h, const HoldOptions& opts) {
-  const std::vector<int64_t> pairs = pair_index(h);
-  const int64_t end = history_end_ns(h);
+  return lock_holds(h, opts, pair_index(h), history_end_ns(h));
+}
+
+std::vector<Hold> lock_holds(const History& h, const HoldOptions& opts, const std::vector<int64_t>& pairs,
+                             int64_t end) {
+  static const Atom kAcquire("acquire"), kExtend("extend"), kRelease("release");
   std::vector<Hold> holds;
-  // (key id << 32 | process) -> index in holds; key ids interned (most histories have one key or a few).
-  std::unordered_map<std::string, uint64_t> key_ids;
+  // (key id << 32 | process) -> index in holds (most histories have one key or a few).
+  std::unordered_map<Atom, uint64_t> key_ids;
   std::unordered_map<uint64_t, size_t> open;
-  const std::string* last_key = nullptr;
+  Atom last_key;
+  bool have_key = false;
   uint64_t last_id = 0;
 
   for (size_t i = 0; i < h.size(); ++i) {
     const Op& op = h[i];
     if (!op.is_client()) continue;
-    const bool lock_op = op.f == "release" || op.f == "acquire" || op.f == "extend";
-    if (!lock_op) continue;
-    if (last_key == nullptr || *last_key != op.key) {
+    const bool release = op.f == kRelease, acquire = op.f == kAcquire, extend = op.f == kExtend;
+    if (!release && !acquire && !extend) continue;
+    if (!have_key || last_key != op.key) {
       auto it = key_ids.emplace(op.key, key_ids.size()).first;
-      last_key = &it->first;
+      last_key = op.key;
+      have_key = true;
       last_id = it->second;
     }
     const uint64_t pk = (last_id << 32) | static_cast<uint32_t>(op.process);
-    if (op.f == "release" && op.is_invoke()) {
+    if (release && op.is_invoke()) {
       auto it = open.find(pk);
       if (it != open.end()) {
         Hold& hold = holds[it->second];
@@ -55,7 +61,7 @@ std::vector<Hold> lock_holds(const History& h, const HoldOptions& opts) {
         hold.open = false;
         open.erase(it);
       }
-    } else if (op.f == "acquire" && (op.is_ok() || op.is_info())) {
+    } else if (acquire && (op.is_ok() || op.is_info())) {
       const Op* inv = invoke_of(h, pairs, i);
       const int64_t invoke_ns = inv ? inv->time_ns : op.time_ns;
       auto it = open.find(pk);
@@ -89,7 +95,7 @@ std::vector<Hold> lock_holds(const History& h, const HoldOptions& opts) {
         hold.open = true;
         holds.push_back(hold);
       }
-    } else if (op.f == "extend" && op.is_ok() && op.validity_ms) {
+    } else if (extend && op.is_ok() && op.validity_ms) {
       auto it = open.find(pk);
       if (it != open.end()) {
         const Op* inv = invoke_of(h, pairs, i);
@@ -128,9 +134,9 @@ std::vector<std::string> targets_of(const nlohmann::json& v) {
 
 }  // namespace
 
-std::vector<FaultBand> fault_bands(const History& h) {
-  const std::vector<int64_t> pairs = pair_index(h);
-  const int64_t end = history_end_ns(h);
+std::vector<FaultBand> fault_bands(const History& h) { return fault_bands(h, pair_index(h), history_end_ns(h)); }
+
+std::vector<FaultBand> fault_bands(const History& h, const std::vector<int64_t>& pairs, int64_t end) {
   std::vector<FaultBand> bands;
   std::map<std::string, std::vector<size_t>> open;  // fault -> indices of its open bands
   for (size_t i = 0; i < h.size(); ++i) {
@@ -168,12 +174,14 @@ std::vector<FaultBand> fault_bands(const History& h) {
   return bands;
 }
 
-std::vector<LatencyPoint> acquire_latencies(const History& h) {
-  const std::vector<int64_t> pairs = pair_index(h);
+std::vector<LatencyPoint> acquire_latencies(const History& h) { return acquire_latencies(h, pair_index(h)); }
+
+std::vector<LatencyPoint> acquire_latencies(const History& h, const std::vector<int64_t>& pairs) {
+  static const Atom kAcquire("acquire");
   std::vector<LatencyPoint> points;
   for (size_t i = 0; i < h.size(); ++i) {
     const Op& op = h[i];
-    if (!op.is_client() || op.is_invoke() || op.f != "acquire") continue;
+    if (!op.is_client() || op.is_invoke() || op.f != kAcquire) continue;
     const Op* inv = invoke_of(h, pairs, i);
     if (!inv) continue;
     LatencyPoint p;
@@ -186,8 +194,9 @@ std::vector<LatencyPoint> acquire_latencies(const History& h) {
 }
 
 bool has_set_ops(const History& h) {
+  static const Atom kAdd("add");
   for (const Op& op : h) {
-    if (op.is_client() && op.f == "add") return true;
+    if (op.is_client() && op.f == kAdd) return true;
   }
   return false;
 }
@@ -204,9 +213,10 @@ bool is_int_array(const nlohmann::json& v) {
 
 }  // namespace
 
-LostUpdates lost_updates(const History& h) {
+LostUpdates lost_updates(const History& h) { return lost_updates(h, pair_index(h)); }
+
+LostUpdates lost_updates(const History& h, const std::vector<int64_t>& pairs) {
   LostUpdates out;
-  const std::vector<int64_t> pairs = pair_index(h);
   // The final read of each key: the last ok read of integers.
   std::map<std::string, size_t> final_read;
   for (size_t i = 0; i < h.size(); ++i) {

@@ -21,7 +21,7 @@ enum class HoldKind {
 // One period in which a process held (or may have held) a lock key.
 struct Hold {
   Process process = 0;
-  std::string key;
+  Atom key;
   HoldKind kind = HoldKind::kHeld;
   int64_t invoke_ns = 0;  // the acquire's invoke
   int64_t from_ns = 0;    // the acquire's completion (kIndeterminate: its invoke)
@@ -42,6 +42,9 @@ struct HoldOptions {
 // Every hold in the history, ordered by from_ns. Ops of f acquire/release/extend of client processes are used;
 // anything else is ignored.
 std::vector<Hold> lock_holds(const History& h, const HoldOptions& opts = {});
+// The same with pair_index(h) and history_end_ns(h) given (a report computes them once).
+std::vector<Hold> lock_holds(const History& h, const HoldOptions& opts, const std::vector<int64_t>& pairs,
+                             int64_t end_ns);
 
 // A period during which a fault was in force: from a nemesis start op's completion (ok or info) to the
 // completion of the next stop of the same fault, or the end of the history (healed == false).
@@ -57,6 +60,7 @@ struct FaultBand {
 
 // Fault bands ordered by from_ns. Nemesis values that are not objects with "fault" and "phase" are ignored.
 std::vector<FaultBand> fault_bands(const History& h);
+std::vector<FaultBand> fault_bands(const History& h, const std::vector<int64_t>& pairs, int64_t end_ns);
 
 struct LatencyPoint {
   int64_t invoke_ns = 0;
@@ -66,6 +70,7 @@ struct LatencyPoint {
 
 // One point per completed acquire of a client process, in history order.
 std::vector<LatencyPoint> acquire_latencies(const History& h);
+std::vector<LatencyPoint> acquire_latencies(const History& h, const std::vector<int64_t>& pairs);
 
 // Lost updates of the set workloads: ok adds whose element is missing from the final read of their key (the last
 // ok read of that key whose value is an array of integers; the workloads keep one set per lock key, e.g.
@@ -80,6 +85,7 @@ struct LostUpdates {
   std::vector<int64_t> lost_elements;       // in the same order
 };
 LostUpdates lost_updates(const History& h);
+LostUpdates lost_updates(const History& h, const std::vector<int64_t>& pairs);
 
 // True when the history has any add op (a set workload).
 bool has_set_ops(const History& h);
