@@ -21,9 +21,11 @@
 //
 // Nothing judged (no acquire attempted while the key was free outside faults, or no TTL known) is unknown.
 #include <algorithm>
+#include <iterator>
 #include <map>
 #include <memory>
 #include <set>
+#include <unordered_map>
 
 #include "checkers/checker.h"
 #include "checkers/format.h"
@@ -54,8 +56,10 @@ class LivenessChecker : public Checker {
   std::string name() const override { return "liveness"; }
 
   CheckResult check(const History& h, const CheckOptions& opts) const override {
+    static const Atom kAcquire("acquire"), kExtend("extend"), kRelease("release");
     CheckResult r;
-    const std::vector<int64_t> pairs = pair_index(h);
+    std::vector<int64_t> scratch;
+    const std::vector<int64_t>& pairs = pairs_of(h, opts, &scratch);
     const int64_t end_ns = h.empty() ? 0 : h.back().time_ns;
 
     // The TTL and op timeout: given, or derived from the history.
@@ -69,7 +73,7 @@ class LivenessChecker : public Checker {
         const Op& done = h[static_cast<size_t>(pairs[i])];
         const int64_t latency = done.time_ns - op.time_ns;
         longest_latency_ns = std::max(longest_latency_ns, latency);
-        if (done.is_ok() && done.validity_ms && (op.f == "acquire" || op.f == "extend")) {
+        if (done.is_ok() && done.validity_ms && (op.f == kAcquire || op.f == kExtend)) {
           longest_validity_ns = std::max(longest_validity_ns, *done.validity_ms * 1000000);
         }
       }
@@ -113,42 +117,58 @@ class LivenessChecker : public Checker {
       for (const auto& [fault, from] : open) faults.push_back({from, end_ns + 1, -1});  // never healed
     }
 
-    // Per key: busy intervals and the acquire attempts.
-    std::map<std::string, std::vector<Busy>> busy;
-    std::map<std::string, std::vector<Attempt>> failed;  // failed acquires
-    std::map<std::string, std::vector<int64_t>> grants;  // ok acquire completion times
+    // Per key (in order of first appearance): busy intervals and the acquire attempts.
+    struct KeyData {
+      Atom key;
+      std::vector<Busy> busy;
+      std::vector<Attempt> failed;  // failed acquires
+      std::vector<int64_t> grants;  // ok acquire completion times
+    };
+    std::vector<KeyData> keys;
+    std::unordered_map<Atom, uint32_t> key_ids;
     struct Hold {
       int64_t from_ns, renewed_ns, cause;
     };
-    std::map<std::pair<std::string, Process>, Hold> holding;
-    auto close_hold = [&](const std::string& key, Process p, int64_t to_ns) {
-      auto it = holding.find({key, p});
+    // (key id << 32 | process) -> its hold.
+    std::unordered_map<uint64_t, Hold> holding;
+    auto who_of = [](uint32_t key, Process p) { return (static_cast<uint64_t>(key) << 32) | static_cast<uint32_t>(p); };
+    auto close_hold = [&](uint64_t who, int64_t to_ns) {
+      auto it = holding.find(who);
       if (it == holding.end()) return;
-      busy[key].push_back({it->second.from_ns, std::max(it->second.from_ns, to_ns), it->second.cause});
+      keys[who >> 32].busy.push_back({it->second.from_ns, std::max(it->second.from_ns, to_ns), it->second.cause});
       holding.erase(it);
     };
     int64_t attempts = 0;
+    Atom last_key;
+    uint32_t last_id = 0;
     for (size_t i = 0; i < h.size(); ++i) {
       const Op& op = h[i];
       if (!op.is_invoke() || !op.is_client() || op.key.empty()) continue;
-      const bool acquire = op.f == "acquire", extend = op.f == "extend", release = op.f == "release";
+      const bool acquire = op.f == kAcquire, extend = op.f == kExtend, release = op.f == kRelease;
       if (!acquire && !extend && !release) continue;
+      if (keys.empty() || op.key != last_key) {
+        auto [it, added] = key_ids.emplace(op.key, static_cast<uint32_t>(keys.size()));
+        if (added) keys.push_back(KeyData{op.key, {}, {}, {}});
+        last_key = op.key;
+        last_id = it->second;
+      }
+      KeyData& kd = keys[last_id];
       const int64_t c = pairs[i];
       const Op* done = c >= 0 ? &h[static_cast<size_t>(c)] : nullptr;
-      const auto who = std::make_pair(op.key, op.process);
+      const uint64_t who = who_of(last_id, op.process);
       const int64_t idx = static_cast<int64_t>(i);
       if (acquire) {
         ++attempts;
         if (!done) {
-          busy[op.key].push_back({op.time_ns, end_ns + 1, idx});
+          kd.busy.push_back({op.time_ns, end_ns + 1, idx});
         } else if (done->is_ok()) {
-          close_hold(op.key, op.process, done->time_ns);
+          close_hold(who, done->time_ns);
           holding[who] = Hold{done->time_ns, done->time_ns, idx};
-          grants[op.key].push_back(done->time_ns);
+          kd.grants.push_back(done->time_ns);
         } else if (done->is_info()) {
-          busy[op.key].push_back({op.time_ns, done->time_ns + ttl_ns, idx});
+          kd.busy.push_back({op.time_ns, done->time_ns + ttl_ns, idx});
         } else {
-          failed[op.key].push_back({op.time_ns, done->time_ns, idx, c, op.process});
+          kd.failed.push_back({op.time_ns, done->time_ns, idx, c, op.process});
         }
         continue;
       }
@@ -158,30 +178,49 @@ class LivenessChecker : public Checker {
           if (held != holding.end()) held->second.renewed_ns = done->time_ns;
           else holding[who] = Hold{done->time_ns, done->time_ns, idx};  // re-created: it believes it holds it
         } else if (!done || done->is_info()) {
-          if (held != holding.end()) close_hold(op.key, op.process, op.time_ns);
-          busy[op.key].push_back({op.time_ns, done ? done->time_ns + ttl_ns : end_ns + 1, idx});
+          if (held != holding.end()) close_hold(who, op.time_ns);
+          kd.busy.push_back({op.time_ns, done ? done->time_ns + ttl_ns : end_ns + 1, idx});
         } else if (held != holding.end()) {
-          close_hold(op.key, op.process, op.time_ns);  // lost: the holder stops using it
+          close_hold(who, op.time_ns);  // lost: the holder stops using it
         }
         continue;
       }
       // release: the holder stops relying on the lock when it starts to release it.
       if (held == holding.end()) continue;
       const int64_t renewed = held->second.renewed_ns;
-      close_hold(op.key, op.process, op.time_ns);
-      if (!done || done->is_info()) busy[op.key].push_back({op.time_ns, done ? renewed + ttl_ns : end_ns + 1, idx});
+      close_hold(who, op.time_ns);
+      if (!done || done->is_info()) kd.busy.push_back({op.time_ns, done ? renewed + ttl_ns : end_ns + 1, idx});
     }
-    // Holders that never released: until their last renewal + TTL.
-    for (const auto& [who, hold] : holding) {
-      busy[who.first].push_back({hold.from_ns, hold.renewed_ns + ttl_ns, hold.cause});
+    // Holders that never released: until their last renewal + TTL (per key in order of process, so that the
+    // intervals come in a fixed order).
+    {
+      std::vector<std::pair<uint64_t, Hold>> left(holding.begin(), holding.end());
+      std::sort(left.begin(), left.end(), [](const auto& a, const auto& b) {
+        const uint32_t ka = static_cast<uint32_t>(a.first >> 32), kb = static_cast<uint32_t>(b.first >> 32);
+        if (ka != kb) return ka < kb;
+        return static_cast<Process>(static_cast<uint32_t>(a.first)) < static_cast<Process>(static_cast<uint32_t>(b.first));
+      });
+      for (const auto& [who, hold] : left) {
+        keys[who >> 32].busy.push_back({hold.from_ns, hold.renewed_ns + ttl_ns, hold.cause});
+      }
     }
+    // Keys in the order of their names.
+    std::vector<uint32_t> key_order(keys.size());
+    for (uint32_t k = 0; k < key_order.size(); ++k) key_order[k] = k;
+    std::sort(key_order.begin(), key_order.end(),
+              [&](uint32_t a, uint32_t b) { return keys[a].key.str() < keys[b].key.str(); });
 
     int64_t stuck = 0, livelocks = 0, judged_attempts = 0, longest_ns = 0;
-    for (auto& [key, fails] : failed) {
-      std::vector<Busy> blocked = busy[key];
+    std::vector<Busy> blocked;
+    for (uint32_t k : key_order) {
+      KeyData& kd = keys[k];
+      if (kd.failed.empty()) continue;
+      const Atom& key = kd.key;
+      std::vector<Attempt>& fails = kd.failed;
+      blocked = std::move(kd.busy);
       blocked.insert(blocked.end(), faults.begin(), faults.end());
       std::sort(blocked.begin(), blocked.end(), [](const Busy& a, const Busy& b) { return a.from_ns < b.from_ns; });
-      const std::vector<int64_t>& g = grants[key];
+      const std::vector<int64_t>& g = kd.grants;
       // Walk the failed acquires in invoke order, tracking the free stretch each one falls in.
       std::sort(fails.begin(), fails.end(),
                 [](const Attempt& a, const Attempt& b) { return a.invoke_ns < b.invoke_ns; });
@@ -214,7 +253,7 @@ class LivenessChecker : public Checker {
             ops.erase(std::unique(ops.begin(), ops.end()), ops.end());
             std::string who;
             for (Process p : procs) who += (who.empty() ? "" : ", ") + std::to_string(p);
-            std::string since = stretch_cause >= 0 ? " (since " + describe(h, stretch_cause) + ")" : "";
+            std::string since = stretch_cause >= 0 ? " (since " + describe(h, pairs, stretch_cause) + ")" : "";
             std::string d =
                 is_stuck ? key + " was never granted again: free from t=" + format_time_s(stretch_from) + since +
                                ", " + std::to_string(in_stretch.size()) + " acquires by process" +
@@ -260,11 +299,30 @@ class LivenessChecker : public Checker {
       }
       flush();
     }
-    // Ok acquires outside faults were judged too (they are what a live lock looks like).
-    for (const auto& [key, g] : grants) {
-      for (int64_t t : g) {
-        const bool in_fault = std::any_of(faults.begin(), faults.end(),
-                                          [&](const Busy& f) { return t >= f.from_ns && t < f.to_ns; });
+    // Ok acquires outside faults were judged too (they are what a live lock looks like): each grant against the
+    // union of the fault periods (merged, in order).
+    std::vector<std::pair<int64_t, int64_t>> fault_union;
+    for (const Busy& f : faults) {
+      if (f.from_ns < f.to_ns) fault_union.emplace_back(f.from_ns, f.to_ns);
+    }
+    std::sort(fault_union.begin(), fault_union.end());
+    {
+      size_t out = 0;
+      for (const auto& iv : fault_union) {
+        if (out > 0 && iv.first <= fault_union[out - 1].second) {
+          fault_union[out - 1].second = std::max(fault_union[out - 1].second, iv.second);
+        } else {
+          fault_union[out++] = iv;
+        }
+      }
+      fault_union.resize(out);
+    }
+    for (const KeyData& kd : keys) {
+      for (int64_t t : kd.grants) {
+        // The last period starting at or before t contains t, or none does.
+        auto it = std::upper_bound(fault_union.begin(), fault_union.end(), t,
+                                   [](int64_t x, const std::pair<int64_t, int64_t>& iv) { return x < iv.first; });
+        const bool in_fault = it != fault_union.begin() && t < std::prev(it)->second;
         if (!in_fault) ++judged_attempts;
       }
     }
@@ -299,14 +357,17 @@ class LivenessChecker : public Checker {
   }
 
  private:
-  static std::string describe(const History& h, int64_t i) {
+  static std::string describe(const History& h, const std::vector<int64_t>& pairs, int64_t i) {
     const Op& op = h[static_cast<size_t>(i)];
     if (op.process == kNemesis) {
-      const std::string fault = op.value.is_object() ? op.value.value("fault", op.f) : op.f;
+      const std::string fault = op.value.is_object() ? op.value.value("fault", op.f.str()) : op.f.str();
       return "the " + fault + " fault healed at t=" + format_time_s(op.time_ns);
     }
     const auto pairs_note = [&]() -> std::string {
-      // The completion follows the invoke; find it cheaply (same process, next op of it).
+      // The next op of the same process: the invoke's completion when it has one (pair_index pairs an invoke with
+      // the next op of its process when that is a completion), else found by a scan.
+      const int64_t c = pairs[static_cast<size_t>(i)];
+      if (c > i) return std::string(" ended ") + to_string(h[static_cast<size_t>(c)].type);
       for (size_t k = static_cast<size_t>(i) + 1; k < h.size(); ++k) {
         if (h[k].process == op.process) return std::string(" ended ") + to_string(h[k].type);
       }

@@ -8,8 +8,8 @@
 // Extends by a process without a lease on the key (none acquired, or ended by a release or a failed extend) are
 // counted and skipped. No extend at all: unknown (nothing to judge).
 #include <algorithm>
-#include <map>
 #include <memory>
+#include <unordered_map>
 
 #include "checkers/checker.h"
 #include "checkers/format.h"
@@ -30,29 +30,37 @@ class RenewalChecker : public Checker {
  public:
   std::string name() const override { return "renewal"; }
 
-  CheckResult check(const History& h, const CheckOptions&) const override {
+  CheckResult check(const History& h, const CheckOptions& opts) const override {
+    static const Atom kAcquire("acquire"), kExtend("extend"), kRelease("release");
     CheckResult r;
-    const std::vector<int64_t> pairs = pair_index(h);
-    std::map<std::string, std::vector<Grant>> acquires;          // ok acquires per key, in completion order
-    std::map<std::pair<std::string, Process>, Grant> lease;       // (key, p) -> p's last renewal
+    std::vector<int64_t> scratch;
+    const std::vector<int64_t>& pairs = pairs_of(h, opts, &scratch);
+    std::unordered_map<Atom, std::vector<Grant>> acquires;  // ok acquires per key, in completion order
+    // (key, p) -> p's last renewal.
+    struct WhoHash {
+      size_t operator()(const std::pair<Atom, Process>& w) const noexcept {
+        return AtomHash()(w.first) * 31 + std::hash<Process>()(w.second);
+      }
+    };
+    std::unordered_map<std::pair<Atom, Process>, Grant, WhoHash> lease;
     int64_t extends = 0, ok_extends = 0, failed = 0, info = 0, without_lease = 0, resurrected = 0;
 
     for (size_t i = 0; i < h.size(); ++i) {
       const Op& op = h[i];
       if (!op.is_client() || op.key.empty()) continue;
       const auto who = std::make_pair(op.key, op.process);
-      if (op.f == "acquire" && op.is_ok()) {
+      if (op.f == kAcquire && op.is_ok()) {
         const int64_t inv = pairs[i];
         Grant g{op.time_ns, op.process, inv >= 0 ? inv : static_cast<int64_t>(i), static_cast<int64_t>(i)};
         acquires[op.key].push_back(g);
         lease[who] = g;
         continue;
       }
-      if (op.f == "release" && op.is_invoke()) {
+      if (op.f == kRelease && op.is_invoke()) {
         lease.erase(who);
         continue;
       }
-      if (op.f != "extend" || !op.is_invoke()) continue;
+      if (op.f != kExtend || !op.is_invoke()) continue;
       ++extends;
       const int64_t c = pairs[i];
       const Op* done = c >= 0 ? &h[static_cast<size_t>(c)] : nullptr;

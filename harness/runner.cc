@@ -246,10 +246,11 @@ class Workers {
 
 // report.html for the run and results/index.html; a report that cannot be written is said, not fatal.
 // h: the run's history when it has been read already (parsed once per run or check), else null.
-void write_reports(const std::string& run_dir, std::ostream& out, const History* h = nullptr) {
+void write_reports(const std::string& run_dir, std::ostream& out, const History* h = nullptr,
+                   const std::vector<int64_t>* pairs = nullptr) {
   try {
     if (h != nullptr) {
-      write_report(run_dir, *h);
+      write_report(run_dir, *h, pairs);
     } else {
       write_report(run_dir);
     }
@@ -331,12 +332,19 @@ std::chrono::milliseconds stop_bound(const RunConfig& cfg) {
   return std::chrono::milliseconds(5000 + per_call);
 }
 
-nlohmann::json check_history(const RunConfig& cfg, const History& h) {
+nlohmann::json check_history(const RunConfig& cfg, const History& h, const std::vector<int64_t>* pairs) {
   const std::vector<std::string> names = checkers_for(cfg);
   CheckOptions opts;
   opts.timeout = std::chrono::milliseconds(static_cast<int64_t>(cfg.checker_timeout_s * 1000));
   opts.ttl_ms = cfg.ttl_ms;
   opts.op_timeout_ms = cfg.op_timeout_ms;
+  // One pairing of invokes and completions for every checker.
+  std::vector<int64_t> own_pairs;
+  if (pairs == nullptr || pairs->size() != h.size()) {
+    own_pairs = pair_index(h);
+    pairs = &own_pairs;
+  }
+  opts.pairs = pairs;
   Validity overall = Validity::kValid;
   nlohmann::json checkers = nlohmann::json::array();
   for (const auto& name : names) {
@@ -486,11 +494,12 @@ RunOutcome run_test(RunConfig given, std::ostream& out) {
 
   History h = read_history(dir + "/history.jsonl");
   out << "checking " << h.size() << " ops ...\n";
-  nlohmann::json verdict = check_history(cfg, h);
+  const std::vector<int64_t> pairs = pair_index(h);
+  nlohmann::json verdict = check_history(cfg, h, &pairs);
   results["valid"] = verdict["valid"];
   results["checkers"] = verdict["checkers"];
   write_json_file(dir + "/results.json", results);
-  write_reports(dir, out, &h);
+  write_reports(dir, out, &h, &pairs);
   print_verdict(out, results, dir);
   outcome.valid = *validity_from_string(results["valid"].get<std::string>());
   outcome.exit_code = exit_code_for(outcome.valid);
@@ -511,12 +520,13 @@ RunOutcome check_run(const std::string& run_dir, std::ostream& out, std::optiona
       results = nlohmann::json::object();  // rewritten below
     }
   }
-  nlohmann::json verdict = check_history(cfg, h);
+  const std::vector<int64_t> pairs = pair_index(h);
+  nlohmann::json verdict = check_history(cfg, h, &pairs);
   results["valid"] = verdict["valid"];
   results["checkers"] = verdict["checkers"];
   results.erase("error");
   write_json_file(run_dir + "/results.json", results);
-  write_reports(run_dir, out, &h);
+  write_reports(run_dir, out, &h, &pairs);
   print_verdict(out, results, run_dir);
   RunOutcome o;
   o.run_dir = run_dir;

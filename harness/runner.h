@@ -32,7 +32,8 @@ struct RunOutcome {
 RunOutcome run_test(RunConfig cfg, std::ostream& out);
 
 // Runs the checkers of cfg's workload on h; returns results.json's "valid" and "checkers" fields.
-nlohmann::json check_history(const RunConfig& cfg, const History& h);
+// pairs: pair_index(h) when the caller has it (it is computed here otherwise), shared by every checker.
+nlohmann::json check_history(const RunConfig& cfg, const History& h, const std::vector<int64_t>* pairs = nullptr);
 
 // `lockcheck check RUN_DIR`: re-runs the checkers on a stored history, rewrites results.json (keeping the
 // run's other fields) and the report. Throws ConfigError / HistoryError on a bad folder.
