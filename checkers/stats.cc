@@ -1,6 +1,7 @@
 // The `stats` checker: figures about the run, always valid.
-//  - counts of ok / fail / info / crashed (invoked, never completed) per f and per client process; nemesis ops
-//    per f;
+//  - counts of ok / fail / info / crashed (invoked, never completed) per f and per client process (the
+//    kMaxProcesses processes with the most ops; the rest summed in "by_process_omitted", so that a long run that
+//    retires a process per info op does not write a table of hundreds of thousands); nemesis ops per f;
 //  - latency (invoke to completion, ms) per f: count, p50, p90, p99 (nearest rank), max;
 //  - throughput: client ops completed per 1 s bucket of history time, per completion type (arrays indexed by
 //    second; at most kMaxBuckets buckets, the last one collecting the rest).
@@ -17,11 +18,15 @@ namespace {
 
 constexpr int64_t kBucketNs = 1000000000;
 constexpr int64_t kMaxBuckets = 100000;
+constexpr size_t kMaxProcesses = 100;
 
-double percentile(const std::vector<int64_t>& sorted, double p) {
-  if (sorted.empty()) return 0;
-  const size_t rank = static_cast<size_t>(std::ceil(p / 100.0 * static_cast<double>(sorted.size())));
-  return static_cast<double>(sorted[std::min(sorted.size() - 1, rank == 0 ? 0 : rank - 1)]) / 1e6;
+// The nearest-rank percentile of v in ms (v is reordered: nth_element instead of a full sort).
+double percentile(std::vector<int64_t>* v, double p) {
+  if (v->empty()) return 0;
+  const size_t rank = static_cast<size_t>(std::ceil(p / 100.0 * static_cast<double>(v->size())));
+  const size_t k = std::min(v->size() - 1, rank == 0 ? 0 : rank - 1);
+  std::nth_element(v->begin(), v->begin() + static_cast<std::ptrdiff_t>(k), v->end());
+  return static_cast<double>((*v)[k]) / 1e6;
 }
 
 struct Counts {
@@ -31,6 +36,13 @@ struct Counts {
     else if (t == OpType::kFail) ++fail;
     else if (t == OpType::kInfo) ++info;
   }
+  int64_t total() const { return ok + fail + info + crashed; }
+  void add(const Counts& c) {
+    ok += c.ok;
+    fail += c.fail;
+    info += c.info;
+    crashed += c.crashed;
+  }
   nlohmann::json json() const { return {{"ok", ok}, {"fail", fail}, {"info", info}, {"crashed", crashed}}; }
 };
 
@@ -38,13 +50,41 @@ class StatsChecker : public Checker {
  public:
   std::string name() const override { return "stats"; }
 
-  CheckResult check(const History& h, const CheckOptions&) const override {
+  CheckResult check(const History& h, const CheckOptions& opts) const override {
     CheckResult r;
-    const std::vector<int64_t> pairs = pair_index(h);
-    std::map<std::string, Counts> by_f;
-    std::map<Process, Counts> by_process;
+    std::vector<int64_t> scratch;
+    const std::vector<int64_t>& pairs = pairs_of(h, opts, &scratch);
+    // Per f: a few distinct names, found by a linear search over Atoms (pointer compares).
+    struct PerF {
+      Atom f;
+      Counts counts;
+      std::vector<int64_t> latency;
+    };
+    std::vector<PerF> by_f;
+    auto per_f = [&](const Atom& f) -> PerF& {
+      for (PerF& x : by_f) {
+        if (x.f == f) return x;
+      }
+      by_f.push_back(PerF{f, {}, {}});
+      return by_f.back();
+    };
+    // Per process: a flat table for the usual small ids, a map beyond.
+    constexpr Process kDense = 1 << 22;
+    std::vector<Counts> dense;
+    std::vector<bool> dense_seen;
+    std::map<Process, Counts> sparse;
+    auto per_process = [&](Process p) -> Counts& {
+      if (p < kDense) {
+        if (static_cast<size_t>(p) >= dense.size()) {
+          dense.resize(static_cast<size_t>(p) + 1);
+          dense_seen.resize(static_cast<size_t>(p) + 1);
+        }
+        dense_seen[static_cast<size_t>(p)] = true;
+        return dense[static_cast<size_t>(p)];
+      }
+      return sparse[p];
+    };
     std::map<std::string, int64_t> nemesis;
-    std::map<std::string, std::vector<int64_t>> latency;
     std::vector<int64_t> ok_per_s, fail_per_s, info_per_s;
     Counts total;
 
@@ -56,16 +96,17 @@ class StatsChecker : public Checker {
       }
       if (op.is_invoke()) {
         if (pairs[i] < 0) {
-          ++by_f[op.f].crashed;
-          ++by_process[op.process].crashed;
+          ++per_f(op.f).counts.crashed;
+          ++per_process(op.process).crashed;
           ++total.crashed;
         }
         continue;
       }
-      by_f[op.f].add(op.type);
-      by_process[op.process].add(op.type);
+      PerF& pf = per_f(op.f);
+      pf.counts.add(op.type);
+      per_process(op.process).add(op.type);
       total.add(op.type);
-      if (pairs[i] >= 0) latency[op.f].push_back(op.time_ns - h[static_cast<size_t>(pairs[i])].time_ns);
+      if (pairs[i] >= 0) pf.latency.push_back(op.time_ns - h[static_cast<size_t>(pairs[i])].time_ns);
       const int64_t bucket = std::min(kMaxBuckets - 1, std::max<int64_t>(0, op.time_ns / kBucketNs));
       auto& series = op.is_ok() ? ok_per_s : op.is_fail() ? fail_per_s : info_per_s;
       if (static_cast<int64_t>(series.size()) <= bucket) series.resize(static_cast<size_t>(bucket) + 1, 0);
@@ -78,25 +119,45 @@ class StatsChecker : public Checker {
 
     nlohmann::json f_json = nlohmann::json::object(), p_json = nlohmann::json::object(),
                    lat_json = nlohmann::json::object();
-    for (const auto& [f, c] : by_f) f_json[f] = c.json();
-    for (const auto& [p, c] : by_process) p_json[std::to_string(p)] = c.json();
-    for (auto& [f, v] : latency) {
-      std::sort(v.begin(), v.end());
-      lat_json[f] = {{"count", v.size()},
-                     {"p50", percentile(v, 50)},
-                     {"p90", percentile(v, 90)},
-                     {"p99", percentile(v, 99)},
-                     {"max", percentile(v, 100)}};
+    for (const PerF& x : by_f) f_json[x.f.str()] = x.counts.json();
+    // The processes with the most ops (ties: the lower id), at most kMaxProcesses; the rest summed.
+    std::vector<std::pair<Process, Counts>> procs;
+    for (size_t p = 0; p < dense.size(); ++p) {
+      if (dense_seen[p]) procs.emplace_back(static_cast<Process>(p), dense[p]);
+    }
+    for (const auto& [p, c] : sparse) procs.emplace_back(p, c);
+    const size_t process_count = procs.size();
+    if (procs.size() > kMaxProcesses) {
+      std::nth_element(procs.begin(), procs.begin() + kMaxProcesses, procs.end(), [](const auto& a, const auto& b) {
+        return a.second.total() != b.second.total() ? a.second.total() > b.second.total() : a.first < b.first;
+      });
+      Counts rest;
+      for (size_t k = kMaxProcesses; k < procs.size(); ++k) rest.add(procs[k].second);
+      nlohmann::json omitted = rest.json();
+      omitted["processes"] = procs.size() - kMaxProcesses;
+      r.stats["by_process_omitted"] = omitted;
+      procs.resize(kMaxProcesses);
+    }
+    for (const auto& [p, c] : procs) p_json[std::to_string(p)] = c.json();
+    for (PerF& x : by_f) {
+      if (x.latency.empty()) continue;
+      std::vector<int64_t>& v = x.latency;
+      lat_json[x.f.str()] = {{"count", v.size()},
+                             {"p50", percentile(&v, 50)},
+                             {"p90", percentile(&v, 90)},
+                             {"p99", percentile(&v, 99)},
+                             {"max", percentile(&v, 100)}};
     }
     const double span_s = h.empty() ? 0.0 : static_cast<double>(h.back().time_ns - h.front().time_ns) / 1e9;
     const int64_t completed = total.ok + total.fail + total.info;
-    r.stats = {{"ops", total.json()},
-               {"by_f", f_json},
-               {"by_process", p_json},
-               {"nemesis", nemesis},
-               {"latency_ms", lat_json},
-               {"throughput_per_s", {{"bucket_s", 1}, {"ok", ok_per_s}, {"fail", fail_per_s}, {"info", info_per_s}}},
-               {"span_s", span_s}};
+    r.stats["ops"] = total.json();
+    r.stats["by_f"] = f_json;
+    r.stats["processes"] = process_count;
+    r.stats["by_process"] = p_json;
+    r.stats["nemesis"] = nemesis;
+    r.stats["latency_ms"] = lat_json;
+    r.stats["throughput_per_s"] = {{"bucket_s", 1}, {"ok", ok_per_s}, {"fail", fail_per_s}, {"info", info_per_s}};
+    r.stats["span_s"] = span_s;
     int64_t nemesis_ops = 0;
     for (const auto& kv : nemesis) nemesis_ops += kv.second;
     char buf[256];

@@ -64,5 +64,28 @@ TEST(StatsChecker, CountsLatenciesAndThroughput) {
   EXPECT_NE(r.summary.find("13 client ops completed"), std::string::npos) << r.summary;
 }
 
+// A long info-heavy run retires a process per info op: the per-process table keeps the 100 busiest processes
+// (ties: the lower id) and sums the rest, so that results.json stays small.
+TEST(StatsChecker, PerProcessTableIsCapped) {
+  HistoryBuilder b;
+  for (int p = 0; p < 250; ++p) {
+    const int ops = p >= 200 ? 3 : 1;  // processes 200..249 are the busiest
+    for (int k = 0; k < ops; ++k) {
+      b.invoke(p, "acquire");
+      b.ok(p, "acquire");
+    }
+  }
+  const auto s = check(b.history()).stats;
+  EXPECT_EQ(s["processes"], 250);
+  ASSERT_EQ(s["by_process"].size(), 100u);
+  EXPECT_EQ(s["by_process"]["249"]["ok"], 3);
+  EXPECT_EQ(s["by_process"]["0"]["ok"], 1);   // the 50 kept among the single-op ones: the lowest ids
+  EXPECT_EQ(s["by_process"]["49"]["ok"], 1);
+  EXPECT_FALSE(s["by_process"].contains("50"));
+  EXPECT_EQ(s["by_process_omitted"]["processes"], 150);
+  EXPECT_EQ(s["by_process_omitted"]["ok"], 150);
+  EXPECT_EQ(s["ops"]["ok"], 50 * 3 + 200);
+}
+
 }  // namespace
 }  // namespace lockcheck
