@@ -117,37 +117,85 @@ std::string render_latency_plot(const std::vector<LatencyPoint>& points, const s
   };
 
   // Decimate: one mark per (outcome, cell), cells of c x c pixels, c the smallest of 1, 2, 3, 4, 6, 8, ... px
-  // that keeps the marks of each outcome within max_marks_per_outcome.
+  // that keeps the marks of each outcome within max_marks_per_outcome. Each point's position is computed once;
+  // the cells of one outcome and size are marked in a bitmap over their bounding box.
   const OpType order[] = {OpType::kOk, OpType::kFail, OpType::kInfo};
-  auto cell_of = [&](const LatencyPoint& p, double c) {
-    const int64_t cx = static_cast<int64_t>(std::floor(f.x(p.invoke_ns) / c));
-    const int64_t cy = static_cast<int64_t>(std::floor(y_of(p.latency_ns) / c));
-    return (static_cast<int64_t>(p.outcome) << 40) | (cx << 20) | (cy & 0xfffff);
+  struct Pos {
+    double x, y;
+  };
+  std::vector<Pos> pos;
+  pos.reserve(points.size());
+  for (const auto& p : points) pos.push_back(Pos{f.x(p.invoke_ns), y_of(p.latency_ns)});
+  // The cells of one outcome at one size: a bitmap when the box of cells is small enough, a hash set otherwise.
+  class Cells {
+   public:
+    Cells(const std::vector<Pos>& pos, const std::vector<LatencyPoint>& points, OpType t, double c) : c_(c) {
+      bool any = false;
+      for (size_t i = 0; i < pos.size(); ++i) {
+        if (points[i].outcome != t) continue;
+        const int64_t cx = cell(pos[i].x), cy = cell(pos[i].y);
+        if (!any) {
+          x0_ = x1_ = cx;
+          y0_ = y1_ = cy;
+          any = true;
+        }
+        x0_ = std::min(x0_, cx);
+        x1_ = std::max(x1_, cx);
+        y0_ = std::min(y0_, cy);
+        y1_ = std::max(y1_, cy);
+      }
+      if (any && (x1_ - x0_ + 1) <= (int64_t{1} << 16) && (y1_ - y0_ + 1) <= (int64_t{1} << 16) &&
+          (x1_ - x0_ + 1) * (y1_ - y0_ + 1) <= (int64_t{1} << 24)) {
+        bits_.assign(static_cast<size_t>((x1_ - x0_ + 1) * (y1_ - y0_ + 1)), false);
+      }
+    }
+    // Marks the cell of a point; true when it was not marked before.
+    bool insert(const Pos& p) {
+      const int64_t cx = cell(p.x), cy = cell(p.y);
+      if (!bits_.empty()) {
+        const size_t k = static_cast<size_t>((cy - y0_) * (x1_ - x0_ + 1) + (cx - x0_));
+        if (bits_[k]) return false;
+        bits_[k] = true;
+        ++size_;
+        return true;
+      }
+      const bool added = set_.insert((cx << 20) | (cy & 0xfffff)).second;
+      size_ += added;
+      return added;
+    }
+    size_t size() const { return size_; }
+
+   private:
+    int64_t cell(double v) const { return static_cast<int64_t>(std::floor(v / c_)); }
+    double c_;
+    int64_t x0_ = 0, x1_ = 0, y0_ = 0, y1_ = 0;
+    std::vector<bool> bits_;
+    std::unordered_set<int64_t> set_;
+    size_t size_ = 0;
   };
   double cell = 1;
   for (const double c : {1.0, 2.0, 3.0, 4.0, 6.0, 8.0, 12.0, 16.0}) {
     cell = c;
-    std::unordered_set<int64_t> cells;
     size_t worst = 0;
     for (OpType t : order) {
-      size_t before = cells.size();
-      for (const auto& p : points) {
-        if (p.outcome == t) cells.insert(cell_of(p, c));
+      Cells cells(pos, points, t, c);
+      for (size_t i = 0; i < points.size(); ++i) {
+        if (points[i].outcome == t) cells.insert(pos[i]);
       }
-      worst = std::max(worst, cells.size() - before);
+      worst = std::max(worst, cells.size());
     }
     if (worst <= opts.max_marks_per_outcome) break;
   }
   std::ostringstream marks;
   size_t drawn = 0;
-  std::unordered_set<int64_t> cells;
   for (OpType t : order) {
-    for (const auto& p : points) {
-      if (p.outcome != t) continue;
-      if (!cells.insert(cell_of(p, cell)).second) continue;
+    Cells cells(pos, points, t, cell);
+    for (size_t i = 0; i < points.size(); ++i) {
+      if (points[i].outcome != t) continue;
+      if (!cells.insert(pos[i])) continue;
       ++drawn;
       // The first point of each cell is drawn where it is.
-      const double x = f.x(p.invoke_ns), y = y_of(p.latency_ns);
+      const double x = pos[i].x, y = pos[i].y;
       const std::string xs = fixed(x, 1), ys = fixed(y, 1);
       switch (t) {
         case OpType::kOk:

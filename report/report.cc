@@ -5,9 +5,11 @@
 #include <cmath>
 #include <fstream>
 #include <map>
+#include <optional>
 #include <set>
 #include <sstream>
 #include <system_error>
+#include <unordered_set>
 
 #include <boost/filesystem.hpp>
 
@@ -70,6 +72,7 @@ struct Page {
   const std::vector<int64_t>& pairs;  // pair_index(h)
   std::vector<report::Anomaly> anomalies;
   std::vector<report::Hold> holds;
+  std::optional<report::HoldIndex> hold_index;  // over holds, once they are final
   std::vector<report::FaultBand> bands;
   int64_t end_ns = 0;
   int64_t span_ns = 0;
@@ -135,7 +138,7 @@ void render_verdict(Page& pg) {
       s << escape(report::sentence_of(a));
       if (i < kMaxDetailedAnomalies) s << " <a href=\"#anomaly-" << i << "\">operations</a>";
       if (a.from_ns) {
-        const auto w = report::anomaly_view(a, pg.holds, pg.end_ns);
+        const auto w = pg.hold_index->view(a, pg.end_ns);
         s << " <button class=\"zoom-to\" data-scroll=\"1\" data-view-a=\"" << report::ms_coord(w.from_ns)
           << "\" data-view-b=\"" << report::ms_coord(w.to_ns) << "\">show on timeline</button>";
       }
@@ -224,7 +227,7 @@ void render_timeline_section(Page& pg) {
     }
   }
   if (first) {
-    const auto w = report::anomaly_view(*first, pg.holds, pg.end_ns);
+    const auto w = pg.hold_index->view(*first, pg.end_ns);
     s << "<button id=\"zoom-first\" data-view-a=\"" << report::ms_coord(w.from_ns) << "\" data-view-b=\""
       << report::ms_coord(w.to_ns) << "\">first anomaly</button>";
   }
@@ -232,7 +235,7 @@ void render_timeline_section(Page& pg) {
        "<button data-zoom=\"left\">&#9664;</button><button data-zoom=\"right\">&#9654;</button>"
        "<span class=\"range\" id=\"tl-range\"></span></div>\n";
   // Legend.
-  std::set<std::string> keys;
+  std::unordered_set<Atom> keys;
   for (const auto& h : pg.holds) keys.insert(h.key);
   std::vector<std::string> sorted_keys(keys.begin(), keys.end());
   std::sort(sorted_keys.begin(), sorted_keys.end(), [](const std::string& a, const std::string& b) {
@@ -247,7 +250,7 @@ void render_timeline_section(Page& pg) {
        "<span class=\"sw\" style=\"background:#6b1414\"></span>held past its lease"
        "<span class=\"sw\" style=\"background:#fff;border:1px dashed #333\"></span>acquire indeterminate"
        "<span class=\"sw\" style=\"background:#fff;border:2px solid #d11f1f\"></span>anomaly</div>\n";
-  s << report::render_timeline(pg.holds, pg.bands, pg.anomalies, pg.end_ns);
+  s << report::render_timeline(pg.holds, *pg.hold_index, pg.bands, pg.anomalies, pg.end_ns);
   s << "<p class=\"note\">A bar runs from an acquire's ok to the process's next release invoke on that key (or the "
        "end of the history); the lighter box behind it is the lease the client was told (acquire invoke + "
        "validity). Shaded bands are fault periods. Drag across the lanes to zoom; click the top strip to move; "
@@ -293,7 +296,7 @@ void render_anomaly_details(Page& pg) {
     if (!a.checker.empty()) s << " <span class=\"meta\">(" << escape(a.checker) << ")</span>";
     s << "</h3>\n<p>" << escape(report::sentence_of(a));
     if (a.from_ns) {
-      const auto w = report::anomaly_view(a, pg.holds, pg.end_ns);
+      const auto w = pg.hold_index->view(a, pg.end_ns);
       s << " <button class=\"zoom-to\" data-scroll=\"1\" data-view-a=\"" << report::ms_coord(w.from_ns)
         << "\" data-view-b=\"" << report::ms_coord(w.to_ns) << "\">show on timeline</button>";
     }
@@ -451,7 +454,7 @@ std::string render_report(const nlohmann::json& config, const History& h, const 
     own_pairs = pair_index(h);
     pairs = &own_pairs;
   }
-  Page pg{config, h, results, *pairs, {}, {}, {}, 0, 0, {}};
+  Page pg{config, h, results, *pairs, {}, {}, {}, {}, 0, 0, {}};
   pg.anomalies = report::anomalies_of(results);
   report::HoldOptions hold_opts;
   if (const json* ttl = find(config, "ttl_ms"); ttl && ttl->is_number_integer() && ttl->get<int64_t>() > 0) {
@@ -459,6 +462,7 @@ std::string render_report(const nlohmann::json& config, const History& h, const 
   }
   pg.end_ns = report::history_end_ns(h);
   pg.holds = report::lock_holds(h, hold_opts, *pairs, pg.end_ns);
+  pg.hold_index.emplace(pg.holds);
   pg.bands = report::fault_bands(h, *pairs, pg.end_ns);
   pg.span_ns = std::max<int64_t>(pg.end_ns, 1000000);
   for (const auto& a : pg.anomalies) {

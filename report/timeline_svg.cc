@@ -4,6 +4,8 @@
 #include <map>
 #include <set>
 #include <sstream>
+#include <unordered_map>
+#include <unordered_set>
 
 #include "report/html.h"
 #include "report/svg_common.h"
@@ -90,19 +92,23 @@ class SvgOut {
 
 }  // namespace
 
-TimeWindow anomaly_view(const Anomaly& a, const std::vector<Hold>& holds, int64_t end_ns) {
-  int64_t lo = a.from_ns.value_or(0), hi = a.to_ns.value_or(lo);
-  const int64_t from = lo, to = hi;
-  for (const Hold& h : holds) {
-    if (h.from_ns > to || h.to_ns < from) continue;
-    if (!a.key.empty() && h.key != a.key) continue;
+namespace {
+
+// Widens [lo, hi] to the holds in [begin, end) that overlap [from, to] (on a's key and processes).
+void widen(const Anomaly& a, const Hold* begin, const Hold* end, int64_t from, int64_t to, int64_t* lo, int64_t* hi) {
+  for (const Hold* h = begin; h != end; ++h) {
+    if (h->from_ns > to || h->to_ns < from) continue;
+    if (!a.key.empty() && h->key != a.key) continue;
     if (!a.processes.empty() &&
-        std::find(a.processes.begin(), a.processes.end(), h.process) == a.processes.end()) {
+        std::find(a.processes.begin(), a.processes.end(), h->process) == a.processes.end()) {
       continue;
     }
-    lo = std::min(lo, h.from_ns);
-    hi = std::max(hi, h.to_ns);
+    *lo = std::min(*lo, h->from_ns);
+    *hi = std::max(*hi, h->to_ns);
   }
+}
+
+TimeWindow with_margin(int64_t lo, int64_t hi, int64_t to, int64_t end_ns) {
   int64_t margin = std::max<int64_t>((hi - lo) / 4, 20000000);
   TimeWindow w{std::max<int64_t>(0, lo - margin), hi + margin};
   if (end_ns > 0) w.to_ns = std::min(w.to_ns, std::max(end_ns, to));
@@ -110,14 +116,57 @@ TimeWindow anomaly_view(const Anomaly& a, const std::vector<Hold>& holds, int64_
   return w;
 }
 
+}  // namespace
+
+TimeWindow anomaly_view(const Anomaly& a, const std::vector<Hold>& holds, int64_t end_ns) {
+  int64_t lo = a.from_ns.value_or(0), hi = a.to_ns.value_or(lo);
+  const int64_t from = lo, to = hi;
+  widen(a, holds.data(), holds.data() + holds.size(), from, to, &lo, &hi);
+  return with_margin(lo, hi, to, end_ns);
+}
+
+HoldIndex::HoldIndex(const std::vector<Hold>& holds) : holds_(holds) {
+  for (size_t b = 0; b < holds.size(); b += kBlock) {
+    int64_t mn = holds[b].from_ns, mx = holds[b].to_ns;
+    for (size_t i = b; i < std::min(holds.size(), b + kBlock); ++i) {
+      mn = std::min(mn, holds[i].from_ns);
+      mx = std::max(mx, holds[i].to_ns);
+    }
+    min_from_.push_back(mn);
+    max_to_.push_back(mx);
+  }
+}
+
+TimeWindow HoldIndex::view(const Anomaly& a, int64_t end_ns) const {
+  int64_t lo = a.from_ns.value_or(0), hi = a.to_ns.value_or(lo);
+  const int64_t from = lo, to = hi;
+  for (size_t k = 0; k < min_from_.size(); ++k) {
+    if (min_from_[k] > to || max_to_[k] < from) continue;  // no hold of the block overlaps [from, to]
+    const size_t b = k * kBlock, e = std::min(holds_.size(), b + kBlock);
+    widen(a, holds_.data() + b, holds_.data() + e, from, to, &lo, &hi);
+  }
+  return with_margin(lo, hi, to, end_ns);
+}
+
 std::string render_timeline(const std::vector<Hold>& holds, const std::vector<FaultBand>& bands,
+                            const std::vector<Anomaly>& anomalies, int64_t end_ns, const TimelineOptions& opts) {
+  return render_timeline(holds, HoldIndex(holds), bands, anomalies, end_ns, opts);
+}
+
+std::string render_timeline(const std::vector<Hold>& holds, const HoldIndex& index, const std::vector<FaultBand>& bands,
                             const std::vector<Anomaly>& anomalies, int64_t end_ns, const TimelineOptions& opts) {
   // Lanes: every client process that held (or may have held) a key, and every process an anomaly names.
   std::set<Process> procs;
   std::set<std::string, bool (*)(const std::string&, const std::string&)> keys(key_less);
-  for (const Hold& h : holds) {
-    procs.insert(h.process);
-    keys.insert(h.key);
+  {
+    std::unordered_set<Process> seen_procs;
+    std::unordered_set<Atom> seen_keys;
+    for (const Hold& h : holds) {
+      seen_procs.insert(h.process);
+      seen_keys.insert(h.key);
+    }
+    procs.insert(seen_procs.begin(), seen_procs.end());
+    for (const Atom& k : seen_keys) keys.insert(k.str());
   }
   std::vector<const Anomaly*> timed;  // anomalies with a time window, at most max_violations
   for (const Anomaly& a : anomalies) {
@@ -141,7 +190,7 @@ std::string render_timeline(const std::vector<Hold>& holds, const std::vector<Fa
   // anomalies name, then the busiest, up to max_lanes; the note under the drawing counts the rest.
   size_t hidden_lanes = 0, hidden_holds = 0;
   if (lanes.size() > opts.max_lanes) {
-    std::map<Process, size_t> count;
+    std::unordered_map<Process, size_t> count;
     for (const Hold& h : holds) ++count[h.process];
     std::set<Process> named;
     for (const Anomaly* a : timed) named.insert(a->processes.begin(), a->processes.end());
@@ -155,7 +204,7 @@ std::string render_timeline(const std::vector<Hold>& holds, const std::vector<Fa
     lanes.resize(opts.max_lanes);
     std::sort(lanes.begin(), lanes.end());
   }
-  std::map<Process, size_t> lane_of;
+  std::unordered_map<Process, size_t> lane_of;
   for (size_t i = 0; i < lanes.size(); ++i) lane_of[lanes[i]] = i;
 
   std::vector<std::string> fault_rows;  // distinct faults in order of first appearance
@@ -188,7 +237,7 @@ std::string render_timeline(const std::vector<Hold>& holds, const std::vector<Fa
   };
 
   std::vector<TimeWindow> views;
-  for (const Anomaly* a : timed) views.push_back(anomaly_view(*a, holds, end_ns));
+  for (const Anomaly* a : timed) views.push_back(index.view(*a, end_ns));
 
   SvgOut out;
   auto& s = out.s();
@@ -285,8 +334,10 @@ std::string render_timeline(const std::vector<Hold>& holds, const std::vector<Fa
   }
   s << "</g>\n";
 
-  std::map<Process, std::vector<const Hold*>> by_lane;
-  for (const Hold& h : holds) by_lane[h.process].push_back(&h);
+  std::map<Process, std::vector<const Hold*>> by_lane;  // the drawn lanes' holds
+  for (const Hold& h : holds) {
+    if (lane_of.count(h.process)) by_lane[h.process].push_back(&h);
+  }
   const bool aggregate = holds.size() > opts.aggregate_above_holds;
   for (size_t i = 0; i < lanes.size(); ++i) {
     const Process p = lanes[i];

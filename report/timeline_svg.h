@@ -42,10 +42,27 @@ struct TimeWindow {
 // [0, end_ns]. REQUIRES: a.from_ns and a.to_ns are set.
 TimeWindow anomaly_view(const Anomaly& a, const std::vector<Hold>& holds, int64_t end_ns);
 
+// The same for many anomalies over many holds: the holds in blocks, each with the earliest start and latest end
+// of its holds, so that a view looks only into the blocks that can overlap the anomaly's window. Gives exactly
+// anomaly_view's windows. holds must outlive the index and stay unchanged.
+class HoldIndex {
+ public:
+  explicit HoldIndex(const std::vector<Hold>& holds);
+  TimeWindow view(const Anomaly& a, int64_t end_ns) const;
+
+ private:
+  static constexpr size_t kBlock = 64;
+  const std::vector<Hold>& holds_;
+  std::vector<int64_t> min_from_, max_to_;  // per block
+};
+
 // The <svg> element, or a short <p> saying there is nothing to draw.
 std::string render_timeline(const std::vector<Hold>& holds, const std::vector<FaultBand>& bands,
                             const std::vector<Anomaly>& anomalies, int64_t end_ns,
                             const TimelineOptions& opts = {});
+// The same with an index of the holds (a report builds it once for every anomaly view).
+std::string render_timeline(const std::vector<Hold>& holds, const HoldIndex& index, const std::vector<FaultBand>& bands,
+                            const std::vector<Anomaly>& anomalies, int64_t end_ns, const TimelineOptions& opts = {});
 
 }  // namespace report
 }  // namespace lockcheck

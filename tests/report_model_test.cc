@@ -3,6 +3,8 @@
 
 #include <gtest/gtest.h>
 
+#include <random>
+
 #include "report/anomalies.h"
 #include "report/timeline_svg.h"
 #include "tests/support/report_fixtures.h"
@@ -175,6 +177,32 @@ TEST(ReportModelTest, AnomalyViewCoversTheOverlappingHoldsOfItsProcesses) {
   // p1 held from 2 ms, p2 to 320 ms: [2, 320] plus a quarter on each side, clipped at 0.
   EXPECT_EQ(w.from_ns, 0);
   EXPECT_EQ(w.to_ns, 320 * kMs + (318 * kMs) / 4);
+}
+
+// The report asks for up to a thousand views over a long run's holds through a HoldIndex: the same windows as
+// anomaly_view, on holds in any order.
+TEST(ReportModelTest, HoldIndexGivesTheWindowsOfAnomalyView) {
+  std::mt19937_64 rng(7);
+  std::vector<Hold> holds;
+  for (int i = 0; i < 1000; ++i) {
+    Hold h;
+    h.process = static_cast<Process>(rng() % 6);
+    h.key = rng() % 2 ? "lock-0" : "lock-1";
+    h.from_ns = static_cast<int64_t>(rng() % 1000) * kMs;
+    h.to_ns = h.from_ns + static_cast<int64_t>(rng() % (i % 50 == 0 ? 800 : 20)) * kMs;
+    holds.push_back(h);
+  }
+  const HoldIndex index(holds);
+  for (int k = 0; k < 500; ++k) {
+    Anomaly a;
+    a.from_ns = static_cast<int64_t>(rng() % 1000) * kMs;
+    a.to_ns = *a.from_ns + static_cast<int64_t>(rng() % 30) * kMs;
+    if (k % 3) a.key = k % 2 ? "lock-0" : "lock-1";
+    if (k % 4) a.processes = {static_cast<Process>(rng() % 6), static_cast<Process>(rng() % 6)};
+    const TimeWindow want = anomaly_view(a, holds, 1000 * kMs), got = index.view(a, 1000 * kMs);
+    EXPECT_EQ(got.from_ns, want.from_ns) << k;
+    EXPECT_EQ(got.to_ns, want.to_ns) << k;
+  }
 }
 
 }  // namespace
