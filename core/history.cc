@@ -157,9 +157,15 @@ class OpRules {
 // distinct text.
 class AtomCache {
  public:
-  Atom get(std::string_view s) {
-    for (const Atom& a : recent_) {
-      if (a.size() == s.size() && std::memcmp(a.data(), s.data(), s.size()) == 0) return a;
+  // padded: s.data()[0 .. 8) is readable (the reader's buffer is padded after its last line).
+  Atom get(std::string_view s, bool padded = true) {
+    const uint64_t head = head_of(s.data(), s.size(), padded);
+    for (size_t k = 0; k < kRecent; ++k) {
+      const Recent& r = recent_[k];
+      if (r.size != s.size() || r.head != head) continue;
+      if (s.size() > 8 && std::memcmp(r.atom.data() + 8, s.data() + 8, s.size() - 8) != 0) continue;
+      if (k > 0) std::swap(recent_[k], recent_[k - 1]);  // the texts met most often move to the front
+      return recent_[k > 0 ? k - 1 : 0].atom;
     }
     Atom a;
     auto it = seen_.find(s);
@@ -169,15 +175,28 @@ class AtomCache {
       a = Atom(s);
       seen_.emplace(std::string_view(a.str()), a);  // a view of the pool's copy, which never moves
     }
-    recent_[next_] = a;
-    next_ = (next_ + 1) % kRecent;
+    recent_[kRecent - 1] = Recent{a, s.size(), head};
     return a;
   }
 
  private:
+  // The first (up to) eight bytes of a text, zero beyond its end: with the size, equal for equal short texts.
+  static uint64_t head_of(const char* p, size_t n, bool padded) {
+    uint64_t w = 0;
+    if (!padded) {
+      std::memcpy(&w, p, std::min<size_t>(n, 8));
+      return w;
+    }
+    std::memcpy(&w, p, 8);
+    return n >= 8 ? w : w & ((uint64_t{1} << (8 * n)) - 1);
+  }
+  struct Recent {
+    Atom atom;
+    size_t size = 0;
+    uint64_t head = 0;
+  };
   static constexpr size_t kRecent = 4;
-  Atom recent_[kRecent];
-  size_t next_ = 0;
+  Recent recent_[kRecent];
   std::unordered_map<std::string_view, Atom> seen_;
 };
 
@@ -190,6 +209,7 @@ struct AtomCaches {
 // parsed in full by parse_op (which also words the error).
 class LineScanner {
  public:
+  // REQUIRES: p[0 .. len + 8) is readable (the reader's buffer is padded after its last line).
   LineScanner(const char* p, size_t len, AtomCaches* atoms) : p_(p), end_(p + len), atoms_(atoms) {}
 
   bool op(Op* op) {
@@ -210,8 +230,8 @@ class LineScanner {
         !string(&key) || !lit(",\"value\":null")) {
       return false;
     }
-    if (type == "invoke") op->type = OpType::kInvoke;
-    else if (type == "ok") op->type = OpType::kOk;
+    if (type.size() == 2 && type[0] == 'o' && type[1] == 'k') op->type = OpType::kOk;
+    else if (type == "invoke") op->type = OpType::kInvoke;
     else if (type == "fail") op->type = OpType::kFail;
     else if (type == "info") op->type = OpType::kInfo;
     else return false;
@@ -238,38 +258,127 @@ class LineScanner {
  private:
   template <size_t N>
   bool lit(const char (&s)[N]) {
-    constexpr size_t n = N - 1;  // a literal: the compiler inlines the comparison
-    if (static_cast<size_t>(end_ - p_) < n || std::memcmp(p_, s, n) != 0) return false;
+    constexpr size_t n = N - 1;
+    if (static_cast<size_t>(end_ - p_) < n || !equal<n>(p_, s)) return false;
     p_ += n;
     return true;
   }
-  // A JSON integer as the writer prints it: -?[0-9]+ without a leading zero (unless 0), at most 18 digits.
-  bool integer(int64_t* out) {
-    bool neg = false;
-    if (p_ < end_ && *p_ == '-') {
-      neg = true;
-      ++p_;
+  // n bytes equal, compared 8 at a time (the last word overlapping) rather than by a call to memcmp.
+  template <size_t n>
+  static bool equal(const char* a, const char* b) {
+    if constexpr (n == 1) {
+      return a[0] == b[0];
+    } else if constexpr (n < 4) {
+      uint16_t x0 = 0, y0 = 0, x1 = 0, y1 = 0;  // two words, overlapping when n is 3
+      std::memcpy(&x0, a, 2);
+      std::memcpy(&y0, b, 2);
+      std::memcpy(&x1, a + n - 2, 2);
+      std::memcpy(&y1, b + n - 2, 2);
+      return ((x0 ^ y0) | (x1 ^ y1)) == 0;
+    } else if constexpr (n < 8) {
+      uint32_t x0 = 0, y0 = 0, x1 = 0, y1 = 0;
+      std::memcpy(&x0, a, 4);
+      std::memcpy(&y0, b, 4);
+      std::memcpy(&x1, a + n - 4, 4);
+      std::memcpy(&y1, b + n - 4, 4);
+      return ((x0 ^ y0) | (x1 ^ y1)) == 0;
+    } else {
+      uint64_t x = 0, y = 0, diff = 0;
+      for (size_t k = 0; k + 8 <= n; k += 8) {
+        std::memcpy(&x, a + k, 8);
+        std::memcpy(&y, b + k, 8);
+        diff |= x ^ y;
+      }
+      if constexpr (n % 8 != 0) {
+        std::memcpy(&x, a + n - 8, 8);
+        std::memcpy(&y, b + n - 8, 8);
+        diff |= x ^ y;
+      }
+      return diff == 0;
     }
-    const char* start = p_;
-    int64_t v = 0;
-    while (p_ < end_ && *p_ >= '0' && *p_ <= '9') v = v * 10 + (*p_++ - '0');
-    const size_t digits = static_cast<size_t>(p_ - start);
-    if (digits == 0 || digits > 18 || (digits > 1 && *start == '0')) return false;
-    *out = neg ? -v : v;
+  }
+  // A JSON integer as the writer prints it: -?[0-9]+ without a leading zero (unless 0), at most 18 digits.
+  // Read eight bytes at a time (see digits8).
+  // (Locals rather than p_: a store to p_ would be reloaded after every byte read, as chars may alias it.)
+  [[gnu::always_inline]] bool integer(int64_t* out) {
+    static constexpr uint64_t kPow10[9] = {1, 10, 100, 1000, 10000, 100000, 1000000, 10000000, 100000000};
+    const char* p = p_;
+    const char* const end = end_;
+    bool neg = false;
+    if (p < end && *p == '-') {
+      neg = true;
+      ++p;
+    }
+    uint64_t v = 0;
+    int digits = digits8(p, end, &v);
+    if (digits == 0) return false;
+    int n = digits;
+    while (n == 8 && digits <= 18) {
+      uint64_t part = 0;
+      n = digits8(p + digits, end, &part);
+      v = v * kPow10[n] + part;  // wraps past 19 digits, and such a number is rejected below
+      digits += n;
+    }
+    if (digits > 18 || (digits > 1 && *p == '0')) return false;
+    *out = neg ? -static_cast<int64_t>(v) : static_cast<int64_t>(v);
+    p_ = p + digits;
     return true;
   }
-  // A string with no escapes and no control characters.
-  bool string(std::string_view* out) {
-    if (p_ >= end_ || *p_ != '"') return false;
-    const char* start = ++p_;
-    while (p_ < end_ && *p_ != '"') {
-      if (*p_ == '\\' || static_cast<unsigned char>(*p_) < 0x20) return false;
-      ++p_;
+  // The ASCII digits at p (at most eight, none at or past end): how many, and their value in *value.
+  // REQUIRES: p[0 .. 8) is readable.
+  static int digits8(const char* p, const char* end, uint64_t* value) {
+    const uint64_t w = load(p);
+    // A byte is a digit when its high nibble is 3 and stays 3 after adding 6. Carries can only start at a
+    // byte that is not a digit, so the lowest flagged byte is exact.
+    const uint64_t not_digit = ((w & 0xF0F0F0F0F0F0F0F0ULL) ^ 0x3030303030303030ULL) |
+                               (((w + 0x0606060606060606ULL) & 0xF0F0F0F0F0F0F0F0ULL) ^ 0x3030303030303030ULL);
+    int n = not_digit == 0 ? 8 : __builtin_ctzll(not_digit) / 8;
+    if (end - p < n) n = static_cast<int>(end - p);
+    if (n <= 0) return 0;
+    // The n digits moved to the end of the word (the last digit the least significant), '0' in front of them.
+    const uint64_t aligned = n == 8 ? w : (w << (8 * (8 - n))) | (0x3030303030303030ULL >> (8 * n));
+    *value = parse_eight_digits(aligned);
+    return n;
+  }
+  // A string with no escapes and no control characters: eight bytes at a time, looking for the first quote,
+  // backslash or control character.
+  [[gnu::always_inline]] bool string(std::string_view* out) {
+    const char* p = p_;
+    const char* const end = end_;
+    if (p >= end || *p != '"') return false;
+    const char* start = ++p;
+    for (;;) {
+      const uint64_t w = load(p);  // may read past end: the bytes there are readable (see the constructor)
+      const uint64_t special = has_byte(w, '"') | has_byte(w, '\\') | has_less(w, 0x20);
+      if (special == 0) {
+        p += 8;
+        if (p >= end) return false;
+        continue;
+      }
+      p += __builtin_ctzll(special) / 8;  // the lowest flagged byte is exact
+      if (p >= end || *p != '"') return false;
+      break;
     }
-    if (p_ >= end_) return false;
-    *out = std::string_view(start, static_cast<size_t>(p_ - start));
-    ++p_;
+    *out = std::string_view(start, static_cast<size_t>(p - start));
+    p_ = p + 1;
     return true;
+  }
+
+  static uint64_t load(const char* p) {
+    uint64_t w = 0;
+    std::memcpy(&w, p, 8);
+    return w;  // little-endian: the first byte is the lowest
+  }
+  static constexpr uint64_t kOnes = 0x0101010101010101ULL, kHighs = 0x8080808080808080ULL;
+  // The high bit of every byte of w that is below n (n <= 128); exact for the lowest such byte.
+  static uint64_t has_less(uint64_t w, uint8_t n) { return (w - kOnes * n) & ~w & kHighs; }
+  static uint64_t has_byte(uint64_t w, char c) { return has_less(w ^ (kOnes * static_cast<uint8_t>(c)), 1); }
+  // The value of eight ASCII digits (the first byte the most significant): pairs, then quadruples, then all.
+  static uint64_t parse_eight_digits(uint64_t w) {
+    w -= 0x3030303030303030ULL;
+    w = (w * 10 + (w >> 8)) & 0x00FF00FF00FF00FFULL;          // each 16-bit lane: two digits
+    w = (w * 100 + (w >> 16)) & 0x0000FFFF0000FFFFULL;        // each 32-bit lane: four digits
+    return (w * 10000 + (w >> 32)) & 0xFFFFFFFFULL;           // eight digits
   }
 
   const char* p_;
@@ -336,14 +445,14 @@ std::string parse_op(simdjson::dom::parser& parser, const char* p, size_t len, O
       seen |= kType;
     } else if (name == "f") {
       if (t != Type::STRING) return must(name, "a string");
-      op->f = atoms->f.get(std::string_view(v));
+      op->f = atoms->f.get(std::string_view(v), false);
       seen |= kF;
     } else if (name == "key" || name == "error") {
       Atom& out = name == "key" ? op->key : op->error;
       if (t == Type::NULL_VALUE) {
         out.clear();
       } else if (t == Type::STRING) {
-        out = (name == "key" ? atoms->key : atoms->error).get(std::string_view(v));
+        out = (name == "key" ? atoms->key : atoms->error).get(std::string_view(v), false);
       } else {
         return must(name, "a string");
       }
@@ -400,6 +509,7 @@ struct Source {
 History parse_source(Source src, const std::string& name, size_t lines, std::vector<std::string>* warnings) {
   History h;
   h.reserve(lines);
+
   simdjson::dom::parser parser;
   AtomCaches atoms;
   OpRules rules;
@@ -435,7 +545,7 @@ History parse_source(Source src, const std::string& name, size_t lines, std::vec
     size_t lead = 0;
     while (lead < len && (line[lead] == ' ' || line[lead] == '\t')) ++lead;
     if (lead == len) continue;
-    Op op;
+    Op& op = h.emplace_back();  // parsed in place; removed again below when the line is not an op
     // The line and the bytes after it up to the end of buf are readable (at least SIMDJSON_PADDING).
     bool not_json = false;
     std::string why;
@@ -444,6 +554,7 @@ History parse_source(Source src, const std::string& name, size_t lines, std::vec
       why = parse_op(parser, line, len, &op, &not_json, &atoms);
     }
     if (!why.empty()) {
+      h.pop_back();
       if (!has_newline && not_json) {
         // The last line, cut short: the harness stopped mid-write.
         if (warnings != nullptr) {
@@ -454,13 +565,13 @@ History parse_source(Source src, const std::string& name, size_t lines, std::vec
       }
       throw HistoryError(where(lineno) + why);
     }
-    if (op.index != static_cast<int64_t>(h.size())) {
+    const int64_t expected = static_cast<int64_t>(h.size()) - 1;
+    if (op.index != expected) {
       throw HistoryError(where(lineno) + "index " + std::to_string(op.index) + " out of order (expected " +
-                         std::to_string(h.size()) + ")");
+                         std::to_string(expected) + ")");
     }
-    why = rules.check(op, static_cast<int64_t>(h.size()));
+    why = rules.check(op, expected);
     if (!why.empty()) throw HistoryError(where(lineno) + why);
-    h.push_back(std::move(op));
   }
   return h;
 }

@@ -5,6 +5,8 @@
 
 #include <cstdio>
 #include <fstream>
+#include <random>
+#include <sstream>
 #include <thread>
 
 namespace lockcheck {
@@ -273,6 +275,52 @@ TEST(HistoryTest, JsonlLineIsTheOrderedJsonDumpOfTheOp) {
     if (!op.error.empty()) j["error"] = op.error;
     EXPECT_EQ(to_jsonl(op), j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
   }
+}
+
+// The reader scans lines exactly as the writer prints them without a JSON parser and hands anything else to
+// simdjson. The scan must accept only what the parser accepts and read it the same: every line here is read as
+// written (the scan, when it applies) and with a space after its "{" (always the parser), and the two must agree
+// on the op or on the error.
+TEST(HistoryReaderTest, LineScanAgreesWithTheJsonParser) {
+  std::mt19937_64 rng(14);
+  const std::vector<std::string> numbers = {
+      "0", "1", "7", "12", "123456", "1234567", "12345678", "123456789", "1234567890", "12345678901234567",
+      "123456789012345678", "999999999999999999", "1234567890123456789", "12345678901234567890", "-1", "-0", "00",
+      "01", "-", "", "1.5", "1e3", "+1", "- 1", "2147483647", "2147483648", "99999999", "100000000"};
+  const std::vector<std::string> strings = {"\"acquire\"", "\"release\"", "\"lock-0\"", "\"\"", "\"a\\\"b\"",
+                                            "\"tab\\tx\"", "\"caf\xc3\xa9\"", "\"12345678abcdefgh\"", "\"x\"",
+                                            "\"not held on a quorum (expired)\"", "\"abc", "null", "3"};
+  auto pick = [&](const std::vector<std::string>& v) { return v[rng() % v.size()]; };
+  int scanned_and_parsed = 0;
+  for (int round = 0; round < 4000; ++round) {
+    const bool plain = rng() % 3 != 0;  // mostly well-formed numbers, so that many lines get past the scan
+    auto number = [&]() { return plain ? std::to_string(rng() % 100000000000ULL) : pick(numbers); };
+    const std::string process = rng() % 8 == 0 ? "\"nemesis\"" : (plain ? std::to_string(rng() % 20) : pick(numbers));
+    const std::string type = pick({"\"invoke\"", "\"ok\"", "\"fail\"", "\"info\"", "\"maybe\"", "\"ok"});
+    std::string f = plain ? "\"acquire\"" : pick(strings), key = plain ? "\"lock-0\"" : pick(strings);
+    std::string line = "{\"index\":0,\"time\":" + number() + ",\"process\":" + process + ",\"type\":" + type +
+                       ",\"f\":" + f + ",\"key\":" + key + ",\"value\":null";
+    if (rng() % 2) line += ",\"token\":" + number();
+    if (rng() % 2) line += ",\"validity_ms\":" + number();
+    if (rng() % 3 == 0) line += ",\"error\":" + pick(strings);
+    line += "}";
+    // A single op: an invoke, or a completion after its invoke (parsed on its own line first).
+    auto read = [&](const std::string& l) -> std::string {
+      try {
+        History h = parse_history(l + "\n", "h");
+        std::ostringstream out;
+        for (const Op& op : h) out << to_jsonl(op) << "\n";
+        return out.str();
+      } catch (const HistoryError& e) {
+        std::string what = e.what();
+        return "error: " + what.substr(what.find(": ") + 2);
+      }
+    };
+    std::string scanned = read(line), parsed = read("{ " + line.substr(1));
+    EXPECT_EQ(scanned, parsed) << line;
+    if (scanned.rfind("error", 0) != 0) ++scanned_and_parsed;
+  }
+  EXPECT_GT(scanned_and_parsed, 300);  // the comparison saw many accepted lines, not only errors
 }
 
 }  // namespace
