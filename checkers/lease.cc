@@ -23,6 +23,7 @@
 
 #include "checkers/checker.h"
 #include "checkers/format.h"
+#include "core/flat_table.h"
 
 namespace lockcheck {
 
@@ -83,7 +84,7 @@ class LeaseChecker : public Checker {
     Windows arena;
     // (key id, process) -> index of its current window in windows[key], or -1 (present: the process had an
     // acquire or extend of the key that ended its claim).
-    std::unordered_map<uint64_t, int64_t> current;
+    FlatTable<int64_t> current;
     int64_t ok_acquires = 0, without_validity = 0, expired_grants = 0, extends_applied = 0, lost = 0, derived = 0;
     nlohmann::json notes = nlohmann::json::array();
     Atom last_key;
@@ -105,8 +106,8 @@ class LeaseChecker : public Checker {
       }
       const uint64_t who = (static_cast<uint64_t>(last_id) << 32) | static_cast<uint32_t>(op.process);
       auto& ws = windows[last_id];
-      auto cur = current.find(who);
-      Window* w = (cur != current.end() && cur->second >= 0) ? &ws[static_cast<size_t>(cur->second)] : nullptr;
+      int64_t* cur = current.find(who);
+      Window* w = (cur != nullptr && *cur >= 0) ? &ws[static_cast<size_t>(*cur)] : nullptr;
       const int64_t c = pairs[i];
       const Op* done = c >= 0 ? &h[static_cast<size_t>(c)] : nullptr;
       if (release || (extend && done != nullptr && !done->is_ok())) {
@@ -116,9 +117,9 @@ class LeaseChecker : public Checker {
           w->end_ns = std::min(w->end_ns, release ? op.time_ns : done->time_ns);
           arena.add_op(w, static_cast<int64_t>(i));
           if (!release) arena.add_op(w, c);
-          if (release) cur->second = -1;
+          if (release) *cur = -1;
         }
-        if (done != nullptr && says_not_held(*done) && cur != current.end()) {
+        if (done != nullptr && says_not_held(*done) && cur != nullptr) {
           ++lost;
           if (notes.size() < kMaxAnomalies) {
             notes.push_back({{"kind", release ? "lost-before-release" : "lost-before-extend"},

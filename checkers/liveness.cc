@@ -29,6 +29,7 @@
 
 #include "checkers/checker.h"
 #include "checkers/format.h"
+#include "core/flat_table.h"
 
 namespace lockcheck {
 
@@ -130,13 +131,13 @@ class LivenessChecker : public Checker {
       int64_t from_ns, renewed_ns, cause;
     };
     // (key id << 32 | process) -> its hold.
-    std::unordered_map<uint64_t, Hold> holding;
+    FlatTable<Hold> holding;
     auto who_of = [](uint32_t key, Process p) { return (static_cast<uint64_t>(key) << 32) | static_cast<uint32_t>(p); };
     auto close_hold = [&](uint64_t who, int64_t to_ns) {
-      auto it = holding.find(who);
-      if (it == holding.end()) return;
-      keys[who >> 32].busy.push_back({it->second.from_ns, std::max(it->second.from_ns, to_ns), it->second.cause});
-      holding.erase(it);
+      const Hold* held = holding.find(who);
+      if (held == nullptr) return;
+      keys[who >> 32].busy.push_back({held->from_ns, std::max(held->from_ns, to_ns), held->cause});
+      holding.erase(who);
     };
     int64_t attempts = 0;
     Atom last_key;
@@ -172,29 +173,30 @@ class LivenessChecker : public Checker {
         }
         continue;
       }
-      auto held = holding.find(who);
+      Hold* held = holding.find(who);
       if (extend) {
         if (done && done->is_ok()) {
-          if (held != holding.end()) held->second.renewed_ns = done->time_ns;
+          if (held != nullptr) held->renewed_ns = done->time_ns;
           else holding[who] = Hold{done->time_ns, done->time_ns, idx};  // re-created: it believes it holds it
         } else if (!done || done->is_info()) {
-          if (held != holding.end()) close_hold(who, op.time_ns);
+          if (held != nullptr) close_hold(who, op.time_ns);
           kd.busy.push_back({op.time_ns, done ? done->time_ns + ttl_ns : end_ns + 1, idx});
-        } else if (held != holding.end()) {
+        } else if (held != nullptr) {
           close_hold(who, op.time_ns);  // lost: the holder stops using it
         }
         continue;
       }
       // release: the holder stops relying on the lock when it starts to release it.
-      if (held == holding.end()) continue;
-      const int64_t renewed = held->second.renewed_ns;
+      if (held == nullptr) continue;
+      const int64_t renewed = held->renewed_ns;
       close_hold(who, op.time_ns);
       if (!done || done->is_info()) kd.busy.push_back({op.time_ns, done ? renewed + ttl_ns : end_ns + 1, idx});
     }
     // Holders that never released: until their last renewal + TTL (per key in order of process, so that the
     // intervals come in a fixed order).
     {
-      std::vector<std::pair<uint64_t, Hold>> left(holding.begin(), holding.end());
+      std::vector<std::pair<uint64_t, Hold>> left;
+      holding.for_each([&](uint64_t who, const Hold& hold) { left.emplace_back(who, hold); });
       std::sort(left.begin(), left.end(), [](const auto& a, const auto& b) {
         const uint32_t ka = static_cast<uint32_t>(a.first >> 32), kb = static_cast<uint32_t>(b.first >> 32);
         if (ka != kb) return ka < kb;

@@ -8,6 +8,7 @@
 #include <unordered_set>
 
 #include "checkers/format.h"
+#include "core/flat_table.h"
 
 namespace lockcheck {
 
@@ -80,7 +81,7 @@ const char* kind_name(int kind) {
 }
 
 struct KeyOps {
-  std::string key;
+  Atom key;
   std::vector<wgl::LinOp> ops;
   int64_t failed = 0;  // fail completions, removed
 };
@@ -287,17 +288,18 @@ nlohmann::json describe_violation(const History& h, const std::vector<int64_t>& 
 
 CheckResult MutexChecker::check(const History& h, const CheckOptions& opts) const {
   const auto started = std::chrono::steady_clock::now();
+  static const Atom kAcquire("acquire"), kRelease("release"), kExtend("extend");
   CheckResult result;
   result.checker = name();
 
   // Partition the lock ops by key in one pass, pairing each completion with its process's open invoke as
   // pair_index does (in order per process; an invoke overwritten by a later one stays unpaired).
   std::vector<KeyOps> keys;
-  std::unordered_map<std::string, size_t> key_ids;
+  std::unordered_map<Atom, size_t> key_ids;
   OpenInvokes open;
   // (process, key) pairs whose last completed lock op left the process believing it holds the key (an ok
   // acquire, then ok extends): its release, and an extend that did not end ok, end its use of the lock.
-  std::unordered_set<uint64_t> believes_held;
+  FlatTable<uint8_t> believes_held;
   auto held_key = [](Process p, int32_t key) {
     return (static_cast<uint64_t>(p) << 24) ^ static_cast<uint64_t>(static_cast<uint32_t>(key));
   };
@@ -311,8 +313,8 @@ CheckResult MutexChecker::check(const History& h, const CheckOptions& opts) cons
       if (ref.key < 0) continue;
       KeyOps& ko = keys[static_cast<size_t>(ref.key)];
       wgl::LinOp& lo = ko.ops[static_cast<size_t>(ref.pos)];
-      const bool holder = believes_held.count(held_key(op.process, ref.key)) > 0;
-      if (lo.kind == MutexModel::kAcquire && op.is_ok()) believes_held.insert(held_key(op.process, ref.key));
+      const bool holder = believes_held.contains(held_key(op.process, ref.key));
+      if (lo.kind == MutexModel::kAcquire && op.is_ok()) believes_held[held_key(op.process, ref.key)] = 1;
       if (lo.kind == MutexModel::kRelease) believes_held.erase(held_key(op.process, ref.key));
       if (!holder && lo.kind != MutexModel::kAcquire) {
         // Not a holder's op (no ok acquire of its own before it): a failed one is a no-op, as before.
@@ -341,7 +343,10 @@ CheckResult MutexChecker::check(const History& h, const CheckOptions& opts) cons
       }
       continue;
     }
-    const int kind = mutex_op_kind(op.f);
+    const int kind = op.f == kAcquire ? MutexModel::kAcquire
+                     : op.f == kRelease ? MutexModel::kRelease
+                     : op.f == kExtend  ? MutexModel::kExtend
+                                        : -1;  // mutex_op_kind, by pointer compares
     if (kind < 0) {
       open.put(op.process, OpenInvokes::Ref{});  // a completion must not pair with an earlier lock op
       continue;
@@ -351,6 +356,9 @@ CheckResult MutexChecker::check(const History& h, const CheckOptions& opts) cons
       if (it == key_ids.end()) {
         it = key_ids.emplace(op.key, keys.size()).first;
         keys.push_back(KeyOps{op.key, {}, 0});
+        // Most histories have one key: its ops are at most one per invoke. Reserved address space only, the
+        // pages are touched as the ops come.
+        if (keys.size() == 1) keys.back().ops.reserve(h.size() / 2 + 1);
       }
       last_key = it->second;
     }
@@ -426,7 +434,7 @@ CheckResult MutexChecker::check(const History& h, const CheckOptions& opts) cons
     }
     verdict = merge(verdict, v);
     total_cache += r.cache_entries;
-    key_stats[ko.key] = {{"verdict", to_string(v)},
+    key_stats[ko.key.str()] = {{"verdict", to_string(v)},
                          {"ops", static_cast<int64_t>(ko.ops.size()) + ko.failed},
                          {"failed_removed", ko.failed},
                          {"required", required},

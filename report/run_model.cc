@@ -6,6 +6,8 @@
 #include <unordered_set>
 #include <utility>
 
+#include "core/flat_table.h"
+
 namespace lockcheck {
 namespace report {
 
@@ -34,9 +36,11 @@ std::vector<Hold> lock_holds(const History& h, const HoldOptions& opts, const st
                              int64_t end) {
   static const Atom kAcquire("acquire"), kExtend("extend"), kRelease("release");
   std::vector<Hold> holds;
+  // At most one per completion: reserved address space, touched as holds come (no copy on growth).
+  holds.reserve(h.size() / 2 + 1);
   // (key id << 32 | process) -> index in holds (most histories have one key or a few).
   std::unordered_map<Atom, uint64_t> key_ids;
-  std::unordered_map<uint64_t, size_t> open;
+  FlatTable<size_t> open;  // the hold's index in holds
   Atom last_key;
   bool have_key = false;
   uint64_t last_id = 0;
@@ -54,23 +58,21 @@ std::vector<Hold> lock_holds(const History& h, const HoldOptions& opts, const st
     }
     const uint64_t pk = (last_id << 32) | static_cast<uint32_t>(op.process);
     if (release && op.is_invoke()) {
-      auto it = open.find(pk);
-      if (it != open.end()) {
-        Hold& hold = holds[it->second];
+      if (const size_t* at = open.find(pk)) {
+        Hold& hold = holds[*at];
         hold.to_ns = std::max(hold.from_ns, op.time_ns);
         hold.open = false;
-        open.erase(it);
+        open.erase(pk);
       }
     } else if (acquire && (op.is_ok() || op.is_info())) {
       const Op* inv = invoke_of(h, pairs, i);
       const int64_t invoke_ns = inv ? inv->time_ns : op.time_ns;
-      auto it = open.find(pk);
-      if (it != open.end()) {
+      if (const size_t* at = open.find(pk)) {
         // A second acquire without a release in between: the earlier hold ends where the new one starts.
-        Hold& prev = holds[it->second];
+        Hold& prev = holds[*at];
         prev.to_ns = std::max(prev.from_ns, invoke_ns);
         prev.open = false;
-        open.erase(it);
+        open.erase(pk);
       }
       Hold hold;
       hold.process = op.process;
@@ -96,11 +98,10 @@ std::vector<Hold> lock_holds(const History& h, const HoldOptions& opts, const st
         holds.push_back(hold);
       }
     } else if (extend && op.is_ok() && op.validity_ms) {
-      auto it = open.find(pk);
-      if (it != open.end()) {
+      if (const size_t* at = open.find(pk)) {
         const Op* inv = invoke_of(h, pairs, i);
         const int64_t invoke_ns = inv ? inv->time_ns : op.time_ns;
-        holds[it->second].lease_end_ns = invoke_ns + *op.validity_ms * 1000000;
+        holds[*at].lease_end_ns = invoke_ns + *op.validity_ms * 1000000;
       }
     }
   }
