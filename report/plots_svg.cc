@@ -123,28 +123,38 @@ std::string render_latency_plot(const std::vector<LatencyPoint>& points, const s
   struct Pos {
     double x, y;
   };
-  std::vector<Pos> pos;
-  pos.reserve(points.size());
-  for (const auto& p : points) pos.push_back(Pos{f.x(p.invoke_ns), y_of(p.latency_ns)});
-  // The cells of one outcome at one size: a bitmap when the box of cells is small enough, a hash set otherwise.
+  // Per outcome, in the order of the points: their positions and the box around them.
+  struct Outcome {
+    std::vector<Pos> pos;
+    double x0 = 0, x1 = 0, y0 = 0, y1 = 0;
+  };
+  Outcome outcomes[3];
+  for (const auto& p : points) {
+    const int o = p.outcome == OpType::kOk ? 0 : p.outcome == OpType::kFail ? 1 : 2;
+    Outcome& out = outcomes[o];
+    const Pos q{f.x(p.invoke_ns), y_of(p.latency_ns)};
+    if (out.pos.empty()) {
+      out.x0 = out.x1 = q.x;
+      out.y0 = out.y1 = q.y;
+    }
+    out.x0 = std::min(out.x0, q.x);
+    out.x1 = std::max(out.x1, q.x);
+    out.y0 = std::min(out.y0, q.y);
+    out.y1 = std::max(out.y1, q.y);
+    out.pos.push_back(q);
+  }
+  // The cells of one outcome at one size: a bitmap over the box of its cells when that is small enough (it is
+  // for any plot of a sane size), a hash set otherwise.
   class Cells {
    public:
-    Cells(const std::vector<Pos>& pos, const std::vector<LatencyPoint>& points, OpType t, double c) : c_(c) {
-      bool any = false;
-      for (size_t i = 0; i < pos.size(); ++i) {
-        if (points[i].outcome != t) continue;
-        const int64_t cx = cell(pos[i].x), cy = cell(pos[i].y);
-        if (!any) {
-          x0_ = x1_ = cx;
-          y0_ = y1_ = cy;
-          any = true;
-        }
-        x0_ = std::min(x0_, cx);
-        x1_ = std::max(x1_, cx);
-        y0_ = std::min(y0_, cy);
-        y1_ = std::max(y1_, cy);
-      }
-      if (any && (x1_ - x0_ + 1) <= (int64_t{1} << 16) && (y1_ - y0_ + 1) <= (int64_t{1} << 16) &&
+    Cells(const Outcome& o, double c) : c_(c) {
+      if (o.pos.empty()) return;
+      // floor is monotonic: the box of the cells is the cells of the box.
+      x0_ = cell(o.x0);
+      x1_ = cell(o.x1);
+      y0_ = cell(o.y0);
+      y1_ = cell(o.y1);
+      if ((x1_ - x0_ + 1) <= (int64_t{1} << 16) && (y1_ - y0_ + 1) <= (int64_t{1} << 16) &&
           (x1_ - x0_ + 1) * (y1_ - y0_ + 1) <= (int64_t{1} << 24)) {
         bits_.assign(static_cast<size_t>((x1_ - x0_ + 1) * (y1_ - y0_ + 1)), false);
       }
@@ -177,25 +187,23 @@ std::string render_latency_plot(const std::vector<LatencyPoint>& points, const s
   for (const double c : {1.0, 2.0, 3.0, 4.0, 6.0, 8.0, 12.0, 16.0}) {
     cell = c;
     size_t worst = 0;
-    for (OpType t : order) {
-      Cells cells(pos, points, t, c);
-      for (size_t i = 0; i < points.size(); ++i) {
-        if (points[i].outcome == t) cells.insert(pos[i]);
-      }
+    for (const Outcome& o : outcomes) {
+      Cells cells(o, c);
+      for (const Pos& p : o.pos) cells.insert(p);
       worst = std::max(worst, cells.size());
     }
     if (worst <= opts.max_marks_per_outcome) break;
   }
   std::ostringstream marks;
   size_t drawn = 0;
-  for (OpType t : order) {
-    Cells cells(pos, points, t, cell);
-    for (size_t i = 0; i < points.size(); ++i) {
-      if (points[i].outcome != t) continue;
-      if (!cells.insert(pos[i])) continue;
+  for (int o = 0; o < 3; ++o) {
+    const OpType t = order[o];
+    Cells cells(outcomes[o], cell);
+    for (const Pos& p : outcomes[o].pos) {
+      if (!cells.insert(p)) continue;
       ++drawn;
       // The first point of each cell is drawn where it is.
-      const double x = pos[i].x, y = pos[i].y;
+      const double x = p.x, y = p.y;
       const std::string xs = fixed(x, 1), ys = fixed(y, 1);
       switch (t) {
         case OpType::kOk:

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <map>
+#include <optional>
 #include <set>
 #include <sstream>
 #include <unordered_map>
@@ -38,48 +39,92 @@ struct DrawnBar {
   size_t n = 1;
 };
 
-bool overlaps_any(int64_t from, int64_t to, const std::vector<TimeWindow>& ws) {
-  for (const auto& w : ws) {
-    if (from <= w.to_ns && to >= w.from_ns) return true;
-  }
-  return false;
-}
-
-std::vector<DrawnBar> bars_of_lane(const std::vector<const Hold*>& lane, bool aggregate, int64_t px_ns,
-                                   const std::vector<TimeWindow>& keep_exact) {
-  std::vector<DrawnBar> out;
-  if (!aggregate) {
-    for (const Hold* h : lane) out.push_back(DrawnBar{h, h->from_ns, h->to_ns, 1});
-    return out;
-  }
-  // Merge per key, in order of start.
-  std::map<std::string, std::vector<const Hold*>> by_key;
-  for (const Hold* h : lane) by_key[h->key].push_back(h);
-  for (auto& kv : by_key) {
-    DrawnBar cur;
-    bool have = false;
-    for (const Hold* h : kv.second) {
-      const bool exact = h->kind != HoldKind::kHeld || overlaps_any(h->from_ns, h->to_ns, keep_exact);
-      if (exact) {
-        if (have) out.push_back(cur);
-        have = false;
-        out.push_back(DrawnBar{h, h->from_ns, h->to_ns, 1});
-        continue;
+// The union of closed windows, as disjoint windows in order: whether [from, to] meets any of them is one binary
+// search.
+class WindowUnion {
+ public:
+  explicit WindowUnion(std::vector<TimeWindow> ws) {
+    std::sort(ws.begin(), ws.end(), [](const TimeWindow& a, const TimeWindow& b) { return a.from_ns < b.from_ns; });
+    for (const TimeWindow& w : ws) {
+      if (!parts_.empty() && w.from_ns <= parts_.back().to_ns) {
+        parts_.back().to_ns = std::max(parts_.back().to_ns, w.to_ns);
+      } else {
+        parts_.push_back(w);
       }
-      if (have && h->from_ns - cur.to_ns < px_ns) {
-        cur.to_ns = std::max(cur.to_ns, h->to_ns);
-        ++cur.n;
-        continue;
+    }
+  }
+  bool overlaps(int64_t from, int64_t to) const {
+    // The first part that ends at or after from; it meets [from, to] when it starts by to.
+    auto it = std::lower_bound(parts_.begin(), parts_.end(), from,
+                               [](const TimeWindow& w, int64_t t) { return w.to_ns < t; });
+    return it != parts_.end() && it->from_ns <= to;
+  }
+
+ private:
+  std::vector<TimeWindow> parts_;
+};
+
+// One lane's holds grouped by key (in key order) with, for each, whether it is drawn exactly (indeterminate, or
+// near an anomaly); bars() merges the others that are closer than a distance, as often as the drawing needs.
+class LaneBars {
+ public:
+  LaneBars(const std::vector<const Hold*>& lane, bool aggregate, const WindowUnion& keep_exact) : lane_(lane) {
+    if (!aggregate) return;
+    std::map<Atom, std::vector<const Hold*>> by_key;  // Atoms order by text
+    for (const Hold* h : lane) by_key[h->key].push_back(h);
+    for (auto& kv : by_key) {
+      Group g;
+      for (const Hold* h : kv.second) {
+        g.holds.push_back(h);
+        g.exact.push_back(h->kind != HoldKind::kHeld || keep_exact.overlaps(h->from_ns, h->to_ns));
+      }
+      groups_.push_back(std::move(g));
+    }
+    aggregate_ = true;
+  }
+
+  std::vector<DrawnBar> bars(int64_t merge_ns) const {
+    std::vector<DrawnBar> out;
+    if (!aggregate_) {
+      for (const Hold* h : lane_) out.push_back(DrawnBar{h, h->from_ns, h->to_ns, 1});
+      return out;
+    }
+    // Merge per key, in order of start.
+    for (const Group& g : groups_) {
+      DrawnBar cur;
+      bool have = false;
+      for (size_t k = 0; k < g.holds.size(); ++k) {
+        const Hold* h = g.holds[k];
+        if (g.exact[k]) {
+          if (have) out.push_back(cur);
+          have = false;
+          out.push_back(DrawnBar{h, h->from_ns, h->to_ns, 1});
+          continue;
+        }
+        if (have && h->from_ns - cur.to_ns < merge_ns) {
+          cur.to_ns = std::max(cur.to_ns, h->to_ns);
+          ++cur.n;
+          continue;
+        }
+        if (have) out.push_back(cur);
+        cur = DrawnBar{h, h->from_ns, h->to_ns, 1};
+        have = true;
       }
       if (have) out.push_back(cur);
-      cur = DrawnBar{h, h->from_ns, h->to_ns, 1};
-      have = true;
     }
-    if (have) out.push_back(cur);
+    std::sort(out.begin(), out.end(), [](const DrawnBar& a, const DrawnBar& b) { return a.from_ns < b.from_ns; });
+    return out;
   }
-  std::sort(out.begin(), out.end(), [](const DrawnBar& a, const DrawnBar& b) { return a.from_ns < b.from_ns; });
-  return out;
-}
+
+ private:
+  struct Group {
+    std::vector<const Hold*> holds;
+    std::vector<bool> exact;
+  };
+  const std::vector<const Hold*>& lane_;
+  bool aggregate_ = false;
+  std::vector<Group> groups_;
+};
 
 class SvgOut {
  public:
@@ -339,6 +384,25 @@ std::string render_timeline(const std::vector<Hold>& holds, const HoldIndex& ind
     if (lane_of.count(h.process)) by_lane[h.process].push_back(&h);
   }
   const bool aggregate = holds.size() > opts.aggregate_above_holds;
+  // The bars of every lane, merged over 1 px, or over 2, 4, ... px when there would be more than max_bars.
+  const WindowUnion exact_windows(views);
+  std::vector<std::optional<LaneBars>> lane_groups(lanes.size());
+  for (size_t i = 0; i < lanes.size(); ++i) {
+    auto it = by_lane.find(lanes[i]);
+    if (it != by_lane.end()) lane_groups[i].emplace(it->second, aggregate, exact_windows);
+  }
+  std::vector<std::vector<DrawnBar>> lane_bars(lanes.size());
+  int64_t merge_px = 1;
+  for (;;) {
+    size_t total = 0;
+    for (size_t i = 0; i < lanes.size(); ++i) {
+      if (!lane_groups[i]) continue;
+      lane_bars[i] = lane_groups[i]->bars(px_ns * merge_px);
+      total += lane_bars[i].size();
+    }
+    if (!aggregate || total <= opts.max_bars || merge_px >= P) break;
+    merge_px *= 2;
+  }
   for (size_t i = 0; i < lanes.size(); ++i) {
     const Process p = lanes[i];
     const int y = static_cast<int>(i) * lane_h + bar_pad;
@@ -346,7 +410,7 @@ std::string render_timeline(const std::vector<Hold>& holds, const HoldIndex& ind
     s << "<g class=\"lane\" data-process=\"" << p << "\">\n";
     auto it = by_lane.find(p);
     if (it != by_lane.end()) {
-      std::vector<DrawnBar> drawn = bars_of_lane(it->second, aggregate, px_ns, views);
+      const std::vector<DrawnBar>& drawn = lane_bars[i];
       // Lease windows first, so that the bars lie on top of them.
       for (const DrawnBar& d : drawn) {
         if (d.n != 1 || !d.hold->lease_end_ns || d.hold->kind != HoldKind::kHeld) continue;
@@ -380,7 +444,7 @@ std::string render_timeline(const std::vector<Hold>& holds, const HoldIndex& ind
           cls += " agg";
           tip = "p" + std::to_string(p) + " " + keyname + ": " + std::to_string(d.n) + " holds merged, " +
                 seconds_label(d.from_ns) + " to " + seconds_label(d.to_ns) +
-                " (holds closer than 1 px at full width are merged; exact around anomalies)";
+                " (holds closer than " + std::to_string(merge_px) + " px at full width are merged; exact around anomalies)";
         }
         s << "<rect class=\"" << cls << "\" data-process=\"" << p << "\" data-key=\"" << escape(keyname) << "\"";
         if (d.n != 1) s << " data-n=\"" << d.n << "\"";

@@ -28,6 +28,10 @@ struct TimelineOptions {
   // Above this many holds, holds of one lane and key closer than one pixel at full width are merged into one
   // bar (except around anomalies), so that the drawing stays small for long runs.
   size_t aggregate_above_holds = 2000;
+  // Bars drawn at most when merging (a long run with many processes has many holds more than a pixel apart): the
+  // merge distance doubles (1, 2, 4, ... px) until the bars fit. Bars kept exact around anomalies count too, but
+  // are never merged.
+  size_t max_bars = 4000;
   size_t max_violations = 1000;  // anomalies outlined at most
   size_t max_lanes = 32;          // process lanes drawn at most (anomalies' processes first, then the busiest)
 };

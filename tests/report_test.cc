@@ -7,9 +7,11 @@
 
 #include <boost/filesystem.hpp>
 #include <fstream>
+#include <set>
 #include <sstream>
 
 #include "report/html.h"
+#include "report/timeline_svg.h"
 #include "tests/support/html_checker.h"
 #include "tests/support/report_fixtures.h"
 #include "tests/support/temp_dir.h"
@@ -281,6 +283,31 @@ TEST(ReportTest, LongRunsMergeBarsButKeepThemExactAroundAnomalies) {
   auto latency = select(tags, "svg", "plot-latency");
   ASSERT_EQ(latency.size(), 1u);
   EXPECT_LT(std::stoul(latency[0].attrs["data-drawn"]), std::stoul(latency[0].attrs["data-points"]));
+}
+
+// Many processes, each holding a lock now and then: the holds of a lane are more than a pixel apart and would each
+// be a bar. The merge distance grows until the bars fit TimelineOptions::max_bars; every hold of a drawn lane is
+// still drawn, alone or merged, and the page stays small.
+TEST(ReportTest, ManyProcessesMergeBarsUntilTheyFit) {
+  report_test::HistoryBuilder b;
+  // 100 processes take turns on one key: a process holds it for 0.5 ms every 100 ms.
+  for (int i = 0; i < 40000; ++i) b.hold(i % 100, "lock-0", i, i + 0.1, i + 0.6, i + 1, 100);
+  report_test::LargeRun run{b.sorted(), report_test::valid_results()};
+  const std::string html = render_report(report_test::sample_config(), run.history, run.results);
+  EXPECT_LT(html.size(), size_t{2} << 20);
+  auto tags = parse_ok(html);
+  auto tl = subtree(tags, "timeline");
+  const size_t bars = count(tl, "rect", "bar");
+  EXPECT_LE(bars, report::TimelineOptions().max_bars);
+  std::set<Process> lanes;
+  for (auto& t : select(tl, "g", "lane")) lanes.insert(static_cast<Process>(std::stol(t.attrs["data-process"])));
+  size_t holds_in_lanes = 0;
+  for (const Op& op : run.history) holds_in_lanes += op.f == "acquire" && op.is_ok() && lanes.count(op.process);
+  size_t drawn = 0;
+  for (auto& t : select(tl, "rect", "bar")) drawn += t.attrs.count("data-n") ? std::stoul(t.attrs["data-n"]) : 1;
+  EXPECT_EQ(drawn, holds_in_lanes) << "every hold of a drawn lane is drawn, alone or merged";
+  EXPECT_NE(html.find("px at full width are merged"), std::string::npos);
+  EXPECT_EQ(html.find("holds closer than 1 px"), std::string::npos) << "merged over more than a pixel";
 }
 
 TEST(ReportTest, WriteReportReadsTheRunFolder) {
