@@ -91,6 +91,7 @@ class LeaseChecker : public Checker {
     uint32_t last_id = 0;
 
     for (size_t i = 0; i < h.size(); ++i) {
+      prefetch_pair(h, pairs, i);
       const Op& op = h[i];
       if (!op.is_invoke() || !op.is_client()) continue;
       const bool acquire = op.f == kAcquire, extend = op.f == kExtend, release = op.f == kRelease;

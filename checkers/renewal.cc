@@ -46,6 +46,7 @@ class RenewalChecker : public Checker {
     int64_t extends = 0, ok_extends = 0, failed = 0, info = 0, without_lease = 0, resurrected = 0;
 
     for (size_t i = 0; i < h.size(); ++i) {
+      prefetch_pair(h, pairs, i);
       const Op& op = h[i];
       if (!op.is_client() || op.key.empty()) continue;
       const auto who = std::make_pair(op.key, op.process);

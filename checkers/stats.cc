@@ -89,6 +89,7 @@ class StatsChecker : public Checker {
     Counts total;
 
     for (size_t i = 0; i < h.size(); ++i) {
+      prefetch_pair(h, pairs, i);
       const Op& op = h[i];
       if (!op.is_client()) {
         if (op.is_invoke() || pairs[i] < 0) ++nemesis[op.f];

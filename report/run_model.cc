@@ -46,6 +46,7 @@ std::vector<Hold> lock_holds(const History& h, const HoldOptions& opts, const st
   uint64_t last_id = 0;
 
   for (size_t i = 0; i < h.size(); ++i) {
+    prefetch_pair(h, pairs, i);
     const Op& op = h[i];
     if (!op.is_client()) continue;
     const bool release = op.f == kRelease, acquire = op.f == kAcquire, extend = op.f == kExtend;
@@ -181,6 +182,7 @@ std::vector<LatencyPoint> acquire_latencies(const History& h, const std::vector<
   static const Atom kAcquire("acquire");
   std::vector<LatencyPoint> points;
   for (size_t i = 0; i < h.size(); ++i) {
+    prefetch_pair(h, pairs, i);
     const Op& op = h[i];
     if (!op.is_client() || op.is_invoke() || op.f != kAcquire) continue;
     const Op* inv = invoke_of(h, pairs, i);
