@@ -38,6 +38,8 @@ struct DrawnBar {
   int64_t from_ns = 0, to_ns = 0;
   size_t n = 1;
 };
+// A DrawnBar's hold is indeterminate: merged ones are merged with their own kind only.
+bool maybe(const DrawnBar& d) { return d.hold->kind != HoldKind::kHeld; }
 
 // The union of closed windows, as disjoint windows in order: whether [from, to] meets any of them is one binary
 // search.
@@ -76,14 +78,15 @@ class LaneBars {
       Group g;
       for (const Hold* h : kv.second) {
         g.holds.push_back(h);
-        g.exact.push_back(h->kind != HoldKind::kHeld || keep_exact.overlaps(h->from_ns, h->to_ns));
+        g.near_anomaly.push_back(keep_exact.overlaps(h->from_ns, h->to_ns));
       }
       groups_.push_back(std::move(g));
     }
     aggregate_ = true;
   }
 
-  std::vector<DrawnBar> bars(int64_t merge_ns) const {
+  // merge_maybe: indeterminate holds are merged too (among themselves); otherwise each is drawn.
+  std::vector<DrawnBar> bars(int64_t merge_ns, bool merge_maybe) const {
     std::vector<DrawnBar> out;
     if (!aggregate_) {
       for (const Hold* h : lane_) out.push_back(DrawnBar{h, h->from_ns, h->to_ns, 1});
@@ -91,26 +94,30 @@ class LaneBars {
     }
     // Merge per key, in order of start.
     for (const Group& g : groups_) {
-      DrawnBar cur;
-      bool have = false;
+      DrawnBar cur, cur_maybe;
+      bool have = false, have_maybe = false;
       for (size_t k = 0; k < g.holds.size(); ++k) {
         const Hold* h = g.holds[k];
-        if (g.exact[k]) {
+        const bool indeterminate = h->kind != HoldKind::kHeld;
+        if (g.near_anomaly[k] || (indeterminate && !merge_maybe)) {
           if (have) out.push_back(cur);
           have = false;
           out.push_back(DrawnBar{h, h->from_ns, h->to_ns, 1});
           continue;
         }
-        if (have && h->from_ns - cur.to_ns < merge_ns) {
-          cur.to_ns = std::max(cur.to_ns, h->to_ns);
-          ++cur.n;
+        DrawnBar& c = indeterminate ? cur_maybe : cur;
+        bool& has = indeterminate ? have_maybe : have;
+        if (has && h->from_ns - c.to_ns < merge_ns) {
+          c.to_ns = std::max(c.to_ns, h->to_ns);
+          ++c.n;
           continue;
         }
-        if (have) out.push_back(cur);
-        cur = DrawnBar{h, h->from_ns, h->to_ns, 1};
-        have = true;
+        if (has) out.push_back(c);
+        c = DrawnBar{h, h->from_ns, h->to_ns, 1};
+        has = true;
       }
       if (have) out.push_back(cur);
+      if (have_maybe) out.push_back(cur_maybe);
     }
     std::sort(out.begin(), out.end(), [](const DrawnBar& a, const DrawnBar& b) { return a.from_ns < b.from_ns; });
     return out;
@@ -119,7 +126,7 @@ class LaneBars {
  private:
   struct Group {
     std::vector<const Hold*> holds;
-    std::vector<bool> exact;
+    std::vector<bool> near_anomaly;  // drawn exactly
   };
   const std::vector<const Hold*>& lane_;
   bool aggregate_ = false;
@@ -392,15 +399,21 @@ std::string render_timeline(const std::vector<Hold>& holds, const HoldIndex& ind
     if (it != by_lane.end()) lane_groups[i].emplace(it->second, aggregate, exact_windows);
   }
   std::vector<std::vector<DrawnBar>> lane_bars(lanes.size());
+  // Indeterminate holds are each drawn unless that alone is too many: then they are merged among themselves too.
   int64_t merge_px = 1;
+  bool merge_maybe = false;
   for (;;) {
     size_t total = 0;
     for (size_t i = 0; i < lanes.size(); ++i) {
       if (!lane_groups[i]) continue;
-      lane_bars[i] = lane_groups[i]->bars(px_ns * merge_px);
+      lane_bars[i] = lane_groups[i]->bars(px_ns * merge_px, merge_maybe);
       total += lane_bars[i].size();
     }
-    if (!aggregate || total <= opts.max_bars || merge_px >= P) break;
+    if (!aggregate || total <= opts.max_bars || (merge_px >= P && merge_maybe)) break;
+    if (merge_px == 1 && !merge_maybe) {
+      merge_maybe = true;  // over the cap already at 1 px: every kind of hold is merged from here on
+      continue;
+    }
     merge_px *= 2;
   }
   for (size_t i = 0; i < lanes.size(); ++i) {
@@ -441,10 +454,11 @@ std::string render_timeline(const std::vector<Hold>& holds, const HoldIndex& ind
           tip += ", op " + std::to_string(h->acquire_index);
           if (h->open) cls += " open";
         } else {
-          cls += " agg";
-          tip = "p" + std::to_string(p) + " " + keyname + ": " + std::to_string(d.n) + " holds merged, " +
-                seconds_label(d.from_ns) + " to " + seconds_label(d.to_ns) +
-                " (holds closer than " + std::to_string(merge_px) + " px at full width are merged; exact around anomalies)";
+          cls += maybe(d) ? " maybe agg" : " agg";
+          tip = "p" + std::to_string(p) + " " + keyname + ": " + std::to_string(d.n) +
+                (maybe(d) ? " indeterminate acquires merged, " : " holds merged, ") + seconds_label(d.from_ns) +
+                " to " + seconds_label(d.to_ns) + " (holds closer than " + std::to_string(merge_px) +
+                " px at full width are merged; exact around anomalies)";
         }
         s << "<rect class=\"" << cls << "\" data-process=\"" << p << "\" data-key=\"" << escape(keyname) << "\"";
         if (d.n != 1) s << " data-n=\"" << d.n << "\"";

@@ -310,6 +310,24 @@ TEST(ReportTest, ManyProcessesMergeBarsUntilTheyFit) {
   EXPECT_EQ(html.find("holds closer than 1 px"), std::string::npos) << "merged over more than a pixel";
 }
 
+// A process that keeps its id after an info acquire may have held the lock from then on: thousands of such holds
+// are each drawn only while they fit; beyond that they are merged among themselves (never with held ones).
+TEST(ReportTest, ManyIndeterminateAcquiresAreMergedWhenTheyDoNotFit) {
+  report_test::HistoryBuilder b;
+  for (int i = 0; i < 6000; ++i) {
+    b.add(i, i % 10, OpType::kInvoke, "acquire", "lock-0");
+    b.add(i + 0.5, i % 10, OpType::kInfo, "acquire", "lock-0");
+  }
+  const std::string html = render_report(report_test::sample_config(), b.sorted(), report_test::valid_results());
+  auto tl = subtree(parse_ok(html), "timeline");
+  EXPECT_LE(count(tl, "rect", "bar"), report::TimelineOptions().max_bars);
+  size_t drawn = 0;
+  for (auto& t : select(tl, "rect", "maybe")) drawn += t.attrs.count("data-n") ? std::stoul(t.attrs["data-n"]) : 1;
+  EXPECT_EQ(drawn, 6000u);
+  EXPECT_GT(count(tl, "rect", "agg"), 0u);
+  EXPECT_NE(html.find("indeterminate acquires merged"), std::string::npos);
+}
+
 TEST(ReportTest, WriteReportReadsTheRunFolder) {
   TempDir dir;
   write_run(dir.str(), report_test::sample_config(), report_test::overlap_history(), report_test::overlap_results());
