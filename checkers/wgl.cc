@@ -1,6 +1,8 @@
 #include "checkers/wgl.h"
 
-#include <unordered_map>
+#include <algorithm>
+
+#include "core/flat_table.h"
 
 namespace lockcheck {
 namespace wgl {
@@ -11,23 +13,24 @@ size_t set_sequential_flags(std::vector<LinOp>* ops) {
   auto by_call = [&](int32_t a, int32_t b) { return (*ops)[a].call < (*ops)[b].call; };
   if (!std::is_sorted(order.begin(), order.end(), by_call)) std::sort(order.begin(), order.end(), by_call);
   struct Seen {
-    int64_t last_ret;
-    bool sequential;
+    int64_t last_ret = 0;
+    bool sequential = false;
   };
-  std::unordered_map<Process, Seen> seen;
+  FlatTable<Seen> seen;  // by process
+  auto key = [](Process p) { return static_cast<uint64_t>(static_cast<uint32_t>(p)); };
   for (int32_t i : order) {
     const LinOp& o = (*ops)[i];
-    auto it = seen.find(o.process);
-    if (it == seen.end()) {
-      seen.emplace(o.process, Seen{o.ret, true});
+    Seen* s = seen.find(key(o.process));
+    if (s == nullptr) {
+      seen[key(o.process)] = Seen{o.ret, true};
       continue;
     }
-    if (it->second.last_ret >= o.call) it->second.sequential = false;
-    it->second.last_ret = o.ret;
+    if (s->last_ret >= o.call) s->sequential = false;
+    s->last_ret = o.ret;
   }
   size_t not_sequential = 0;
-  for (const auto& kv : seen) not_sequential += kv.second.sequential ? 0 : 1;
-  for (LinOp& o : *ops) o.sequential = seen[o.process].sequential;
+  seen.for_each([&](uint64_t, const Seen& s) { not_sequential += s.sequential ? 0 : 1; });
+  for (LinOp& o : *ops) o.sequential = seen.find(key(o.process))->sequential;
   return not_sequential;
 }
 

@@ -146,7 +146,7 @@ class OpRules {
     }
     return sparse_[p];
   }
-  static constexpr Process kDense = 1 << 16;
+  static constexpr Process kDense = 1 << 20;  // a long info-heavy run retires a process id per info op
   Proc nemesis_;
   std::vector<Proc> dense_;
   std::unordered_map<Process, Proc> sparse_;

@@ -194,7 +194,7 @@ void from_json(const nlohmann::json& j, Op& op) {
 std::vector<int64_t> pair_index(const History& h) {
   std::vector<int64_t> pairs(h.size(), -1);
   // process -> index of its pending invoke (-1: none): a flat table for the usual small ids, a map beyond.
-  constexpr Process kDense = 1 << 16;
+  constexpr Process kDense = 1 << 20;  // a long info-heavy run retires a process id per info op
   std::vector<int64_t> dense;
   int64_t nemesis = -1;
   std::unordered_map<Process, int64_t> sparse;

@@ -107,8 +107,16 @@ std::vector<Hold> lock_holds(const History& h, const HoldOptions& opts, const st
     }
   }
   auto by_start = [](const Hold& a, const Hold& b) { return a.from_ns < b.from_ns; };
-  if (!std::is_sorted(holds.begin(), holds.end(), by_start)) std::stable_sort(holds.begin(), holds.end(), by_start);
-  return holds;
+  if (std::is_sorted(holds.begin(), holds.end(), by_start)) return holds;
+  // A stable sort by start: (start, position) pairs sorted, then the holds moved once into that order (rather
+  // than moving the holds themselves through every pass of a merge sort).
+  std::vector<std::pair<int64_t, size_t>> order(holds.size());
+  for (size_t i = 0; i < holds.size(); ++i) order[i] = {holds[i].from_ns, i};
+  std::sort(order.begin(), order.end());
+  std::vector<Hold> sorted;
+  sorted.reserve(holds.size());
+  for (const auto& o : order) sorted.push_back(std::move(holds[o.second]));
+  return sorted;
 }
 
 namespace {

@@ -8,6 +8,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "core/flat_table.h"
 #include "report/html.h"
 #include "report/svg_common.h"
 
@@ -210,14 +211,21 @@ std::string render_timeline(const std::vector<Hold>& holds, const HoldIndex& ind
   // Lanes: every client process that held (or may have held) a key, and every process an anomaly names.
   std::set<Process> procs;
   std::set<std::string, bool (*)(const std::string&, const std::string&)> keys(key_less);
+  FlatTable<size_t> holds_of;  // process -> its holds
+  auto pkey = [](Process p) { return static_cast<uint64_t>(static_cast<uint32_t>(p)); };
   {
-    std::unordered_set<Process> seen_procs;
     std::unordered_set<Atom> seen_keys;
+    const Atom* last_key = nullptr;
     for (const Hold& h : holds) {
-      seen_procs.insert(h.process);
-      seen_keys.insert(h.key);
+      ++holds_of[pkey(h.process)];
+      if (last_key == nullptr || *last_key != h.key) {
+        seen_keys.insert(h.key);
+        last_key = &h.key;
+      }
     }
-    procs.insert(seen_procs.begin(), seen_procs.end());
+    std::vector<Process> ps;
+    holds_of.for_each([&](uint64_t p, size_t) { ps.push_back(static_cast<Process>(static_cast<uint32_t>(p))); });
+    procs.insert(ps.begin(), ps.end());
     for (const Atom& k : seen_keys) keys.insert(k.str());
   }
   std::vector<const Anomaly*> timed;  // anomalies with a time window, at most max_violations
@@ -242,16 +250,18 @@ std::string render_timeline(const std::vector<Hold>& holds, const HoldIndex& ind
   // anomalies name, then the busiest, up to max_lanes; the note under the drawing counts the rest.
   size_t hidden_lanes = 0, hidden_holds = 0;
   if (lanes.size() > opts.max_lanes) {
-    std::unordered_map<Process, size_t> count;
-    for (const Hold& h : holds) ++count[h.process];
+    auto count = [&](Process p) {
+      const size_t* n = holds_of.find(pkey(p));
+      return n == nullptr ? size_t{0} : *n;
+    };
     std::set<Process> named;
     for (const Anomaly* a : timed) named.insert(a->processes.begin(), a->processes.end());
     std::stable_sort(lanes.begin(), lanes.end(), [&](Process a, Process b) {
       const bool na = named.count(a) > 0, nb = named.count(b) > 0;
       if (na != nb) return na;
-      return count[a] > count[b];
+      return count(a) > count(b);
     });
-    for (size_t i = opts.max_lanes; i < lanes.size(); ++i) hidden_holds += count[lanes[i]];
+    for (size_t i = opts.max_lanes; i < lanes.size(); ++i) hidden_holds += count(lanes[i]);
     hidden_lanes = lanes.size() - opts.max_lanes;
     lanes.resize(opts.max_lanes);
     std::sort(lanes.begin(), lanes.end());
