@@ -256,14 +256,28 @@ std::string render_timeline(const std::vector<Hold>& holds, const HoldIndex& ind
     };
     std::set<Process> named;
     for (const Anomaly* a : timed) named.insert(a->processes.begin(), a->processes.end());
-    std::stable_sort(lanes.begin(), lanes.end(), [&](Process a, Process b) {
-      const bool na = named.count(a) > 0, nb = named.count(b) > 0;
-      if (na != nb) return na;
-      return count(a) > count(b);
-    });
-    for (size_t i = opts.max_lanes; i < lanes.size(); ++i) hidden_holds += count(lanes[i]);
+    // The first max_lanes by (named first, then most holds, then the lower id: lanes are in id order and the
+    // choice is stable), found without sorting them all.
+    struct Rank {
+      bool named;
+      size_t holds;
+      Process p;
+      bool operator<(const Rank& o) const {
+        if (named != o.named) return named;
+        if (holds != o.holds) return holds > o.holds;
+        return p < o.p;
+      }
+    };
+    std::vector<Rank> ranks;
+    ranks.reserve(lanes.size());
+    for (Process p : lanes) ranks.push_back(Rank{named.count(p) > 0, count(p), p});
+    std::nth_element(ranks.begin(), ranks.begin() + static_cast<std::ptrdiff_t>(opts.max_lanes), ranks.end());
+    size_t kept_holds = 0;
+    for (size_t i = 0; i < opts.max_lanes; ++i) kept_holds += ranks[i].holds;
+    hidden_holds = holds.size() - kept_holds;  // every hold's process is a lane
     hidden_lanes = lanes.size() - opts.max_lanes;
     lanes.resize(opts.max_lanes);
+    for (size_t i = 0; i < opts.max_lanes; ++i) lanes[i] = ranks[i].p;
     std::sort(lanes.begin(), lanes.end());
   }
   std::unordered_map<Process, size_t> lane_of;
