@@ -24,6 +24,7 @@
 #include "checkers/checker.h"
 #include "checkers/format.h"
 #include "core/flat_table.h"
+#include "core/nearly_sorted.h"
 
 namespace lockcheck {
 
@@ -218,7 +219,14 @@ class LeaseChecker : public Checker {
       }
       window_count += static_cast<int64_t>(live.size());
       auto by_start = [](const Window* a, const Window* b) { return a->start_ns < b->start_ns; };
-      if (!std::is_sorted(live.begin(), live.end(), by_start)) std::stable_sort(live.begin(), live.end(), by_start);
+      if (!std::is_sorted(live.begin(), live.end(), by_start)) {  // a stable sort by start
+        std::vector<int64_t> starts(live.size());
+        for (size_t i = 0; i < live.size(); ++i) starts[i] = live[i]->start_ns;
+        std::vector<const Window*> sorted;
+        sorted.reserve(live.size());
+        for (size_t i : stable_order(starts)) sorted.push_back(live[i]);
+        live.swap(sorted);
+      }
       for (const Window* w : live) {
         active.erase(std::remove_if(active.begin(), active.end(),
                                     [&](const Window* a) { return a->end_ns <= w->start_ns; }),

@@ -30,6 +30,7 @@
 #include "checkers/checker.h"
 #include "checkers/format.h"
 #include "core/flat_table.h"
+#include "core/nearly_sorted.h"
 
 namespace lockcheck {
 
@@ -52,16 +53,24 @@ struct Attempt {
 
 bool client_side_fault(const std::string& fault) { return fault.rfind("client-", 0) == 0; }
 
-// std::sort, skipped when v is already in strictly increasing order: then every sort gives that same order (no
-// two elements are equivalent), so skipping it changes nothing, and the intervals mostly come in time order.
-template <class T, class Less>
-void sort_unless_strictly_sorted(std::vector<T>* v, Less less) {
-  for (size_t i = 1; i < v->size(); ++i) {
-    if (!less((*v)[i - 1], (*v)[i])) {
-      std::sort(v->begin(), v->end(), less);
+// std::sort(v, by key(x)), done faster when no two keys are equal: then every sort gives the same order, so the
+// order of (key, position) pairs, which come nearly sorted (intervals recorded in time order but for a few),
+// is that order. With equal keys, std::sort itself decides, as it always has.
+template <class T, class Key>
+void sort_by_key(std::vector<T>* v, Key key) {
+  std::vector<std::pair<int64_t, size_t>> p(v->size());
+  for (size_t i = 0; i < v->size(); ++i) p[i] = {key((*v)[i]), i};
+  sort_nearly_sorted(&p);
+  for (size_t i = 1; i < p.size(); ++i) {
+    if (p[i].first == p[i - 1].first) {
+      std::sort(v->begin(), v->end(), [&](const T& a, const T& b) { return key(a) < key(b); });
       return;
     }
   }
+  std::vector<T> sorted;
+  sorted.reserve(v->size());
+  for (const auto& e : p) sorted.push_back(std::move((*v)[e.second]));
+  v->swap(sorted);
 }
 
 class LivenessChecker : public Checker {
@@ -235,10 +244,10 @@ class LivenessChecker : public Checker {
       std::vector<Attempt>& fails = kd.failed;
       blocked = std::move(kd.busy);
       blocked.insert(blocked.end(), faults.begin(), faults.end());
-      sort_unless_strictly_sorted(&blocked, [](const Busy& a, const Busy& b) { return a.from_ns < b.from_ns; });
+      sort_by_key(&blocked, [](const Busy& b) { return b.from_ns; });
       const std::vector<int64_t>& g = kd.grants;
       // Walk the failed acquires in invoke order, tracking the free stretch each one falls in.
-      sort_unless_strictly_sorted(&fails, [](const Attempt& a, const Attempt& b) { return a.invoke_ns < b.invoke_ns; });
+      sort_by_key(&fails, [](const Attempt& a) { return a.invoke_ns; });
       size_t next_block = 0;
       int64_t covered_to = 0, stretch_cause = -1;   // blocked up to here; what blocked it last
       int64_t stretch_from = -1;                    // current free stretch's start, -1: none yet

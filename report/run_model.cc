@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "core/flat_table.h"
+#include "core/nearly_sorted.h"
 
 namespace lockcheck {
 namespace report {
@@ -108,14 +109,13 @@ std::vector<Hold> lock_holds(const History& h, const HoldOptions& opts, const st
   }
   auto by_start = [](const Hold& a, const Hold& b) { return a.from_ns < b.from_ns; };
   if (std::is_sorted(holds.begin(), holds.end(), by_start)) return holds;
-  // A stable sort by start: (start, position) pairs sorted, then the holds moved once into that order (rather
-  // than moving the holds themselves through every pass of a merge sort).
-  std::vector<std::pair<int64_t, size_t>> order(holds.size());
-  for (size_t i = 0; i < holds.size(); ++i) order[i] = {holds[i].from_ns, i};
-  std::sort(order.begin(), order.end());
+  // A stable sort by start: the permutation found on (start, position) pairs, which come nearly in order (the
+  // indeterminate holds start at their invoke, earlier than their place), then the holds moved once into it.
+  std::vector<int64_t> starts(holds.size());
+  for (size_t i = 0; i < holds.size(); ++i) starts[i] = holds[i].from_ns;
   std::vector<Hold> sorted;
   sorted.reserve(holds.size());
-  for (const auto& o : order) sorted.push_back(std::move(holds[o.second]));
+  for (size_t i : stable_order(starts)) sorted.push_back(std::move(holds[i]));
   return sorted;
 }
 
