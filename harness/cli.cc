@@ -194,7 +194,7 @@ int check_foreign_file(const std::string& path, const std::string& format, std::
 // faulted in again page by page (on a million-op history about a fifth of its page faults). Freed memory is
 // kept for reuse instead; the peak is unchanged.
 void keep_freed_memory() {
-  mallopt(M_MMAP_THRESHOLD, 32 << 20);  // glibc's largest: blocks up to 32 MiB come from the heap and are reused
+  mallopt(M_MMAP_MAX, 0);  // every block from the heap (a freed one is unmapped otherwise, above 32 MiB)
   mallopt(M_TRIM_THRESHOLD, 1 << 30);
 }
 
