@@ -206,8 +206,13 @@ Op edn_op(const json& m, int64_t position, const EdnReader& r) {
     op.key = k->is_string() ? k->get<std::string>() : k->dump();
   }
   if (const json* v = field("value")) op.value = *v;
-  if (const json* v = field("token"); v && !v->is_null()) op.token = integer("token", v);
-  if (const json* v = field("validity-ms"); v && !v->is_null()) op.validity_ms = integer("validity-ms", v);
+  auto optional_integer = [&](const char* k, const json* v) {
+    const int64_t x = integer(k, v);
+    if (x == OptionalInt::kAbsent) r.fail(std::string(":") + k + " is out of range");
+    return x;
+  };
+  if (const json* v = field("token"); v && !v->is_null()) op.token = optional_integer("token", v);
+  if (const json* v = field("validity-ms"); v && !v->is_null()) op.validity_ms = optional_integer("validity-ms", v);
   if (const json* v = field("error"); v && !v->is_null()) op.error = v->is_string() ? v->get<std::string>() : v->dump();
   return op;
 }
@@ -266,6 +271,11 @@ History import_porcupine(const std::string& text, const std::string& name) {
       if (!v.is_number_integer()) throw HistoryError(where + what + " must be an integer");
       return v.get<int64_t>();
     };
+    auto need_optional_int = [&](const json& v, const char* what) {
+      const int64_t x = need_int(v, what);
+      if (x == OptionalInt::kAbsent) throw HistoryError(where + what + " is out of range");
+      return x;
+    };
     if (!o.is_object()) throw HistoryError(where + "must be an object");
     const int64_t client = need_int(o.value("client_id", json()), "client_id");
     if (client < 0 || client > INT32_MAX) throw HistoryError(where + "client_id must be a non-negative integer");
@@ -279,7 +289,7 @@ History import_porcupine(const std::string& text, const std::string& name) {
     inv.f = in["f"].get<std::string>();
     if (in.contains("key") && in["key"].is_string()) inv.key = in["key"].get<std::string>();
     if (in.contains("value")) inv.value = in["value"];
-    if (in.contains("token") && !in["token"].is_null()) inv.token = need_int(in["token"], "input.token");
+    if (in.contains("token") && !in["token"].is_null()) inv.token = need_optional_int(in["token"], "input.token");
     Op done = inv;
     done.token.reset();
     done.value = nullptr;
@@ -290,9 +300,9 @@ History import_porcupine(const std::string& text, const std::string& name) {
     done.time_ns = need_int(o.value("return", json()), "return");
     if (done.time_ns < inv.time_ns) throw HistoryError(where + "returns before it is called");
     if (out.contains("value")) done.value = out["value"];
-    if (out.contains("token") && !out["token"].is_null()) done.token = need_int(out["token"], "output.token");
+    if (out.contains("token") && !out["token"].is_null()) done.token = need_optional_int(out["token"], "output.token");
     if (out.contains("validity_ms") && !out["validity_ms"].is_null()) {
-      done.validity_ms = need_int(out["validity_ms"], "output.validity_ms");
+      done.validity_ms = need_optional_int(out["validity_ms"], "output.validity_ms");
     }
     if (out.contains("error") && out["error"].is_string()) done.error = out["error"].get<std::string>();
     events.push_back(Event{inv.time_ns, 1, i, inv});

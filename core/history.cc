@@ -457,11 +457,12 @@ std::string parse_op(simdjson::dom::parser& parser, const char* p, size_t len, O
         return must(name, "a string");
       }
     } else if (name == "token" || name == "validity_ms") {
-      std::optional<int64_t>& out = name == "token" ? op->token : op->validity_ms;
+      OptionalInt& out = name == "token" ? op->token : op->validity_ms;
       int64_t x = 0;
       if (t == Type::NULL_VALUE) {
         out.reset();
       } else if (as_int(v, &x)) {
+        if (x == OptionalInt::kAbsent) return "field \"" + std::string(name) + "\" is out of range";
         out = x;
       } else {
         return must(name, "an integer");

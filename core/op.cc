@@ -1,9 +1,15 @@
 #include "core/op.h"
 
+#include <ostream>
 #include <stdexcept>
 #include <unordered_map>
 
 namespace lockcheck {
+
+std::ostream& operator<<(std::ostream& out, OptionalInt v) {
+  if (v) return out << *v;
+  return out << "nullopt";
+}
 
 const char* to_string(OpType t) {
   switch (t) {
@@ -148,7 +154,9 @@ std::optional<int64_t> optional_int(const nlohmann::json& j, const char* name) {
   auto it = j.find(name);
   if (it == j.end() || it->is_null()) return std::nullopt;
   if (!it->is_number_integer()) throw std::invalid_argument(std::string("field \"") + name + "\" must be an integer");
-  return it->get<int64_t>();
+  const int64_t v = it->get<int64_t>();
+  if (v == OptionalInt::kAbsent) throw std::invalid_argument(std::string("field \"") + name + "\" is out of range");
+  return v;
 }
 
 }  // namespace

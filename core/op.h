@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/atom.h"
+#include "core/optional_int.h"
 
 namespace lockcheck {
 
@@ -34,8 +35,8 @@ struct Op {
   Atom f;                   // "acquire", "release", "extend", "read", "add", ...; nemesis: "partition", ...
   Atom key;                 // the lock key (or resource key); empty when not applicable
   nlohmann::json value;     // payload: null, an element, a set, a nemesis description ...
-  std::optional<int64_t> token;        // fencing token handed out by an acquire (or carried by a write)
-  std::optional<int64_t> validity_ms;  // validity the lock client reported for a successful acquire/extend
+  OptionalInt token;        // fencing token handed out by an acquire (or carried by a write)
+  OptionalInt validity_ms;  // validity the lock client reported for a successful acquire/extend
   Atom error;               // why an op failed or is indeterminate; empty otherwise
 
   bool is_invoke() const { return type == OpType::kInvoke; }
@@ -44,6 +45,10 @@ struct Op {
   bool is_info() const { return type == OpType::kInfo; }
   bool is_client() const { return process >= 0; }
 };
+
+// A million-op history is two million of these: they are kept small (f, key and error interned, the optional
+// numbers in 8 bytes each).
+static_assert(sizeof(Op) <= 80, "an Op is 80 bytes");
 
 using History = std::vector<Op>;
 
