@@ -161,12 +161,18 @@ SearchResult<typename Model::State> search(const std::vector<LinOp>& input, cons
   const int32_t n = static_cast<int32_t>(orig.size());
   res.ops_searched = static_cast<size_t>(n);
 
-  std::vector<LinOp> ops(n);
-  std::vector<uint8_t> exempt(n, 0);
-  for (int32_t i = 0; i < n; ++i) {
-    ops[i] = input[orig[i]];
-    exempt[i] = exempt_in[orig[i]];
+  // The ops in call order: the input itself when nothing was dropped and it is in call order already (a copy of
+  // a million ops is 32 MB), a copy otherwise.
+  bool identity = static_cast<size_t>(n) == input.size();
+  for (int32_t i = 0; identity && i < n; ++i) identity = orig[i] == i;
+  std::vector<LinOp> ops_copy;
+  if (!identity) {
+    ops_copy.resize(static_cast<size_t>(n));
+    for (int32_t i = 0; i < n; ++i) ops_copy[i] = input[orig[i]];
   }
+  const std::vector<LinOp>& ops = identity ? input : ops_copy;
+  std::vector<uint8_t> exempt(n, 0);
+  for (int32_t i = 0; i < n; ++i) exempt[i] = exempt_in[orig[i]];
 
   std::vector<int32_t> returns;  // ordinal -> internal id, by return position
   {
