@@ -69,8 +69,9 @@ std::vector<int64_t> pair_index(const History& h);
 // A pass over the ops that looks at each op's pair (h[pairs[i]]) reads a line of memory some way ahead of (or
 // behind) the one it streams through, which the hardware does not fetch early: a stall of a memory latency per
 // op on a history larger than the caches. Such a pass calls this for each i: it asks for the pair of the op
-// kPairAhead positions on, so that it is in the cache by the time the pass gets there.
-constexpr size_t kPairAhead = 16;
+// kPairAhead positions on, so that it is in the cache by the time the pass gets there (16 was too short on this
+// project's machines; 64 took a tenth off lease and liveness).
+constexpr size_t kPairAhead = 64;
 inline void prefetch_pair(const History& h, const std::vector<int64_t>& pairs, size_t i) {
   if (i + kPairAhead < pairs.size()) {
     const int64_t p = pairs[i + kPairAhead];
