@@ -23,8 +23,8 @@ class Atom {
   static constexpr size_t npos = std::string::npos;
 
   Atom() noexcept : s_(&empty_text()) {}
-  Atom(const std::string& s) : s_(intern(s)) {}   // NOLINT: implicit, as the std::string it replaces
-  Atom(const char* s) : s_(intern(s)) {}          // NOLINT
+  Atom(const std::string& s) : s_(intern(s)) {}  // NOLINT: implicit, as the std::string it replaces
+  Atom(const char* s) : s_(intern(s)) {}         // NOLINT
   explicit Atom(std::string_view s) : s_(intern(s)) {}
 
   const std::string& str() const noexcept { return *s_; }

@@ -18,9 +18,9 @@ class OptionalInt {
   static constexpr int64_t kAbsent = std::numeric_limits<int64_t>::min();
 
   constexpr OptionalInt() noexcept = default;
-  constexpr OptionalInt(std::nullopt_t) noexcept {}                 // NOLINT: as std::optional
-  constexpr OptionalInt(int64_t v) noexcept : v_(v) {}                // NOLINT. REQUIRES: v != kAbsent
-  constexpr OptionalInt(const std::optional<int64_t>& o) noexcept     // NOLINT
+  constexpr OptionalInt(std::nullopt_t) noexcept {}                // NOLINT: as std::optional
+  constexpr OptionalInt(int64_t v) noexcept : v_(v) {}             // NOLINT. REQUIRES: v != kAbsent
+  constexpr OptionalInt(const std::optional<int64_t>& o) noexcept  // NOLINT
       : v_(o ? *o : kAbsent) {}
 
   constexpr bool has_value() const noexcept { return v_ != kAbsent; }

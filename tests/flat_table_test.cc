@@ -23,9 +23,7 @@ TEST(FlatTableTest, AgreesWithUnorderedMap) {
           t[key] = step;
           want[key] = step;
           break;
-        case 2:
-          EXPECT_EQ(t.erase(key), want.erase(key) == 1);
-          break;
+        case 2: EXPECT_EQ(t.erase(key), want.erase(key) == 1); break;
         default: {
           const int64_t* v = t.find(key);
           auto it = want.find(key);

@@ -34,7 +34,8 @@ TEST(NearlySortedTest, StableOrderIsTheStableSortsPermutation) {
   for (int round = 0; round < 300; ++round) {
     const size_t n = rng() % 1000;
     std::vector<int64_t> keys(n);
-    for (size_t i = 0; i < n; ++i) keys[i] = static_cast<int64_t>(i / 3) - static_cast<int64_t>(rng() % (round % 5 + 1));
+    for (size_t i = 0; i < n; ++i)
+      keys[i] = static_cast<int64_t>(i / 3) - static_cast<int64_t>(rng() % (round % 5 + 1));
     std::vector<size_t> want(n);
     std::iota(want.begin(), want.end(), 0);
     std::stable_sort(want.begin(), want.end(), [&](size_t a, size_t b) { return keys[a] < keys[b]; });
