@@ -177,10 +177,10 @@ class Failover : public Nemesis {
     if (topology == Topology::kCluster) detail["slot"] = cluster_key_slot(key);
     std::string mode = detail.value("mode", "kill");
     if (mode == "partition") mode = "split-brain";
-    // The master aim found before it waited for the release, if it still is one (asking every node again
-    // would give the other clients time to take the free lock before the cut).
-    std::optional<size_t> master = node_named(env.cluster, detail.value("master", std::string()));
-    if (master && (topology != Topology::kCluster || role_of(env.cluster, *master) != "master")) master.reset();
+    // On Redis Cluster, the master aim found just before it waited for the release: asking the nodes again
+    // would give the other clients time to take the free lock before the cut (they retry within milliseconds).
+    std::optional<size_t> master;
+    if (topology == Topology::kCluster) master = node_named(env.cluster, detail.value("master", std::string()));
     if (!master) master = current_master(env.cluster, topology, key);
     if (!master) return u::complete(op, OpType::kInfo, json::array(), detail, "no node reports itself master");
     const std::string mname = nodes[*master].name;
@@ -202,9 +202,28 @@ class Failover : public Nemesis {
           if (side.size() < 2) throw ClusterError("split-brain-with-replica: the master has no replica to keep");
           detail["kept"] = side[1];
         }
+        // The master's replicas first: their replication link is where a write reaches the other side (aim
+        // names them, found before its wait; else they are asked now).
+        std::vector<size_t> order;
+        if (detail.contains("replicas") && detail["replicas"].is_array()) {
+          for (const auto& r : detail["replicas"]) {
+            if (auto n = node_named(env.cluster, r.is_string() ? r.get<std::string>() : ""); n && *n != *master) {
+              order.push_back(*n);
+            }
+          }
+        } else {
+          for (size_t n = 0; n < nodes.size(); ++n) {
+            if (n != *master && replicates_from(env.cluster, n, *master)) order.push_back(n);
+          }
+        }
+        for (size_t n = 0; n < nodes.size(); ++n) {
+          if (std::find(order.begin(), order.end(), n) == order.end()) order.push_back(n);
+        }
         for (const auto& mine : side) {
-          for (const auto& n : nodes) {
-            if (std::find(side.begin(), side.end(), n.name) == side.end()) links.cut(env.cluster, name(), mine, n.name);
+          for (size_t n : order) {
+            if (std::find(side.begin(), side.end(), nodes[n].name) == side.end()) {
+              links.cut(env.cluster, name(), mine, nodes[n].name);
+            }
           }
           for (const auto& s : env.cluster.sentinels()) links.cut(env.cluster, name(), mine, s.name);
         }
@@ -247,7 +266,8 @@ class Failover : public Nemesis {
   // is free on both sides: the next grant, on the cut-off master, exists there only, and its holder is still
   // using the lock when the promoted replica grants it again (if its hold outlasts the failover, which a TTL
   // several times node-timeout + election makes likely). detail: master (found before the wait, so the cut
-  // follows the release within a few ms), after_release (true, or false when the wait ran out).
+  // follows the release within a few ms), replicas (its replicas then, cut first), after_release (true, or
+  // false when the wait ran out), release_wait_ms.
   void aim(NemesisEnv& env, FaultPlan& plan) const override {
     if (!env.holders) return;
     auto held = env.holders->current();
@@ -259,6 +279,11 @@ class Failover : public Nemesis {
     const std::optional<size_t> master = current_master(env.cluster, Topology::kCluster, h.key);
     if (!master) return;  // invoke says so
     plan.detail["master"] = env.cluster.nodes()[*master].name;
+    json replicas = json::array();
+    for (size_t n = 0; n < env.cluster.nodes().size(); ++n) {
+      if (n != *master && replicates_from(env.cluster, n, *master)) replicas.push_back(env.cluster.nodes()[n].name);
+    }
+    plan.detail["replicas"] = replicas;
     // A careful holder releases within its hold (at most hold_ms_max) plus one release op.
     const auto bound = std::chrono::milliseconds(env.config.effective_hold_ms_max() + 2 * env.config.op_timeout_ms + 1000);
     const auto waited_from = std::chrono::steady_clock::now();
