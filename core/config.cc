@@ -134,8 +134,8 @@ void validate(const RunConfig& c) {
   if (c.topology == Topology::kCluster && c.nodes < 6) {
     throw ConfigError("--nodes: the cluster topology needs at least 6 nodes (3 masters, each with a replica)");
   }
-  if (c.topology == Topology::kCluster && c.cluster != "local") {
-    throw ConfigError("--topology cluster: only on the local backend (--cluster local) in this build");
+  if (c.topology == Topology::kCluster && c.cluster == "ssh") {
+    throw ConfigError("--topology cluster: only on the local and docker backends (--cluster local|docker)");
   }
   if (!find_lock_algorithm(c.lock)) throw ConfigError("--lock: unknown lock algorithm '" + c.lock + "' (see lockcheck list)");
   if (!make_workload(c.workload)) throw ConfigError("--workload: unknown workload '" + c.workload + "' (see lockcheck list)");
