@@ -68,8 +68,10 @@ TEST(DockerRunTest, RedlockUnderPartitionsIsRecordedCheckedAndCleanedUp) {
 }
 
 // --topology cluster on Docker: the cluster lock on a Redis Cluster of containers under the failover
-// nemesis's split brain (iptables in the master's namespace), aimed at the holder's key: every failover
-// promotes the slot's replica, the clients follow it, the history is checked, nothing is left behind.
+// nemesis's split brain (iptables in the master's namespace), aimed at the holder's key: the failovers promote
+// the slot's replica, the clients follow it, the history is checked, nothing is left behind. (Whether a double
+// grant follows is not asserted here: on Docker the cut is a few `docker exec iptables-restore` calls, tens to
+// hundreds of milliseconds, so the next grant after the aimed release usually reaches the replica first.)
 TEST(DockerRunTest, ARedisClusterSplitBrainPromotesTheReplicaAndTheClientsFollow) {
   REQUIRE_DOCKER_ENGINE();
   testing_util::TempDir dir;
@@ -106,8 +108,10 @@ TEST(DockerRunTest, ARedisClusterSplitBrainPromotesTheReplicaAndTheClientsFollow
       ++acquires_after_promotion;
     }
   }
-  EXPECT_GE(failovers, 1u) << out.str();
-  EXPECT_EQ(promoted, failovers) << "every split brain promotes the slot's replica\n" << out.str();
+  EXPECT_GE(failovers, 2u) << out.str();
+  // Every split brain promotes the slot's replica; the last may be cut short by the end of the run.
+  EXPECT_GE(promoted + 1, failovers) << out.str();
+  EXPECT_GE(promoted, 1u) << out.str();
   EXPECT_GT(acquires_after_promotion, 0u) << "the clients found the new master\n" << out.str();
   expect_nothing_left();
 }
