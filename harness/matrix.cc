@@ -108,12 +108,17 @@ std::string wanted_text(Validity want, const MatrixEntry& e, size_t n) {
 }
 
 EntryOutcome judge(const MatrixEntry& e, const std::vector<const Job*>& jobs) {
+  // The time to the first anomaly of what the entry is about: its checkers expected invalid, if it names any.
+  std::vector<std::string> about;
+  for (const auto& [checker, want] : e.expect_checkers) {
+    if (want == Validity::kInvalid) about.push_back(checker);
+  }
   std::vector<SeedRun> runs;
   for (const Job* j : jobs) {
     SeedRun r{j->seed, j->exit_code, j->results, std::nullopt};
     if (j->exit_code == kExitInvalid && !j->run_dir.empty()) {
       try {
-        if (auto t = first_anomaly_ns(j->run_dir)) r.first_anomaly_s = static_cast<double>(*t) / 1e9;
+        if (auto t = first_anomaly_ns(j->run_dir, about)) r.first_anomaly_s = static_cast<double>(*t) / 1e9;
       } catch (const std::exception&) {
         // a merged shard's run folder may be elsewhere: no time, the verdict stands
       }
@@ -498,12 +503,13 @@ int test_all(const TestAllOptions& opts, std::ostream& out) {
   return met == m.entries.size() ? kExitValid : kExitInvalid;
 }
 
-std::optional<int64_t> first_anomaly_ns(const std::string& run_dir) {
+std::optional<int64_t> first_anomaly_ns(const std::string& run_dir, const std::vector<std::string>& only) {
   nlohmann::json results = read_json_file(run_dir + "/results.json");
   std::optional<int64_t> first;
   std::vector<int64_t> op_indices;
   for (const auto& c : results.value("checkers", nlohmann::json::array())) {
     if (c.value("valid", "") != "invalid") continue;
+    if (!only.empty() && std::find(only.begin(), only.end(), c.value("checker", "")) == only.end()) continue;
     for (const auto& a : c.value("anomalies", nlohmann::json::array())) {
       if (a.contains("from_ns") && a["from_ns"].is_number()) {
         int64_t t = a["from_ns"].get<int64_t>();

@@ -71,7 +71,8 @@ struct SeedRun {
   uint64_t seed = 0;
   int exit_code = -1;
   nlohmann::json results;                       // results.json (null when the run wrote none)
-  std::optional<double> first_anomaly_s;        // when it found an anomaly: the time of the first
+  std::optional<double> first_anomaly_s;        // when it found an anomaly: the time of the first (of the
+                                                // checkers expected invalid, when the entry names checkers)
 };
 struct EntryJudgement {
   bool met = false;
@@ -94,8 +95,9 @@ int run_seeds(const RunConfig& cfg, int n, std::ostream& out);
 int rerun(const std::string& run_dir, std::ostream& out);
 
 // The time (ns since the run started) of the run's first anomaly, from results.json (from_ns of the
-// anomalies, else the time of their first op); nullopt when it found none.
-std::optional<int64_t> first_anomaly_ns(const std::string& run_dir);
+// anomalies, else the time of their first op); nullopt when it found none. only: the anomalies of these
+// checkers (empty: every invalid checker's).
+std::optional<int64_t> first_anomaly_ns(const std::string& run_dir, const std::vector<std::string>& only = {});
 
 // How many of the old run's faults the new run repeated in order (same f, fault, targets), out of how many.
 std::pair<size_t, size_t> fault_timeline_match(const History& old_run, const History& new_run);
