@@ -491,7 +491,7 @@ int test_all(const TestAllOptions& opts, std::ostream& out) {
       o = judge(m.entries[i], mine);
     }
     met += o.met;
-    out << (o.met ? "  met     " : "  MISSED  ") << std::left << std::setw(28) << m.entries[i].name << o.finding << "\n";
+    out << (o.met ? "  met     " : "  MISSED  ") << std::left << std::setw(28) << m.entries[i].name << " " << o.finding << "\n";
     outcomes.push_back(o);
   }
   const std::string junit = opts.junit_path.empty() ? dir + "/junit.xml" : opts.junit_path;
