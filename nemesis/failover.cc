@@ -259,7 +259,7 @@ class Failover : public Nemesis {
   // Holder targeting: the fault lands right after a fresh acquire (the driver waits for one); on Redis Cluster
   // it takes away the master of the holder's key, and a split brain waits (bounded) for that holder's release
   // to complete before the cut. Why: the fresh acquire has reached the replica before the cut could (the
-  // master feeds its replicas before it answers the client), so the promoted replica keeps that lock, and the
+  // master writes it to its replicas in the same event-loop turn as the reply), so the promoted replica keeps that lock, and the
   // old master stops taking writes after cluster-node-timeout, before any replica is promoted (failure
   // detection, then an election delay of 500 ms + 0-500 ms + rank * 1 s): a grant made before the cut is
   // never lost, and one made after a fresh acquire rarely happens in time. Cut right after a release, the key
