@@ -249,7 +249,9 @@ class LivenessChecker : public Checker {
       // Walk the failed acquires in invoke order, tracking the free stretch each one falls in.
       sort_by_key(&fails, [](const Attempt& a) { return a.invoke_ns; });
       size_t next_block = 0;
-      int64_t covered_to = 0, stretch_cause = -1;   // blocked up to here; what blocked it last
+      // Nothing was observed before the history's first op (a run starts it after its cluster is up, seconds
+      // into the run for Sentinel or Redis Cluster): a free stretch cannot begin earlier.
+      int64_t covered_to = h.front().time_ns, stretch_cause = -1;  // blocked up to here; what blocked it last
       int64_t stretch_from = -1;                    // current free stretch's start, -1: none yet
       std::vector<const Attempt*> in_stretch;
       bool late = false;  // an acquire in the stretch was invoked at or after from + bound

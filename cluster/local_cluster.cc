@@ -18,6 +18,7 @@
 #include "cluster/clock_shim.h"
 #include "core/party.h"
 #include "cluster/redis_config.h"
+#include "cluster/redis_cluster_form.h"
 
 namespace fs = boost::filesystem;
 
@@ -150,66 +151,12 @@ void LocalCluster::place_bus(size_t n, bool first_try) {
 }
 
 void LocalCluster::form_cluster() {
-  const size_t masters = nodes_.size() / 2;
-  const auto deadline = std::chrono::steady_clock::now() + opts_.ready_timeout;
-  auto ask = [&](size_t n, const std::vector<std::string>& argv) {
-    RedisConn c(nodes_[n].own_endpoint(), std::chrono::milliseconds(500), std::chrono::milliseconds(2000));
-    return c.command(argv);
-  };
-  auto fail = [&](const std::string& what, const Reply& r) {
-    throw ClusterError("cluster topology: " + what + ": " + (r.error.empty() ? "unexpected reply" : r.error) +
-                       "; see the logs under " + opts_.nodes_dir);
-  };
-  // Hash slots split evenly over the masters.
-  for (size_t m = 0; m < masters; ++m) {
-    const size_t lo = m * kClusterSlots / masters, hi = (m + 1) * kClusterSlots / masters - 1;
-    Reply r = ask(m, {"CLUSTER", "ADDSLOTSRANGE", std::to_string(lo), std::to_string(hi)});
-    if (!r.is_status("OK")) fail("ADDSLOTSRANGE on " + nodes_[m].name, r);
-  }
-  // n1 meets everyone at their cluster addresses (the shared proxy links when peers are proxied).
-  for (size_t n = 1; n < nodes_.size(); ++n) {
-    Reply r = ask(0, {"CLUSTER", "MEET", nodes_[n].endpoint.host, std::to_string(nodes_[n].endpoint.port),
-                      std::to_string(bus_[n].endpoint.port)});
-    if (!r.is_status("OK")) fail("MEET " + nodes_[n].name, r);
-  }
-  std::vector<std::string> ids(nodes_.size());
+  std::vector<ClusterFormNode> form;
   for (size_t n = 0; n < nodes_.size(); ++n) {
-    Reply r = ask(n, {"CLUSTER", "MYID"});
-    if (!r.str()) fail("MYID on " + nodes_[n].name, r);
-    ids[n] = *r.str();
+    // Cluster addresses are the shared proxy links when peers are proxied.
+    form.push_back({nodes_[n].name, nodes_[n].own_endpoint(), nodes_[n].endpoint, bus_[n].endpoint.port});
   }
-  // Replica k replicates master k % masters, once it has heard of that master by gossip.
-  std::string waiting;
-  for (size_t n = masters; n < nodes_.size(); ++n) {
-    const size_t m = (n - masters) % masters;
-    for (;;) {
-      Reply r = ask(n, {"CLUSTER", "REPLICATE", ids[m]});
-      if (r.is_status("OK")) break;
-      if (std::chrono::steady_clock::now() > deadline) fail(nodes_[n].name + " REPLICATE " + nodes_[m].name, r);
-      std::this_thread::sleep_for(std::chrono::milliseconds(100));
-    }
-  }
-  // Ready: every node knows every other and sees every slot served; every replica's link is up.
-  const std::string known = "cluster_known_nodes:" + std::to_string(nodes_.size()) + "\r";
-  while (std::chrono::steady_clock::now() < deadline) {
-    waiting.clear();
-    for (size_t n = 0; n < nodes_.size() && waiting.empty(); ++n) {
-      auto info = ask(n, {"CLUSTER", "INFO"}).str();
-      if (!info || info->find("cluster_state:ok") == std::string::npos || info->find(known) == std::string::npos) {
-        waiting = nodes_[n].name + " to see the cluster ok with all " + std::to_string(nodes_.size()) + " nodes";
-      }
-    }
-    for (size_t n = masters; n < nodes_.size() && waiting.empty(); ++n) {
-      auto info = ask(n, {"INFO", "replication"}).str();
-      if (!info || info->find("master_link_status:up") == std::string::npos) {
-        waiting = nodes_[n].name + "'s replication link";
-      }
-    }
-    if (waiting.empty()) return;
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  }
-  throw ClusterError("Redis Cluster not ready within " + std::to_string(opts_.ready_timeout.count()) +
-                     " ms: waiting for " + waiting + "; see the logs under " + opts_.nodes_dir);
+  form_redis_cluster(form, opts_.ready_timeout, "see the logs under " + opts_.nodes_dir);
 }
 
 // The lines of a node's or Sentinel's config that route its links to the others through the fault proxy:

@@ -279,8 +279,8 @@ void validate_fields(const RunConfig& c) {
   if (c.topology == Topology::kCluster && c.nodes < 6) {
     throw ConfigError("--nodes: the cluster topology needs at least 6 nodes (3 masters, each with a replica)");
   }
-  if (c.topology == Topology::kCluster && c.cluster != "local") {
-    throw ConfigError("--topology cluster: only on the local backend (--cluster local) in this build");
+  if (c.topology == Topology::kCluster && c.cluster == "ssh") {
+    throw ConfigError("--topology cluster: only on the local and docker backends (--cluster local|docker)");
   }
   if (c.lock == "external" && c.client_cmd.empty()) throw ConfigError("--client-cmd: required with --lock external");
 }

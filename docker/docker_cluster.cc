@@ -18,6 +18,7 @@
 #include <boost/filesystem.hpp>
 #include <hiredis/hiredis.h>
 
+#include "cluster/redis_cluster_form.h"
 #include "docker/node_image.h"
 #include "cluster/clock_shim.h"
 #include "cluster/fault_proxy.h"
@@ -34,6 +35,8 @@ namespace {
 
 constexpr int kRedisPort = 6379;
 constexpr int kSentinelPort = 26379;
+constexpr int kClusterBusPort = 16379;  // the data port + 10000, Redis Cluster's default
+constexpr const char* kContainerClusterDir = "/lockcheck/cluster";
 constexpr const char* kContainerLog = "/var/log/redis.log";
 constexpr const char* kContainerClockFile = "/lockcheck/clock";
 constexpr const char* kContainerConfDir = "/lockcheck/conf";
@@ -166,6 +169,10 @@ DockerCluster::DockerCluster(const RunConfig& config, std::string run_dir, Docke
   if (config_.topology == Topology::kReplicated && options_.sentinels < 1) {
     throw ClusterError("docker cluster: the replicated topology needs at least one Sentinel");
   }
+  const bool redis_cluster = config_.topology == Topology::kCluster;
+  if (redis_cluster && config_.nodes < 6) {
+    throw ClusterError("docker cluster: the cluster topology needs at least 6 nodes (3 masters, 3 replicas)");
+  }
   fs::path dir(run_dir_);
   std::string base = dir.filename().string();
   if (base.empty() || base == ".") base = dir.parent_path().filename().string();
@@ -176,7 +183,8 @@ DockerCluster::DockerCluster(const RunConfig& config, std::string run_dir, Docke
   for (int i = 0; i < config_.nodes; ++i) {
     NodeInfo info;
     info.name = Party::node(i).name();
-    info.role = (config_.topology == Topology::kReplicated && i > 0) ? NodeRole::kReplica : NodeRole::kMaster;
+    const bool replica = (config_.topology == Topology::kReplicated && i > 0) || (redis_cluster && i >= config_.nodes / 2);
+    info.role = replica ? NodeRole::kReplica : NodeRole::kMaster;
     info.endpoint.port = kRedisPort;
     info.log_path = path("nodes/" + info.name + ".log");
     nodes_.push_back(info);
@@ -245,7 +253,7 @@ void DockerCluster::start_locked() {
     image_tag_ = docker::ensure_node_image(cli_, inputs, options_.build_timeout).tag;
   }
 
-  for (const char* d : {"nodes", "docker/clock", "docker/data", "docker/sentinel"}) {
+  for (const char* d : {"nodes", "docker/clock", "docker/data", "docker/sentinel", "docker/cluster"}) {
     fs::create_directories(path(d));
   }
   create_network();
@@ -269,6 +277,15 @@ void DockerCluster::start_locked() {
   for (const auto& node : nodes_) wait_ready(node.endpoint, "node " + node.name);
   for (const auto& s : sentinels_) wait_ready(s.endpoint, "Sentinel " + s.name);
   if (config_.topology == Topology::kReplicated) wait_replicas_linked();
+  if (config_.topology == Topology::kCluster) {
+    // Every container has an address of its own on the bridge: it is the node's cluster address (announced)
+    // and where the harness asks it; the bus is on the default port. Node <-> node cuts drop by address, so
+    // they cut the data port (replication) and the bus (gossip, failure detection, votes) alike.
+    std::vector<ClusterFormNode> form;
+    for (const auto& node : nodes_) form.push_back({node.name, node.endpoint, node.endpoint, kClusterBusPort});
+    form_redis_cluster(form, options_.ready_timeout, "see the logs under " + path("nodes"),
+                       [this] { return stop_requested_.load(); });
+  }
   open_client_proxies();
 }
 
@@ -361,12 +378,26 @@ void DockerCluster::run_data_node(size_t n) {
     args.insert(args.end(), {"--mount", bind_mount(data_dir, "/data", false)});
     persistence = persistence_args(config_.persistence);
   }
+  const std::string cluster_dir = path("docker/cluster/" + node.name);
+  if (config_.topology == Topology::kCluster) {
+    // The node's view of the cluster (nodes.conf) lives in a bind mount of its own, not in the data dir (a
+    // tmpfs without persistence): a restarted node rejoins as itself, with its data gone.
+    fs::create_directories(cluster_dir);
+    args.insert(args.end(), {"--mount", bind_mount(cluster_dir, kContainerClusterDir, false)});
+  }
   args.push_back(image_tag_);
   args.insert(args.end(), {docker::kImageRedisServer, "--bind", "0.0.0.0", "--port", std::to_string(kRedisPort),
                            "--protected-mode", "no", "--daemonize", "no", "--logfile", kContainerLog, "--dir",
                            "/data", "--repl-diskless-sync-delay", "0"});
   args.insert(args.end(), persistence.begin(), persistence.end());
-  if (node.role == NodeRole::kReplica) {
+  if (config_.topology == Topology::kCluster) {
+    args.insert(args.end(), {"--cluster-enabled", "yes",
+                             "--cluster-config-file", std::string(kContainerClusterDir) + "/nodes.conf",
+                             "--cluster-node-timeout", std::to_string(options_.cluster_node_timeout_ms),
+                             "--cluster-port", std::to_string(kClusterBusPort),
+                             "--cluster-replica-validity-factor", "0",  // a replica may always take over
+                             "--cluster-announce-ip", node.endpoint.host});
+  } else if (node.role == NodeRole::kReplica) {
     args.insert(args.end(), {"--replicaof", nodes_[0].endpoint.host, std::to_string(kRedisPort)});
   }
   cli_.check(args, options_.engine_timeout);

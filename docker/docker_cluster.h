@@ -7,6 +7,9 @@
 //                                           container keeps its address across kill/restart
 //   containers lockcheck-<run id>-n1 ...    data nodes (image docker/node_image.h, built offline)
 //              lockcheck-<run id>-s1 ..s3   Sentinels (replicated topology only)
+// Cluster topology (Redis Cluster): the first half of the nodes are masters with the hash slots split over
+// them, the rest their replicas; each announces its container address and keeps nodes.conf in a bind mount
+// <run_dir>/docker/cluster/<node> (so a restarted node rejoins as itself); the bus is on port 16379.
 // No named volume: the data dir is a tmpfs (persistence none: a restart comes back empty) or a bind mount of
 // <run_dir>/docker/data/<node> (AOF: kept across restarts). Node logs are bind-mounted files
 // <run_dir>/nodes/<name>.log; the clock offset of node nX is the file <run_dir>/docker/clock/nX (mounted
@@ -72,6 +75,7 @@ struct DockerClusterOptions {
   std::string clock_shim;          // the clock shim library; empty: clock_shim_library()
   int sentinels = 3;               // Sentinels of the replicated topology (quorum: a majority)
   SentinelTimings sentinel_timings;  // the shared defaults (cluster/redis_config.h)
+  int64_t cluster_node_timeout_ms = 1000;  // cluster topology: cluster-node-timeout (as on the local backend)
   std::chrono::milliseconds engine_timeout{60000};   // bound on any one docker call (run, start, rm, ...)
   std::chrono::milliseconds ready_timeout{30000};    // bound on waiting for PING after start/restart
   std::chrono::seconds build_timeout{300};           // bound on building the image

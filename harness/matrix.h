@@ -13,11 +13,13 @@
 //       "expect": {"lost-updates": "valid", "fencing": "valid"}}]}
 // Entry fields: name (required, unique; letters, digits, '-', '_', '.'), expect (required: "valid",
 // "invalid", or an object checker -> verdict), seeds (a count N: seeds 1..N, or a list of seeds; default 1),
-// time (alias of time_limit_s), library and scenario (a scorecard row and column, harness/scorecard.h), and any
-// config.json field.
-// Expectations: "valid" holds when every seed's run is valid; "invalid" when at least one seed's run found an
-// anomaly (anomalies are probabilistic; more seeds, more chances). Per checker likewise. A run that fails
-// (cluster error, exit 2 or 3) fails its entry whatever was expected.
+// time (alias of time_limit_s), min_found (see below), library and scenario (a scorecard row and column,
+// harness/scorecard.h), and any config.json field.
+// Expectations: "valid" holds when every seed's run is valid; "invalid" when at least min_found seeds' runs
+// found an anomaly (default 1: anomalies are probabilistic, more seeds, more chances; a findings matrix sets
+// e.g. 9 of 10 to demand that the anomaly be found reliably). Per checker likewise. A run that fails (cluster
+// error, exit 2 or 3) fails its entry whatever was expected. Each entry's finding also gives the median time
+// to the first anomaly over the seeds that found one.
 #pragma once
 
 #include <optional>
@@ -38,6 +40,7 @@ struct MatrixEntry {
   std::vector<uint64_t> seeds;
   std::optional<Validity> expect;                // the run's verdict, or
   std::vector<std::pair<std::string, Validity>> expect_checkers;  // per checker
+  size_t min_found = 1;  // an "invalid" expectation needs this many seeds to find it (1 .. seeds.size())
   std::string library, scenario;  // the scorecard's row and column (harness/scorecard.h); empty: not in it
 };
 
@@ -62,6 +65,22 @@ struct TestAllOptions {
   std::string shard;               // --shard K/N: run only that share (harness/matrix_shard.h); "" all
   const JobRecords* replay = nullptr;  // `lockcheck merge`: take each run from here instead of running it
 };
+
+// One seed's run as an entry's judgement sees it.
+struct SeedRun {
+  uint64_t seed = 0;
+  int exit_code = -1;
+  nlohmann::json results;                       // results.json (null when the run wrote none)
+  std::optional<double> first_anomaly_s;        // when it found an anomaly: the time of the first (of the
+                                                // checkers expected invalid, when the entry names checkers)
+};
+struct EntryJudgement {
+  bool met = false;
+  bool error = false;     // a run failed (exit 2 or 3): the entry fails whatever was expected
+  std::string finding;    // one line: expected, found (counts, median time to the first anomaly, the first one)
+};
+// Whether e's expectation holds over its seeds' runs. Pure.
+EntryJudgement judge_entry(const MatrixEntry& e, const std::vector<SeedRun>& runs);
 
 // Runs every entry, prints expected vs found per entry, writes JUnit XML and summary.html.
 // Returns 0 when every entry met its expectation, 1 otherwise (3 when the matrix could not run at all).

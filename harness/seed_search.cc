@@ -11,12 +11,13 @@
 
 namespace lockcheck {
 
-std::optional<int64_t> first_anomaly_ns(const std::string& run_dir) {
+std::optional<int64_t> first_anomaly_ns(const std::string& run_dir, const std::vector<std::string>& only) {
   nlohmann::json results = read_json_file(run_dir + "/results.json");
   std::optional<int64_t> first;
   std::vector<int64_t> op_indices;
   for (const auto& c : results.value("checkers", nlohmann::json::array())) {
     if (c.value("valid", "") != "invalid") continue;
+    if (!only.empty() && std::find(only.begin(), only.end(), c.value("checker", "")) == only.end()) continue;
     for (const auto& a : c.value("anomalies", nlohmann::json::array())) {
       if (a.contains("from_ns") && a["from_ns"].is_number()) {
         int64_t t = a["from_ns"].get<int64_t>();

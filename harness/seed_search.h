@@ -6,6 +6,7 @@
 #include <optional>
 #include <ostream>
 #include <string>
+#include <vector>
 
 #include "core/config.h"
 
@@ -16,7 +17,8 @@ namespace lockcheck {
 int run_seeds(const RunConfig& cfg, int n, std::ostream& out);
 
 // The time (ns since the run started) of the run's first anomaly, from results.json (from_ns of the
-// anomalies, else the time of their first op); nullopt when it found none.
-std::optional<int64_t> first_anomaly_ns(const std::string& run_dir);
+// anomalies, else the time of their first op); nullopt when it found none. only: the anomalies of these
+// checkers (empty: every invalid checker's).
+std::optional<int64_t> first_anomaly_ns(const std::string& run_dir, const std::vector<std::string>& only = {});
 
 }  // namespace lockcheck

@@ -16,7 +16,8 @@
 //                another replica: WAIT narrows the window, it does not close it (replicated topology only).
 // After applying, invoke waits (at most wait_ms, 10 s by default, less when the run stops) for a replica to
 // become master and names it in detail.promoted (null when none did in time). Holder targeting times the
-// fault right after an acquire (the driver waits for one) and, on Redis Cluster, picks the holder key's master.
+// fault right after an acquire (the driver waits for one) and, on Redis Cluster, picks the holder key's master
+// and (split-brain) cuts right after that holder's release (see aim).
 #include <hiredis/hiredis.h>
 
 #include <map>
@@ -134,6 +135,13 @@ bool replicates_from(const Cluster& c, size_t n, size_t master) {
          std::string(raw->element[3]->str) == "connected";
 }
 
+std::optional<size_t> node_named(const Cluster& c, const std::string& name) {
+  for (size_t n = 0; n < c.nodes().size(); ++n) {
+    if (c.nodes()[n].name == name) return n;
+  }
+  return std::nullopt;
+}
+
 class Failover : public Nemesis {
  public:
   std::string name() const override { return "failover"; }
@@ -167,10 +175,14 @@ class Failover : public Nemesis {
     const auto& nodes = env.cluster.nodes();
     const std::string key = detail.contains("aimed_at") ? detail["aimed_at"].value("key", kDefaultKey) : kDefaultKey;
     if (topology == Topology::kCluster) detail["slot"] = cluster_key_slot(key);
-    const std::optional<size_t> master = current_master(env.cluster, topology, key);
-    if (!master) return u::complete(op, OpType::kInfo, json::array(), detail, "no node reports itself master");
     std::string mode = detail.value("mode", "kill");
     if (mode == "partition") mode = "split-brain";
+    // On Redis Cluster, the master aim found just before it waited for the release: asking the nodes again
+    // would give the other clients time to take the free lock before the cut (they retry within milliseconds).
+    std::optional<size_t> master;
+    if (topology == Topology::kCluster) master = node_named(env.cluster, detail.value("master", std::string()));
+    if (!master) master = current_master(env.cluster, topology, key);
+    if (!master) return u::complete(op, OpType::kInfo, json::array(), detail, "no node reports itself master");
     const std::string mname = nodes[*master].name;
     json targets = json::array({mname});
     detail["master"] = mname;
@@ -190,9 +202,28 @@ class Failover : public Nemesis {
           if (side.size() < 2) throw ClusterError("split-brain-with-replica: the master has no replica to keep");
           detail["kept"] = side[1];
         }
+        // The master's replicas first: their replication link is where a write reaches the other side (aim
+        // names them, found before its wait; else they are asked now).
+        std::vector<size_t> order;
+        if (detail.contains("replicas") && detail["replicas"].is_array()) {
+          for (const auto& r : detail["replicas"]) {
+            if (auto n = node_named(env.cluster, r.is_string() ? r.get<std::string>() : ""); n && *n != *master) {
+              order.push_back(*n);
+            }
+          }
+        } else {
+          for (size_t n = 0; n < nodes.size(); ++n) {
+            if (n != *master && replicates_from(env.cluster, n, *master)) order.push_back(n);
+          }
+        }
+        for (size_t n = 0; n < nodes.size(); ++n) {
+          if (std::find(order.begin(), order.end(), n) == order.end()) order.push_back(n);
+        }
         for (const auto& mine : side) {
-          for (const auto& n : nodes) {
-            if (std::find(side.begin(), side.end(), n.name) == side.end()) links.cut(env.cluster, name(), mine, n.name);
+          for (size_t n : order) {
+            if (std::find(side.begin(), side.end(), nodes[n].name) == side.end()) {
+              links.cut(env.cluster, name(), mine, nodes[n].name);
+            }
           }
           for (const auto& s : env.cluster.sentinels()) links.cut(env.cluster, name(), mine, s.name);
         }
@@ -226,12 +257,39 @@ class Failover : public Nemesis {
   }
 
   // Holder targeting: the fault lands right after a fresh acquire (the driver waits for one); on Redis Cluster
-  // it takes away the master of the holder's key.
+  // it takes away the master of the holder's key, and a split brain waits (bounded) for that holder's release
+  // to complete before the cut. Why: the fresh acquire has reached the replica before the cut could (the
+  // master writes it to its replicas in the same event-loop turn as the reply), so the promoted replica keeps that lock, and the
+  // old master stops taking writes after cluster-node-timeout, before any replica is promoted (failure
+  // detection, then an election delay of 500 ms + 0-500 ms + rank * 1 s): a grant made before the cut is
+  // never lost, and one made after a fresh acquire rarely happens in time. Cut right after a release, the key
+  // is free on both sides: the next grant, on the cut-off master, exists there only, and its holder is still
+  // using the lock when the promoted replica grants it again (if its hold outlasts the failover, which a TTL
+  // several times node-timeout + election makes likely). detail: master (found before the wait, so the cut
+  // follows the release within a few ms), replicas (its replicas then, cut first), after_release (true, or
+  // false when the wait ran out), release_wait_ms.
   void aim(NemesisEnv& env, FaultPlan& plan) const override {
     if (!env.holders) return;
     auto held = env.holders->current();
     if (held.empty()) return;
-    plan.detail["aimed_at"] = {{"process", held.back().process}, {"key", held.back().key}};
+    const Holding h = held.back();
+    plan.detail["aimed_at"] = {{"process", h.process}, {"key", h.key}};
+    const std::string mode = plan.detail.value("mode", "");
+    if (env.options.topology != Topology::kCluster || (mode != "split-brain" && mode != "partition")) return;
+    const std::optional<size_t> master = current_master(env.cluster, Topology::kCluster, h.key);
+    if (!master) return;  // invoke says so
+    plan.detail["master"] = env.cluster.nodes()[*master].name;
+    json replicas = json::array();
+    for (size_t n = 0; n < env.cluster.nodes().size(); ++n) {
+      if (n != *master && replicates_from(env.cluster, n, *master)) replicas.push_back(env.cluster.nodes()[n].name);
+    }
+    plan.detail["replicas"] = replicas;
+    // A careful holder releases within its hold (at most hold_ms_max) plus one release op.
+    const auto bound = std::chrono::milliseconds(env.options.hold_ms_max + 2 * env.options.op_timeout_ms + 1000);
+    const auto waited_from = std::chrono::steady_clock::now();
+    plan.detail["after_release"] = env.holders->wait_until_released(h, bound, env.stopping);
+    plan.detail["release_wait_ms"] = std::chrono::duration_cast<std::chrono::milliseconds>(
+                                         std::chrono::steady_clock::now() - waited_from).count();
   }
 
   void teardown(NemesisEnv& env) noexcept override {

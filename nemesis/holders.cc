@@ -15,9 +15,12 @@ std::shared_ptr<HolderTracker> HolderTracker::attach(HistoryWriter& history) {
 
 void HolderTracker::on_op(const Op& op) {
   if (!op.is_client()) return;
-  bool acquired = false;
+  bool changed = false;
   {
     std::lock_guard<std::mutex> lock(mu_);
+    const auto of_op = [&](bool any_key) {
+      return [&op, any_key](const Holding& h) { return h.process == op.process && (any_key || h.key == op.key); };
+    };
     if (op.is_ok() && op.f == "acquire") {
       Holding h;
       h.key = op.key;
@@ -26,17 +29,21 @@ void HolderTracker::on_op(const Op& op) {
       h.seen = std::chrono::steady_clock::now();
       h.serial = ++serial_;
       holdings_.push_back(h);
-      acquired = true;
-    } else if ((op.is_invoke() && op.f == "release") || op.is_info()) {
-      const bool all = op.is_info();
-      holdings_.erase(std::remove_if(holdings_.begin(), holdings_.end(),
-                                     [&](const Holding& h) {
-                                       return h.process == op.process && (all || h.key == op.key);
-                                     }),
-                      holdings_.end());
+      changed = true;
+    } else if (op.is_info()) {
+      // Retired: whatever it held or was releasing is over.
+      for (auto* v : {&holdings_, &releasing_}) v->erase(std::remove_if(v->begin(), v->end(), of_op(true)), v->end());
+      changed = true;
+    } else if (op.is_invoke() && op.f == "release") {
+      auto it = std::stable_partition(holdings_.begin(), holdings_.end(), [&](const Holding& h) { return !of_op(false)(h); });
+      releasing_.insert(releasing_.end(), it, holdings_.end());
+      holdings_.erase(it, holdings_.end());
+    } else if (op.f == "release") {  // ok or fail
+      releasing_.erase(std::remove_if(releasing_.begin(), releasing_.end(), of_op(false)), releasing_.end());
+      changed = true;
     }
   }
-  if (acquired) cv_.notify_all();
+  if (changed) cv_.notify_all();
 }
 
 std::vector<Holding> HolderTracker::current() const {
@@ -64,6 +71,24 @@ std::optional<Holding> HolderTracker::wait_for_fresh(uint64_t after_serial, std:
   }
   if (holdings_.empty()) return std::nullopt;
   return holdings_.back();
+}
+
+bool HolderTracker::in_force(uint64_t serial) const {
+  const auto is = [serial](const Holding& h) { return h.serial == serial; };
+  return std::any_of(holdings_.begin(), holdings_.end(), is) || std::any_of(releasing_.begin(), releasing_.end(), is);
+}
+
+bool HolderTracker::wait_until_released(const Holding& h, std::chrono::milliseconds timeout,
+                                        const std::atomic<bool>* stop) const {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  std::unique_lock<std::mutex> lock(mu_);
+  while (in_force(h.serial)) {
+    const auto now = std::chrono::steady_clock::now();
+    if (now >= deadline || (stop && stop->load())) return false;
+    // stop is not tied to the condition variable: look at it every 20 ms.
+    cv_.wait_for(lock, std::min<std::chrono::steady_clock::duration>(deadline - now, std::chrono::milliseconds(20)));
+  }
+  return true;
 }
 
 std::vector<size_t> nodes_holding(const Cluster& cluster, const std::string& key, std::chrono::milliseconds timeout) {

@@ -3,7 +3,9 @@
 // the nodes that hold its key.
 //
 // A process holds key k (in its own belief, the strict view of the mutex checker) from the completion of its
-// ok acquire of k until it invokes a release of k, or until it ends an op as info (it is then retired).
+// ok acquire of k until it invokes a release of k, or until it ends an op as info (it is then retired). Its
+// holding is over (wait_until_released) when that release has completed, whatever its outcome, or the process
+// retired.
 // Thread-safety: every method may be called from any thread; on_op runs under the history writer's lock and
 // is O(holders).
 #pragma once
@@ -49,11 +51,18 @@ class HolderTracker {
   // holds; returns it, or the newest current holding when none came (nullopt when nothing is held).
   std::optional<Holding> wait_for_fresh(uint64_t after_serial, std::chrono::milliseconds timeout,
                                         const std::atomic<bool>* stop) const;
+  // Waits, at most timeout (and not past *stop), until holding h is over: its release completed (ok, fail or
+  // info) or its process retired. True when it is over, false on timeout or stop. A holding the tracker never
+  // saw counts as over.
+  bool wait_until_released(const Holding& h, std::chrono::milliseconds timeout, const std::atomic<bool>* stop) const;
 
  private:
+  bool in_force(uint64_t serial) const;  // REQUIRES: mu_ held
+
   mutable std::mutex mu_;
   mutable std::condition_variable cv_;
   std::vector<Holding> holdings_;
+  std::vector<Holding> releasing_;  // release invoked, not completed yet
   uint64_t serial_ = 0;
 };
 

@@ -37,6 +37,8 @@ struct NemesisOptions {
   Topology topology = Topology::kIndependent;
   int64_t interval_ms = 5000;                   // between a fault and its heal
   int64_t restart_delay_ms = 0;                 // how long a killed node stays down
+  int64_t hold_ms_max = 800;                    // the workload's longest hold (a holder's release is awaited)
+  int64_t op_timeout_ms = 500;                  // the clients' per-request timeout
   static NemesisOptions from(const RunConfig& c);
 };
 
@@ -93,8 +95,9 @@ class Nemesis {
   // Draws one fault from rng (the schedule generator; random targeting). Pure: same rng state, same plan.
   virtual FaultPlan plan(const PlanContext& ctx, std::mt19937_64& rng) const = 0;
   // Holder targeting: re-aims plan at what the live run has in a held lock (the holder's client, the nodes
-  // that hold its key), just before the fault is applied. Bounded (short Redis reads at most); the default
-  // keeps the plan.
+  // that hold its key), just before the fault is applied. Bounded: short Redis reads, or a wait for the
+  // holder's release where the fault's timing depends on it (failover on Redis Cluster, at most a hold plus
+  // two op timeouts); the default keeps the plan.
   virtual void aim(NemesisEnv& env, FaultPlan& plan) const { (void)env, (void)plan; }
   // Restricts plan() to one of this nemesis's modes ("partition:client-split"). False for an unknown mode.
   virtual bool select_mode(const std::string& mode) { (void)mode; return false; }

@@ -19,6 +19,8 @@ NemesisOptions NemesisOptions::from(const RunConfig& c) {
   o.topology = c.topology;
   o.interval_ms = std::max<int64_t>(1, static_cast<int64_t>(std::llround(c.nemesis_interval_s * 1000)));
   o.restart_delay_ms = c.restart_delay_ms;
+  o.hold_ms_max = c.effective_hold_ms_max();
+  o.op_timeout_ms = c.op_timeout_ms;
   return o;
 }
 

@@ -62,6 +62,33 @@ TEST(LivenessChecker, HandOverWithinTheBoundIsValid) {
   EXPECT_EQ(r.stats["bound_ms"], 250.0);
 }
 
+// Regression: a history that begins seconds after t=0 (the run's clock starts before a replicated cluster or
+// Redis Cluster is up) is not free from t=0: acquires that fail next to the first grant are no livelock.
+TEST(LivenessChecker, AHistoryThatStartsLateIsNotFreeFromZero) {
+  HistoryBuilder b;
+  b.at_ms(5000).invoke(0, "acquire");
+  b.at_ms(5001).invoke(1, "acquire");
+  b.at_ms(5002).invoke(2, "acquire");
+  b.at_ms(5004).ok(0, "acquire");
+  b.validity_ms(99);
+  b.at_ms(5005).fail(1, "acquire");
+  b.at_ms(5006).fail(2, "acquire");
+  release_ok(b, 0, 5080);
+  acquire_ok(b, 1, 5090);
+  CheckResult r = check(b.history());
+  EXPECT_EQ(r.valid, Validity::kValid) << r.summary;
+  // A real livelock that starts late is still found, from its start (the release invoke).
+  HistoryBuilder late;
+  acquire_ok(late, 0, 5000);
+  release_ok(late, 0, 5050);
+  keep_failing(late, 5060, 5400);
+  acquire_ok(late, 0, 5400);
+  CheckResult l = check(late.history());
+  EXPECT_EQ(l.valid, Validity::kInvalid) << l.summary;
+  ASSERT_FALSE(l.anomalies.empty());
+  EXPECT_EQ(l.anomalies[0]["from_ns"], 5050 * 1000000LL) << l.anomalies[0].dump();
+}
+
 TEST(LivenessChecker, AHolderThatKeepsExtendingIsNotALivelock) {
   HistoryBuilder b;
   acquire_ok(b, 0, 0);

@@ -59,8 +59,60 @@ TEST(MatrixTest, RejectsBadMatricesNamingTheEntry) {
   expect_matrix_error(R"({"entries": [{"name": "x", "expect": "valid"}, {"name": "x", "expect": "valid"}]})", "twice");
 }
 
+// A run's results.json as judge_entry reads it: the run's verdict and one checker's.
+nlohmann::json results_with(const std::string& valid, const std::string& checker, const std::string& verdict) {
+  return {{"valid", valid}, {"checkers", {{{"checker", checker}, {"valid", verdict}, {"summary", "s"}}}}};
+}
+
+TEST(MatrixTest, MinFoundDemandsThatManySeedsFindTheAnomaly) {
+  Matrix m = parse_matrix(nlohmann::json::parse(R"({
+    "defaults": {"min_found": 9},
+    "entries": [
+      {"name": "run", "seeds": 10, "expect": "invalid"},
+      {"name": "checker", "seeds": 10, "expect": {"lease": "invalid", "stats": "valid"}},
+      {"name": "lenient", "seeds": 10, "min_found": 1, "expect": "invalid"}]})"),
+                          "res");
+  ASSERT_EQ(m.entries.size(), 3u);
+  EXPECT_EQ(m.entries[0].min_found, 9u);
+  EXPECT_EQ(m.entries[2].min_found, 1u);
+  // Eight of ten seeds found it (at 2, 4, ... 16 s); two did not.
+  auto runs = [](size_t found) {
+    std::vector<SeedRun> rs;
+    for (size_t i = 0; i < 10; ++i) {
+      const bool hit = i < found;
+      rs.push_back({i + 1, hit ? kExitInvalid : kExitValid,
+                    results_with(hit ? "invalid" : "valid", "lease", hit ? "invalid" : "valid"),
+                    hit ? std::optional<double>(2.0 * static_cast<double>(i + 1)) : std::nullopt});
+      rs.back().results["checkers"].push_back({{"checker", "stats"}, {"valid", "valid"}});
+    }
+    return rs;
+  };
+  EntryJudgement eight = judge_entry(m.entries[0], runs(8));
+  EXPECT_FALSE(eight.met) << eight.finding;
+  EXPECT_NE(eight.finding.find("expected invalid in >= 9 of 10, found 8/10 invalid"), std::string::npos) << eight.finding;
+  EXPECT_NE(eight.finding.find("median first anomaly 9.0 s"), std::string::npos) << eight.finding;
+  EXPECT_TRUE(judge_entry(m.entries[0], runs(9)).met);
+  EXPECT_FALSE(judge_entry(m.entries[1], runs(8)).met);
+  EntryJudgement nine = judge_entry(m.entries[1], runs(9));
+  EXPECT_TRUE(nine.met) << nine.finding;
+  EXPECT_NE(nine.finding.find("lease: expected invalid in >= 9 of 10, found 9/10 invalid"), std::string::npos)
+      << nine.finding;
+  EXPECT_TRUE(judge_entry(m.entries[2], runs(1)).met);
+  EXPECT_FALSE(judge_entry(m.entries[2], runs(0)).met);
+  // A failed run fails the entry whatever was found.
+  std::vector<SeedRun> failed = runs(10);
+  failed[3].exit_code = kExitHarness;
+  EXPECT_TRUE(judge_entry(m.entries[0], failed).error);
+
+  expect_matrix_error(R"({"entries": [{"name": "x", "seeds": 3, "min_found": 4, "expect": "invalid"}]})",
+                      "'x': min_found must be an integer from 1 to the number of seeds (3)");
+  expect_matrix_error(R"({"entries": [{"name": "x", "min_found": 0, "expect": "invalid"}]})", "min_found");
+  expect_matrix_error(R"({"defaults": {"min_found": "nine"}, "entries": [{"name": "x", "expect": "invalid"}]})",
+                      "'x': min_found");
+}
+
 TEST(MatrixTest, ShippedMatricesParse) {
-  for (const char* name : {"quick", "default", "findings"}) {
+  for (const char* name : {"quick", "default", "findings", "findings-failover", "false-alarms"}) {
     Matrix m = load_matrix(name, "results");
     EXPECT_FALSE(m.entries.empty()) << name;
   }

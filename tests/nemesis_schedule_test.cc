@@ -382,5 +382,42 @@ TEST(HolderTrackerTest, FollowsAcquiresReleasesAndRetirements) {
   EXPECT_EQ(slot_of(7, 5), "c2");
 }
 
+TEST(HolderTrackerTest, AHoldingIsOverWhenItsReleaseCompletesOrItsProcessRetires) {
+  HolderTracker t;
+  auto op = [](Process p, OpType type, const std::string& f, const std::string& key) {
+    Op o;
+    o.process = p;
+    o.type = type;
+    o.f = f;
+    o.key = key;
+    return o;
+  };
+  std::atomic<bool> stop{false};
+  const auto short_wait = std::chrono::milliseconds(10);
+  t.on_op(op(1, OpType::kOk, "acquire", "lock-0"));
+  t.on_op(op(2, OpType::kOk, "acquire", "lock-1"));
+  const Holding first = t.current().front(), second = t.current().back();
+  EXPECT_FALSE(t.wait_until_released(first, short_wait, &stop)) << "still held";
+  t.on_op(op(1, OpType::kInvoke, "release", "lock-0"));
+  EXPECT_TRUE(t.current().size() == 1u && t.current().front().process == 2) << "no longer held in its belief";
+  EXPECT_FALSE(t.wait_until_released(first, short_wait, &stop)) << "its release has not completed: the DEL may not have run";
+  std::thread later([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    t.on_op(op(1, OpType::kFail, "release", "lock-0"));  // any outcome ends it
+  });
+  EXPECT_TRUE(t.wait_until_released(first, std::chrono::seconds(5), &stop));
+  later.join();
+  // Another process's release of the same key does not end it; the holder's retirement does.
+  t.on_op(op(3, OpType::kOk, "release", "lock-1"));
+  EXPECT_FALSE(t.wait_until_released(second, short_wait, &stop));
+  t.on_op(op(2, OpType::kInvoke, "release", "lock-1"));
+  t.on_op(op(2, OpType::kInfo, "release", "lock-1"));
+  EXPECT_TRUE(t.wait_until_released(second, short_wait, &stop));
+  // A stop ends the wait early.
+  t.on_op(op(4, OpType::kOk, "acquire", "lock-0"));
+  stop = true;
+  EXPECT_FALSE(t.wait_until_released(t.current().back(), std::chrono::seconds(5), &stop));
+}
+
 }  // namespace
 }  // namespace lockcheck
