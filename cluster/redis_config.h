@@ -17,6 +17,11 @@ struct SentinelTimings {
   int64_t down_after_ms = 1000;        // sentinel down-after-milliseconds
   int64_t failover_timeout_ms = 3000;  // sentinel failover-timeout
 };
+// Backends whose nodes and faults are reached through `docker exec` or SSH (containers, remote hosts): a fault
+// takes tens of milliseconds per command there and Sentinel's own elections are slower, so 1 s / 3 s does not
+// let a failover complete reliably (measured: the Docker split-brain test promoted no replica in 30 s);
+// 3 s / 10 s does. The timings are written into each run's Sentinel config, so the report's node logs show them.
+inline constexpr SentinelTimings kRemoteSentinelTimings{3000, 10000};
 
 // --persistence as redis.conf lines ("appendonly no\n" ...; RDB snapshots are off on every backend).
 std::string persistence_conf(Persistence p);

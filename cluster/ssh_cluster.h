@@ -59,7 +59,7 @@ class FaultProxy;
 struct SshClusterOptions {
   std::string clock_shim;                             // empty: clock_shim_library()
   int sentinels = 3;
-  SentinelTimings sentinel_timings;  // the shared defaults (cluster/redis_config.h)
+  SentinelTimings sentinel_timings = kRemoteSentinelTimings;  // cluster/redis_config.h
   std::chrono::seconds connect_timeout{10};           // ssh ConnectTimeout
   std::chrono::milliseconds call_timeout{30000};      // bound on any one ssh/scp call
   std::chrono::milliseconds ready_timeout{30000};     // bound on waiting for PING after start/restart

@@ -74,7 +74,7 @@ struct DockerClusterOptions {
   std::string iptables = "iptables";          // likewise
   std::string clock_shim;          // the clock shim library; empty: clock_shim_library()
   int sentinels = 3;               // Sentinels of the replicated topology (quorum: a majority)
-  SentinelTimings sentinel_timings;  // the shared defaults (cluster/redis_config.h)
+  SentinelTimings sentinel_timings = kRemoteSentinelTimings;  // cluster/redis_config.h
   int64_t cluster_node_timeout_ms = 1000;  // cluster topology: cluster-node-timeout (as on the local backend)
   std::chrono::milliseconds engine_timeout{60000};   // bound on any one docker call (run, start, rm, ...)
   std::chrono::milliseconds ready_timeout{30000};    // bound on waiting for PING after start/restart
