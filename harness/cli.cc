@@ -153,7 +153,6 @@ int cmd_run(const std::vector<std::string>& args, std::ostream& out, std::ostrea
     fc.progress = vm.count("no-progress") == 0;
     fc.argv = {"lockcheck", "run"};
     fc.argv.insert(fc.argv.end(), args.begin(), args.end());
-    validate(fc);
     return run_test(fc, out).exit_code;
   }
   apply_run_flags(vm, c);
@@ -163,7 +162,6 @@ int cmd_run(const std::vector<std::string>& args, std::ostream& out, std::ostrea
   if (find_lock_adapter(c.lock) && vm.count("client-cmd")) {
     throw ConfigError("--client-cmd: --lock " + c.lock + " runs its shipped adapter (use --lock external for your own)");
   }
-  validate(c);
   (void)err;
   if (vm.count("seeds")) return run_seeds(c, vm["seeds"].as<int>(), out);
   return run_test(c, out).exit_code;

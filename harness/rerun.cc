@@ -3,7 +3,6 @@
 #include <boost/filesystem.hpp>
 
 #include "core/run_files.h"
-#include "harness/plan.h"
 #include "harness/runner.h"
 
 namespace fs = boost::filesystem;
@@ -32,7 +31,6 @@ int rerun(const std::string& run_dir, std::ostream& out) {
   cfg.results_dir = fs::path(run_dir).parent_path().string();
   if (cfg.results_dir.empty()) cfg.results_dir = ".";
   cfg.argv = {"lockcheck", "rerun", run_dir};
-  validate(cfg);
   RunOutcome o = run_test(cfg, out);
   if (o.run_dir.empty() || !fs::exists(o.run_dir + "/history.jsonl")) return o.exit_code;
   auto [matched, total] = fault_timeline_match(read_history(run_dir + "/history.jsonl"),
