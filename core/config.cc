@@ -45,7 +45,7 @@ Topology parse_topology(const std::string& s) {
 }
 
 template <typename T>
-void require(bool ok, const char* flag, const T& value, const char* what) {
+void require(bool ok, const char* flag, const T& value, const std::string& what) {
   if (!ok) throw ConfigError(std::string(flag) + ": " + std::to_string(value) + " " + what);
 }
 
@@ -223,6 +223,11 @@ const std::vector<ConfigField>& config_fields() {
         [](const C& c) { require(c.ttl_ms >= 10 && c.ttl_ms <= 24LL * 3600 * 1000, "--ttl-ms", c.ttl_ms, "must be between 10 and 86400000"); }),
     row<&C::hold_ms_max>("hold_ms_max", "hold-ms-max", "longest hold in ms (-1: 80% of the TTL)", "timing", "ms",
         [](const C& c) { require(c.hold_ms_max >= -1, "--hold-ms-max", c.hold_ms_max, "must be >= 0 (or -1 for 80% of the TTL)"); }),
+    row<&C::hold_ms_min>("hold_ms_min", "hold-ms-min", "shortest hold in ms (a hold is uniform between it and the longest)", "timing", "ms",
+        [](const C& c) {
+          require(c.hold_ms_min >= 0 && c.hold_ms_min <= c.effective_hold_ms_max(), "--hold-ms-min", c.hold_ms_min,
+                  "must be between 0 and the longest hold (" + std::to_string(c.effective_hold_ms_max()) + " ms)");
+        }),
     row<&C::work_ms>("work_ms", "work-ms", "set workloads: ms between read and write under the lock (-1: TTL/3)", "timing", "ms",
         [](const C& c) { require(c.work_ms >= -1, "--work-ms", c.work_ms, "must be >= 0 (or -1 for a third of the TTL)"); }),
     row<&C::op_timeout_ms>("op_timeout_ms", "op-timeout-ms", "per-request timeout of the lock clients", "timing", "ms",

@@ -37,6 +37,7 @@ struct RunConfig {
   int keys = 1;                                  // --keys: lock keys lock-0 .. lock-(keys-1)
   int64_t ttl_ms = 1000;                         // --ttl-ms
   int64_t hold_ms_max = -1;                      // --hold-ms-max: max hold; -1 means ttl_ms * 0.8
+  int64_t hold_ms_min = 0;                       // --hold-ms-min: shortest hold (a hold is uniform in [min, max])
   int64_t work_ms = -1;                          // --work-ms (set workloads); -1 means ttl_ms / 3
   int64_t op_timeout_ms = 500;                   // --op-timeout-ms: per-request timeout of the clients
   bool fencing = false;                          // --fencing

@@ -20,13 +20,14 @@
 // and (split-brain) cuts right after that holder's release (see aim).
 #include <hiredis/hiredis.h>
 
+#include <algorithm>
 #include <map>
 #include <thread>
 
-#include "sys/redis_conn.h"
 #include "nemesis/fault_util.h"
 #include "nemesis/holders.h"
 #include "nemesis/link_faults.h"
+#include "sys/redis_conn.h"
 
 namespace lockcheck {
 
@@ -164,7 +165,7 @@ class Failover : public Nemesis {
 
   Op invoke(NemesisEnv& env, const Op& op) override {
     const bool start = u::phase_of(op) == "start";
-    LinkFaults& links = env.links ? *env.links : own_links_;
+    LinkFaults& links = links_of(env);
     if (!start) return heal(env, op, links);
     json detail = u::detail_of(op);
     const Topology topology = env.options.topology;
@@ -182,7 +183,17 @@ class Failover : public Nemesis {
     std::optional<size_t> master;
     if (topology == Topology::kCluster) master = node_named(env.cluster, detail.value("master", std::string()));
     if (!master) master = current_master(env.cluster, topology, key);
-    if (!master) return u::complete(op, OpType::kInfo, json::array(), detail, "no node reports itself master");
+    // A fault given up before it is in force leaves no cut behind (aim may have cut the replication links).
+    const auto give_up = [&](const json& targets, const std::string& why) {
+      if (detail.value("cut_at_release", false)) {
+        try {
+          links.uncut_all(env.cluster, name());
+        } catch (const ClusterError&) {
+        }
+      }
+      return u::complete(op, OpType::kInfo, targets, detail, why);
+    };
+    if (!master) return give_up(json::array(), "no node reports itself master");
     const std::string mname = nodes[*master].name;
     json targets = json::array({mname});
     detail["master"] = mname;
@@ -195,7 +206,8 @@ class Failover : public Nemesis {
         // The old master's side: the master, and with a replica one of its replicas too.
         std::vector<std::string> side = {mname};
         if (mode == "split-brain-with-replica") {
-          if (topology != Topology::kReplicated) throw ClusterError("split-brain-with-replica needs --topology replicated");
+          if (topology != Topology::kReplicated)
+            throw ClusterError("split-brain-with-replica needs --topology replicated");
           for (size_t n = 0; n < nodes.size() && side.size() < 2; ++n) {
             if (n != *master && replicates_from(env.cluster, n, *master)) side.push_back(nodes[n].name);
           }
@@ -231,7 +243,7 @@ class Failover : public Nemesis {
         throw std::invalid_argument("failover: unknown mode '" + mode + "'");
       }
     } catch (const ClusterError& e) {
-      return u::complete(op, OpType::kInfo, targets, detail, e.what());
+      return give_up(targets, e.what());
     }
     master_ = *master;
     mode_in_force_ = mode;
@@ -259,15 +271,16 @@ class Failover : public Nemesis {
   // Holder targeting: the fault lands right after a fresh acquire (the driver waits for one); on Redis Cluster
   // it takes away the master of the holder's key, and a split brain waits (bounded) for that holder's release
   // to complete before the cut. Why: the fresh acquire has reached the replica before the cut could (the
-  // master writes it to its replicas in the same event-loop turn as the reply), so the promoted replica keeps that lock, and the
-  // old master stops taking writes after cluster-node-timeout, before any replica is promoted (failure
+  // master writes it to its replicas in the same event-loop turn as the reply), so the promoted replica keeps that
+  // lock, and the old master stops taking writes after cluster-node-timeout, before any replica is promoted (failure
   // detection, then an election delay of 500 ms + 0-500 ms + rank * 1 s): a grant made before the cut is
   // never lost, and one made after a fresh acquire rarely happens in time. Cut right after a release, the key
   // is free on both sides: the next grant, on the cut-off master, exists there only, and its holder is still
   // using the lock when the promoted replica grants it again (if its hold outlasts the failover, which a TTL
-  // several times node-timeout + election makes likely). detail: master (found before the wait, so the cut
-  // follows the release within a few ms), replicas (its replicas then, cut first), after_release (true, or
-  // false when the wait ran out), release_wait_ms.
+  // several times node-timeout + election makes likely). detail: master (found before the wait), replicas
+  // (its replicas then: the links to them are cut inside the record of the release, before any client can send
+  // its next acquire), after_release (true, or false when the wait ran out), release_wait_ms, cut_at_release
+  // (those links were cut so), cut_us (how long that cut held the history up), cut_error.
   void aim(NemesisEnv& env, FaultPlan& plan) const override {
     if (!env.holders) return;
     auto held = env.holders->current();
@@ -276,6 +289,7 @@ class Failover : public Nemesis {
     plan.detail["aimed_at"] = {{"process", h.process}, {"key", h.key}};
     const std::string mode = plan.detail.value("mode", "");
     if (env.options.topology != Topology::kCluster || (mode != "split-brain" && mode != "partition")) return;
+    if (master_) return;  // invoke answers that a failover is in force; nothing may be cut for it
     const std::optional<size_t> master = current_master(env.cluster, Topology::kCluster, h.key);
     if (!master) return;  // invoke says so
     plan.detail["master"] = env.cluster.nodes()[*master].name;
@@ -284,19 +298,54 @@ class Failover : public Nemesis {
       if (n != *master && replicates_from(env.cluster, n, *master)) replicas.push_back(env.cluster.nodes()[n].name);
     }
     plan.detail["replicas"] = replicas;
+    // The master's links to the other data nodes are cut inside the record of the release's completion
+    // (on_release): no client can send its next acquire before they are cut, so the next grant cannot reach a
+    // replica. Waking
+    // this thread first and cutting then lost that race on a loaded machine (a client's acquire went out in
+    // the 0.1-2 ms between). The Sentinel and cluster-bus links follow in invoke.
+    LinkFaults& links = links_of(env);
+    const std::string mname = env.cluster.nodes()[*master].name;
+    // Every other data node, its replicas first: a replica whose link is still syncing after an earlier heal
+    // is not named by replicates_from, yet its sync would carry the next grant across.
+    std::vector<std::string> cut_first;
+    for (const auto& r : replicas) cut_first.push_back(r.get<std::string>());
+    for (const auto& n : env.cluster.nodes()) {
+      if (n.name != mname && std::find(cut_first.begin(), cut_first.end(), n.name) == cut_first.end()) {
+        cut_first.push_back(n.name);
+      }
+    }
+    auto cut_us = std::make_shared<std::atomic<int64_t>>(-1);
+    auto cut_error = std::make_shared<std::string>();
+    Cluster& cluster = env.cluster;
+    const std::string owner = name();
+    const bool armed = env.holders->on_release(h, [&links, &cluster, owner, mname, cut_first, cut_us, cut_error] {
+      const auto t0 = std::chrono::steady_clock::now();
+      try {
+        for (const auto& r : cut_first) links.cut(cluster, owner, mname, r);
+      } catch (const std::exception& e) {
+        *cut_error = e.what();
+      }
+      cut_us->store(
+          std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - t0).count());
+    });
     // A careful holder releases within its hold (at most hold_ms_max) plus one release op.
     const auto bound = std::chrono::milliseconds(env.options.hold_ms_max + 2 * env.options.op_timeout_ms + 1000);
     const auto waited_from = std::chrono::steady_clock::now();
     plan.detail["after_release"] = env.holders->wait_until_released(h, bound, env.stopping);
-    plan.detail["release_wait_ms"] = std::chrono::duration_cast<std::chrono::milliseconds>(
-                                         std::chrono::steady_clock::now() - waited_from).count();
+    plan.detail["release_wait_ms"] =
+        std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - waited_from).count();
+    // cut_at_release: the replication links were cut inside the release's record, taking cut_us.
+    const bool ran = armed && env.holders->cancel_on_release(h);
+    plan.detail["cut_at_release"] = ran && cut_error->empty();
+    if (ran) plan.detail["cut_us"] = cut_us->load();
+    if (!cut_error->empty()) plan.detail["cut_error"] = *cut_error;
   }
 
   void teardown(NemesisEnv& env) noexcept override {
     if (!master_) return;
     try {
       if (mode_in_force_ == "pause") env.cluster.resume(*master_);
-      if (mode_in_force_.rfind("split-brain", 0) == 0) (env.links ? *env.links : own_links_).uncut_all(env.cluster, name());
+      if (mode_in_force_.rfind("split-brain", 0) == 0) links_of(env).uncut_all(env.cluster, name());
       // kill: the cluster's stop() ends the run with every node down anyway.
     } catch (...) {
     }
@@ -322,10 +371,14 @@ class Failover : public Nemesis {
   // first key).
   static constexpr const char* kDefaultKey = "lock-0";
 
+  // The run's shared network faults, else this nemesis's own (LinkFaults locks its own state, so aim, which is
+  // const, may cut through it too).
+  LinkFaults& links_of(NemesisEnv& env) const { return env.links ? *env.links : own_links_; }
+
   std::string mode_;
   std::optional<size_t> master_;
   std::string mode_in_force_;
-  LinkFaults own_links_;
+  mutable LinkFaults own_links_;
 };
 
 }  // namespace
@@ -335,8 +388,8 @@ std::unique_ptr<Nemesis> make_failover_nemesis() { return std::make_unique<Failo
 // This nemesis's line in the registry (nemesis/registry.cc): its name, what `lockcheck list` says of it, its factory.
 NemesisInfo failover_nemesis() {
   return {"failover",
-   "replicated topology: take the master away so Sentinel promotes a replica (modes kill, pause, partition)",
-   make_failover_nemesis};
+          "replicated topology: take the master away so Sentinel promotes a replica (modes kill, pause, partition)",
+          make_failover_nemesis};
 }
 
 }  // namespace lockcheck

@@ -2,8 +2,8 @@
 
 #include <algorithm>
 
-#include "sys/redis_conn.h"
 #include "core/party.h"
+#include "sys/redis_conn.h"
 
 namespace lockcheck {
 
@@ -15,11 +15,27 @@ std::shared_ptr<HolderTracker> HolderTracker::attach(HistoryWriter& history) {
 
 void HolderTracker::on_op(const Op& op) {
   if (!op.is_client()) return;
+  std::vector<std::function<void()>> due;  // on_release actions of the holdings this op ends
+  std::vector<uint64_t> due_serials;
   bool changed = false;
   {
     std::lock_guard<std::mutex> lock(mu_);
     const auto of_op = [&](bool any_key) {
       return [&op, any_key](const Holding& h) { return h.process == op.process && (any_key || h.key == op.key); };
+    };
+    // Ends the holdings of v that match: their actions become due (they stay in force until those return).
+    const auto end = [&](std::vector<Holding>& v, bool any_key) {
+      auto it = std::stable_partition(v.begin(), v.end(), [&](const Holding& h) { return !of_op(any_key)(h); });
+      for (auto e = it; e != v.end(); ++e) {
+        auto a = actions_.find(e->serial);
+        if (a == actions_.end()) continue;
+        due.push_back(std::move(a->second));
+        due_serials.push_back(e->serial);
+        running_.insert(e->serial);
+        actions_.erase(a);
+      }
+      if (due.empty()) v.erase(it, v.end());
+      changed = true;
     };
     if (op.is_ok() && op.f == "acquire") {
       Holding h;
@@ -32,18 +48,57 @@ void HolderTracker::on_op(const Op& op) {
       changed = true;
     } else if (op.is_info()) {
       // Retired: whatever it held or was releasing is over.
-      for (auto* v : {&holdings_, &releasing_}) v->erase(std::remove_if(v->begin(), v->end(), of_op(true)), v->end());
-      changed = true;
+      end(holdings_, true);
+      end(releasing_, true);
     } else if (op.is_invoke() && op.f == "release") {
-      auto it = std::stable_partition(holdings_.begin(), holdings_.end(), [&](const Holding& h) { return !of_op(false)(h); });
+      auto it =
+          std::stable_partition(holdings_.begin(), holdings_.end(), [&](const Holding& h) { return !of_op(false)(h); });
       releasing_.insert(releasing_.end(), it, holdings_.end());
       holdings_.erase(it, holdings_.end());
     } else if (op.f == "release") {  // ok or fail
-      releasing_.erase(std::remove_if(releasing_.begin(), releasing_.end(), of_op(false)), releasing_.end());
-      changed = true;
+      end(releasing_, false);
+    }
+  }
+  if (!due.empty()) {
+    // Outside mu_ (wait_until_released and current() go on), inside the history writer's lock (no op is
+    // recorded meanwhile): see on_release.
+    for (auto& fn : due) {
+      try {
+        fn();
+      } catch (...) {
+      }
+    }
+    std::lock_guard<std::mutex> lock(mu_);
+    const auto ends_now = [&](const Holding& h) {
+      return std::find(due_serials.begin(), due_serials.end(), h.serial) != due_serials.end() ||
+             (h.process == op.process && (op.is_info() || h.key == op.key));
+    };
+    for (auto* v : {&holdings_, &releasing_}) {
+      if (v == &holdings_ && !op.is_info()) continue;
+      v->erase(std::remove_if(v->begin(), v->end(), ends_now), v->end());
+    }
+    for (uint64_t s : due_serials) {
+      running_.erase(s);
+      ran_.insert(s);
     }
   }
   if (changed) cv_.notify_all();
+}
+
+bool HolderTracker::on_release(const Holding& h, std::function<void()> fn) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!in_force(h.serial) || running_.count(h.serial) || ran_.count(h.serial)) return false;
+  actions_[h.serial] = std::move(fn);
+  return true;
+}
+
+bool HolderTracker::cancel_on_release(const Holding& h) {
+  std::unique_lock<std::mutex> lock(mu_);
+  actions_.erase(h.serial);
+  // A running action returns within its own bound (it holds the writer's lock, not this one); this wait is
+  // bounded too, which is why an action may capture by reference only what outlives the run.
+  cv_.wait_for(lock, std::chrono::seconds(30), [&] { return running_.count(h.serial) == 0; });
+  return ran_.count(h.serial) > 0;
 }
 
 std::vector<Holding> HolderTracker::current() const {
@@ -103,8 +158,6 @@ std::vector<size_t> nodes_holding(const Cluster& cluster, const std::string& key
   return out;
 }
 
-std::string slot_of(Process p, int concurrency) {
-  return client_party(p, concurrency).name();
-}
+std::string slot_of(Process p, int concurrency) { return client_party(p, concurrency).name(); }
 
 }  // namespace lockcheck

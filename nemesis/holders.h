@@ -7,16 +7,19 @@
 // holding is over (wait_until_released) when that release has completed, whatever its outcome, or the process
 // retired.
 // Thread-safety: every method may be called from any thread; on_op runs under the history writer's lock and
-// is O(holders).
+// is O(holders), plus the action on_release registered for a holding whose release it records.
 #pragma once
 
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
+#include <functional>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -28,9 +31,9 @@ namespace lockcheck {
 struct Holding {
   std::string key;
   Process process = 0;
-  int64_t since_ns = 0;                          // time of the ok acquire in the history
-  std::chrono::steady_clock::time_point seen;    // when the tracker saw it (the same instant, harness clock)
-  uint64_t serial = 0;                           // 1, 2, ...: acquires in the order they were seen
+  int64_t since_ns = 0;                        // time of the ok acquire in the history
+  std::chrono::steady_clock::time_point seen;  // when the tracker saw it (the same instant, harness clock)
+  uint64_t serial = 0;                         // 1, 2, ...: acquires in the order they were seen
 };
 
 class HolderTracker {
@@ -56,13 +59,28 @@ class HolderTracker {
   // saw counts as over.
   bool wait_until_released(const Holding& h, std::chrono::milliseconds timeout, const std::atomic<bool>* stop) const;
 
+  // Runs fn once, in the thread that records the op ending holding h (its release's completion, ok, fail or
+  // info, or an info that retires its process), inside that record: under the history writer's lock. Until fn
+  // returns no other op is recorded, and since every client records its invoke before it sends the command,
+  // no client sends a new command either: a fault fn applies lands between h's release and the next client's
+  // command (only a command already sent can slip in). wait_until_released(h) returns true only after fn has
+  // returned. Replaces an earlier action for h; false (fn not kept) when h is already over. fn must not call
+  // into the tracker or record an op, and should be quick (it holds up every client); what it throws is
+  // swallowed.
+  bool on_release(const Holding& h, std::function<void()> fn);
+  // Drops h's action if it has not started; waits (at most 30 s) for it if it is running. True when it ran. An
+  // action may capture by reference only what outlives the run.
+  bool cancel_on_release(const Holding& h);
+
  private:
   bool in_force(uint64_t serial) const;  // REQUIRES: mu_ held
 
   mutable std::mutex mu_;
   mutable std::condition_variable cv_;
   std::vector<Holding> holdings_;
-  std::vector<Holding> releasing_;  // release invoked, not completed yet
+  std::vector<Holding> releasing_;                     // release invoked, not completed yet
+  std::map<uint64_t, std::function<void()>> actions_;  // on_release, by serial, not started
+  std::set<uint64_t> running_, ran_;                   // actions started and not returned; returned
   uint64_t serial_ = 0;
 };
 

@@ -89,6 +89,17 @@ TEST(ConfigFieldsTest, RangeRulesNameTheFlag) {
   c = RunConfig{};
   c.topology = Topology::kCluster;
   EXPECT_THROW(validate_fields(c), ConfigError);  // 5 nodes: a Redis Cluster needs 6
+  // The shortest hold may not pass the longest (here 80% of the 1 s TTL).
+  c = RunConfig{};
+  c.hold_ms_min = 800;
+  EXPECT_NO_THROW(validate_fields(c));
+  c.hold_ms_min = 801;
+  try {
+    validate_fields(c);
+    FAIL();
+  } catch (const ConfigError& e) {
+    EXPECT_EQ(std::string(e.what()), "--hold-ms-min: 801 must be between 0 and the longest hold (800 ms)");
+  }
 }
 
 }  // namespace

@@ -166,7 +166,8 @@ TEST(ClusterLockTest, LocksKeysOnEveryMasterThroughTheProxyFollowingRedirections
 }
 
 // The Redis Cluster split brain that really grants a held lock twice: the failover cuts the master of the
-// holder's slot right after the holder's release, so the next grant exists on the cut-off master only (it
+// holder's slot right after the holder's release (inside the release's record, before any client can send its
+// next acquire), so the next grant exists on the cut-off master only (it
 // keeps taking writes for cluster-node-timeout, 1 s); the majority promotes its replica about 2-3 s after the
 // cut, and a client redirected there (CLUSTERDOWN, then a slot map refresh) is granted the same key while the
 // first holder, with a 10 s lease, still uses it. Both mutex and lease must see it: a double grant within the
@@ -181,6 +182,7 @@ TEST(FailoverRunTest, ARedisClusterFailoverLosesTheClusterLock) {
   c.topology = Topology::kCluster;
   c.nodes = 6;
   c.ttl_ms = 10000;
+  c.hold_ms_min = 3000;  // the next holder still holds when the replica is promoted (2-3 s after the cut)
   c.nemesis = {"failover:split-brain"};
   c.nemesis_targeting = "holder";
   c.nemesis_interval_s = 3;

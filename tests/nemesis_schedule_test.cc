@@ -12,6 +12,7 @@
 #include "nemesis/fault_util.h"
 #include "nemesis/holders.h"
 #include "nemesis/link_faults.h"
+#include "tests/support/temp_dir.h"
 
 namespace lockcheck {
 namespace {
@@ -417,6 +418,65 @@ TEST(HolderTrackerTest, AHoldingIsOverWhenItsReleaseCompletesOrItsProcessRetires
   t.on_op(op(4, OpType::kOk, "acquire", "lock-0"));
   stop = true;
   EXPECT_FALSE(t.wait_until_released(t.current().back(), std::chrono::seconds(5), &stop));
+}
+
+// on_release: the action runs once, inside the record of the op that ends the holding (so no other op is
+// recorded, and no client sends a command, until it returns), before wait_until_released says it is over.
+TEST(HolderTrackerTest, AReleaseActionRunsInsideTheRecordOfTheReleaseBeforeAnyOtherOp) {
+  TempDir dir;
+  HistoryWriter history(dir.path() + "/history.jsonl", nullptr);
+  auto t = HolderTracker::attach(history);
+  auto op = [](Process p, OpType type, const std::string& f, const std::string& key) {
+    Op o;
+    o.process = p;
+    o.type = type;
+    o.f = f;
+    o.key = key;
+    o.time_ns = 1;
+    return o;
+  };
+  std::atomic<bool> stop{false};
+  history.record(op(1, OpType::kOk, "acquire", "lock-0"));
+  const Holding h = t->current().back();
+  std::atomic<int> runs{0};
+  std::atomic<bool> running{false};
+  ASSERT_TRUE(t->on_release(h, [&] {
+    running = true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    ++runs;
+    running = false;
+  }));
+  history.record(op(2, OpType::kOk, "release", "lock-0"));  // another process's release: not h's
+  history.record(op(1, OpType::kInvoke, "release", "lock-0"));
+  EXPECT_EQ(runs, 0);
+  std::thread releaser([&] { history.record(op(1, OpType::kOk, "release", "lock-0")); });
+  for (int i = 0; i < 500 && !running; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  ASSERT_TRUE(running.load());
+  // The next client's invoke waits for the action: it is recorded (and so sent) only after the action returned.
+  const Op next = history.record(op(3, OpType::kInvoke, "acquire", "lock-0"));
+  EXPECT_EQ(runs, 1);
+  releaser.join();
+  EXPECT_EQ(next.index, 4) << "recorded after the release";
+  EXPECT_TRUE(t->wait_until_released(h, std::chrono::seconds(5), &stop));
+  EXPECT_TRUE(t->cancel_on_release(h)) << "it ran";
+  EXPECT_FALSE(t->on_release(h, [] {})) << "the holding is over";
+  EXPECT_EQ(runs, 1);
+
+  // Cancelled before the release: never runs. A retirement (info) ends a holding and runs its action.
+  history.record(op(4, OpType::kOk, "acquire", "lock-0"));
+  const Holding second = t->current().back();
+  ASSERT_TRUE(t->on_release(second, [&] { ++runs; }));
+  EXPECT_FALSE(t->cancel_on_release(second));
+  history.record(op(4, OpType::kInvoke, "release", "lock-0"));
+  history.record(op(4, OpType::kOk, "release", "lock-0"));
+  EXPECT_EQ(runs, 1);
+  history.record(op(5, OpType::kOk, "acquire", "lock-0"));
+  const Holding third = t->current().back();
+  ASSERT_TRUE(t->on_release(third, [&] { ++runs; throw std::runtime_error("swallowed"); }));
+  history.record(op(5, OpType::kInfo, "acquire", "lock-1"));
+  EXPECT_EQ(runs, 2);
+  EXPECT_TRUE(t->wait_until_released(third, std::chrono::milliseconds(10), &stop));
+  EXPECT_TRUE(t->current().empty());
 }
 
 }  // namespace

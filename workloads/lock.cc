@@ -1,7 +1,9 @@
-// Workload `lock`: each process loops: acquire a random key, hold it for a random time (at most --hold-ms-max,
+// Workload `lock`: each process loops: acquire a random key, hold it for a random time (--hold-ms-min to --hold-ms-max,
 // and never past the validity the client reported: a careful client), release it, pause briefly. The history of acquires and releases is judged by the mutex checker (the strict view: a holder
 // believes it holds the lock until it releases) and the lease checker (the claimed view: only within the
 // validity the client reported).
+#include <algorithm>
+
 #include "core/random.h"
 #include "workloads/workload.h"
 
@@ -16,6 +18,7 @@ class LockWorkload : public Workload {
   ProcessExit run_process(ProcessEnv& env) override {
     const auto ttl = std::chrono::milliseconds(env.options.ttl_ms);
     const int64_t hold_max = env.options.hold_ms_max;
+    const int64_t hold_min = std::min(env.options.hold_ms_min, hold_max);
     while (!env.stop.load()) {
       const std::string key = "lock-" + std::to_string(uniform(env.rng, 0, env.options.keys - 1));
       const auto invoked = std::chrono::steady_clock::now();
@@ -28,7 +31,7 @@ class LockWorkload : public Workload {
       }
       // A careful client: the hold it means to make is cut to end inside the validity it was told.
       const Lease lease(a, invoked, ttl);
-      const auto hold = lease.fit(std::chrono::milliseconds(uniform(env.rng, 0, hold_max)));
+      const auto hold = lease.fit(std::chrono::milliseconds(uniform(env.rng, hold_min, hold_max)));
       env.pause_point();  // client-pause: a holder stopped here for longer than its lease still thinks it holds
       // Hold: the process believes it holds the lock and uses the resource. Cut short at the end of the run.
       const HoldTimer timer(hold);

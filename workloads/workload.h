@@ -29,8 +29,10 @@ struct WorkloadOptions {
   int64_t work_ms = 333;                      // set workloads: between the read and the write under the lock
   int64_t op_timeout_ms = 500;                // per request, also on the resource's connections
   std::string redis_server = "redis-server";  // the binary of the resource server
+  int64_t hold_ms_min = 0;                    // the shortest hold
   static WorkloadOptions from(const RunConfig& c) {
-    return {c.keys, c.ttl_ms, c.effective_hold_ms_max(), c.effective_work_ms(), c.op_timeout_ms, c.redis_server};
+    return {c.keys, c.ttl_ms, c.effective_hold_ms_max(), c.effective_work_ms(), c.op_timeout_ms, c.redis_server,
+            c.hold_ms_min};
   }
 };
 
