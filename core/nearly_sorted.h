@@ -18,7 +18,10 @@ void sort_nearly_sorted(std::vector<T>* v) {
   size_t first_out = 0;
   while (first_out + 1 < v->size() && !((*v)[first_out + 1] < (*v)[first_out])) ++first_out;
   if (first_out + 1 >= v->size()) return;  // already sorted
-  std::vector<T> run(v->begin(), v->begin() + static_cast<std::ptrdiff_t>(first_out) + 1), rest;
+  // run holds nearly everything: reserved once, so that growing it neither copies nor touches twice the pages.
+  std::vector<T> run, rest;
+  run.reserve(v->size());
+  run.assign(v->begin(), v->begin() + static_cast<std::ptrdiff_t>(first_out) + 1);
   for (size_t i = first_out + 1; i < v->size(); ++i) {
     if (!((*v)[i] < run.back())) {
       run.push_back(std::move((*v)[i]));
