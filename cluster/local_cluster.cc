@@ -19,6 +19,7 @@
 #include "core/party.h"
 #include "cluster/redis_config.h"
 #include "cluster/redis_cluster_form.h"
+#include "cluster/replicated_ready.h"
 
 namespace fs = boost::filesystem;
 
@@ -188,20 +189,6 @@ void write_file(const std::string& path, const std::string& text) {
   if (!out) throw ClusterError("cannot write " + path);
 }
 
-// Sentinel replies to SENTINEL MASTER as a flat array of field, value, field, value ...
-std::map<std::string, std::string> field_map(const redisReply* r) {
-  std::map<std::string, std::string> m;
-  if (r == nullptr || r->type != REDIS_REPLY_ARRAY) return m;
-  for (size_t i = 0; i + 1 < r->elements; i += 2) {
-    const redisReply* k = r->element[i];
-    const redisReply* v = r->element[i + 1];
-    if (k->type == REDIS_REPLY_STRING && v->type == REDIS_REPLY_STRING) {
-      m[std::string(k->str, k->len)] = std::string(v->str, v->len);
-    }
-  }
-  return m;
-}
-
 }  // namespace
 
 void LocalCluster::write_node_config(size_t n) const {
@@ -331,33 +318,11 @@ void LocalCluster::spawn_sentinel(size_t k) {
 }
 
 void LocalCluster::wait_until_replicated_ready() {
-  const auto deadline = std::chrono::steady_clock::now() + opts_.ready_timeout;
-  const std::string replicas = std::to_string(nodes_.size() - 1);
-  const std::string others = std::to_string(sentinels_.size() - 1);
-  std::string waiting;
-  while (std::chrono::steady_clock::now() < deadline) {
-    waiting.clear();
-    for (size_t n = 1; n < nodes_.size() && waiting.empty(); ++n) {
-      RedisConn c(nodes_[n].own_endpoint(), std::chrono::milliseconds(200), std::chrono::milliseconds(500));
-      Reply r = c.command({"INFO", "replication"});
-      auto text = r.str();
-      if (!text || text->find("master_link_status:up") == std::string::npos) {
-        waiting = nodes_[n].name + "'s replication link to n1";
-      }
-    }
-    for (size_t k = 0; k < sentinels_.size() && waiting.empty(); ++k) {
-      RedisConn c(sentinels_[k].own_endpoint(), std::chrono::milliseconds(200), std::chrono::milliseconds(500));
-      Reply r = c.command({"SENTINEL", "MASTER", kSentinelMasterName});
-      auto f = field_map(r.raw());
-      if (f["num-slaves"] != replicas || f["num-other-sentinels"] != others) {
-        waiting = sentinels_[k].name + " to see " + replicas + " replicas and " + others + " other Sentinels";
-      }
-    }
-    if (waiting.empty()) return;
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  }
-  throw ClusterError("replicated cluster not ready within " + std::to_string(opts_.ready_timeout.count()) +
-                     " ms: waiting for " + waiting + "; see the logs under " + opts_.nodes_dir);
+  std::vector<ReadyParty> replicas, sentinels;
+  for (size_t n = 1; n < nodes_.size(); ++n) replicas.push_back({nodes_[n].name, nodes_[n].own_endpoint()});
+  for (const auto& s : sentinels_) sentinels.push_back({s.name, s.own_endpoint()});
+  wait_replicated_ready(replicas, sentinels, opts_.ready_timeout, "replicated cluster",
+                        "see the logs under " + opts_.nodes_dir);
 }
 
 void LocalCluster::start() {

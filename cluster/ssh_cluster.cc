@@ -23,6 +23,7 @@
 #include "cluster/fault_proxy.h"
 #include "core/party.h"
 #include "cluster/redis_config.h"
+#include "cluster/replicated_ready.h"
 
 namespace lockcheck {
 
@@ -118,23 +119,6 @@ std::string ping_once(const Endpoint& ep, milliseconds timeout) {
   }
   redisFree(c);
   return err;
-}
-
-std::string info_replication(const Endpoint& ep, milliseconds timeout) {
-  timeval tv{static_cast<time_t>(timeout.count() / 1000), static_cast<suseconds_t>((timeout.count() % 1000) * 1000)};
-  redisContext* c = redisConnectWithTimeout(ep.host.c_str(), ep.port, tv);
-  if (c == nullptr) return "";
-  std::string out;
-  if (!c->err) {
-    redisSetTimeout(c, tv);
-    auto* r = static_cast<redisReply*>(redisCommand(c, "INFO replication"));
-    if (r != nullptr) {
-      if (r->type == REDIS_REPLY_STRING) out.assign(r->str, r->len);
-      freeReplyObject(r);
-    }
-  }
-  redisFree(c);
-  return out;
 }
 
 // Remote helper scripts: constant text run as `sh -c SCRIPT sh ARGS...`; everything variable is a quoted
@@ -440,17 +424,13 @@ void SshCluster::wait_ready(const Endpoint& ep, const std::string& what) const {
 }
 
 void SshCluster::wait_replicas_linked() const {
-  const auto deadline = std::chrono::steady_clock::now() + options_.ready_timeout;
+  std::vector<ReadyParty> replicas, sentinels;
   for (const auto& node : nodes_) {
-    if (node.role != NodeRole::kReplica) continue;
-    while (info_replication(node.endpoint, milliseconds(500)).find("master_link_status:up") == std::string::npos) {
-      if (stop_requested_) throw ClusterError("ssh cluster: stopping (while waiting for replicas)");
-      if (std::chrono::steady_clock::now() >= deadline) {
-        throw ClusterError("ssh cluster: replica " + node.name + " did not link to its master in time");
-      }
-      std::this_thread::sleep_for(milliseconds(50));
-    }
+    if (node.role == NodeRole::kReplica) replicas.push_back({node.name, node.endpoint});
   }
+  for (const auto& s : sentinels_) sentinels.push_back({s.name, s.endpoint});
+  wait_replicated_ready(replicas, sentinels, options_.ready_timeout, "ssh cluster", "",
+                        [this] { return stop_requested_.load(); });
 }
 
 void SshCluster::stop() noexcept {

@@ -19,6 +19,7 @@
 #include <hiredis/hiredis.h>
 
 #include "cluster/redis_cluster_form.h"
+#include "cluster/replicated_ready.h"
 #include "docker/node_image.h"
 #include "cluster/clock_shim.h"
 #include "cluster/fault_proxy.h"
@@ -124,23 +125,6 @@ std::string ping_once(const Endpoint& ep, milliseconds timeout) {
   }
   redisFree(c);
   return err;
-}
-
-std::string info_replication(const Endpoint& ep, milliseconds timeout) {
-  timeval tv{static_cast<time_t>(timeout.count() / 1000), static_cast<suseconds_t>((timeout.count() % 1000) * 1000)};
-  redisContext* c = redisConnectWithTimeout(ep.host.c_str(), ep.port, tv);
-  if (c == nullptr) return "";
-  std::string out;
-  if (!c->err) {
-    redisSetTimeout(c, tv);
-    auto* r = static_cast<redisReply*>(redisCommand(c, "INFO replication"));
-    if (r != nullptr) {
-      if (r->type == REDIS_REPLY_STRING) out.assign(r->str, r->len);
-      freeReplyObject(r);
-    }
-  }
-  redisFree(c);
-  return out;
 }
 
 // A `--mount` value for a bind mount. docker parses it as one CSV record, so a field holding a comma or a
@@ -457,18 +441,13 @@ void DockerCluster::wait_ready(const Endpoint& ep, const std::string& what) cons
 }
 
 void DockerCluster::wait_replicas_linked() const {
-  const auto deadline = std::chrono::steady_clock::now() + options_.ready_timeout;
+  std::vector<ReadyParty> replicas, sentinels;
   for (const auto& node : nodes_) {
-    if (node.role != NodeRole::kReplica) continue;
-    while (info_replication(node.endpoint, milliseconds(500)).find("master_link_status:up") == std::string::npos) {
-      if (stop_requested_) throw ClusterError("docker cluster: stopping (while waiting for replicas)");
-      if (std::chrono::steady_clock::now() >= deadline) {
-        throw ClusterError("docker cluster: replica " + node.name + " did not link to its master within " +
-                           std::to_string(options_.ready_timeout.count()) + " ms (log: " + node.log_path + ")");
-      }
-      sleep_ms(50);
-    }
+    if (node.role == NodeRole::kReplica) replicas.push_back({node.name, node.endpoint});
   }
+  for (const auto& s : sentinels_) sentinels.push_back({s.name, s.endpoint});
+  wait_replicated_ready(replicas, sentinels, options_.ready_timeout, "docker cluster", "see the logs under " + path("nodes"),
+                        [this] { return stop_requested_.load(); });
 }
 
 void DockerCluster::open_client_proxies() {

@@ -349,32 +349,35 @@ TEST(LinkFaultsTest, HealingAPartitionKeepsAnotherNemesissDelay) {
   EXPECT_TRUE(lf.cut_pairs().empty());
 }
 
+// A client op of process p for the holder tracker (time 1: a HistoryWriter without a clock records it as is).
+Op client_op(Process p, OpType type, const std::string& f, const std::string& key) {
+  Op o;
+  o.process = p;
+  o.type = type;
+  o.f = f;
+  o.key = key;
+  o.time_ns = 1;
+  return o;
+}
+
 TEST(HolderTrackerTest, FollowsAcquiresReleasesAndRetirements) {
   HolderTracker t;
-  auto op = [](Process p, OpType type, const std::string& f, const std::string& key) {
-    Op o;
-    o.process = p;
-    o.type = type;
-    o.f = f;
-    o.key = key;
-    return o;
-  };
-  t.on_op(op(1, OpType::kInvoke, "acquire", "lock-0"));
+  t.on_op(client_op(1, OpType::kInvoke, "acquire", "lock-0"));
   EXPECT_TRUE(t.current().empty());
-  t.on_op(op(1, OpType::kOk, "acquire", "lock-0"));
-  t.on_op(op(2, OpType::kOk, "acquire", "lock-1"));
+  t.on_op(client_op(1, OpType::kOk, "acquire", "lock-0"));
+  t.on_op(client_op(2, OpType::kOk, "acquire", "lock-1"));
   ASSERT_EQ(t.current().size(), 2u);
   EXPECT_EQ(t.current().back().process, 2);
-  t.on_op(op(1, OpType::kInvoke, "release", "lock-0"));
+  t.on_op(client_op(1, OpType::kInvoke, "release", "lock-0"));
   ASSERT_EQ(t.current().size(), 1u);
-  t.on_op(op(2, OpType::kInfo, "read", "resource"));  // retired
+  t.on_op(client_op(2, OpType::kInfo, "read", "resource"));  // retired
   EXPECT_TRUE(t.current().empty());
   EXPECT_EQ(t.acquires_seen(), 2u);
   std::atomic<bool> stop{false};
   EXPECT_FALSE(t.wait_for_fresh(2, std::chrono::milliseconds(10), &stop).has_value());
   std::thread later([&] {
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    t.on_op(op(3, OpType::kOk, "acquire", "lock-0"));
+    t.on_op(client_op(3, OpType::kOk, "acquire", "lock-0"));
   });
   auto h = t.wait_for_fresh(2, std::chrono::seconds(5), &stop);
   later.join();
@@ -385,37 +388,29 @@ TEST(HolderTrackerTest, FollowsAcquiresReleasesAndRetirements) {
 
 TEST(HolderTrackerTest, AHoldingIsOverWhenItsReleaseCompletesOrItsProcessRetires) {
   HolderTracker t;
-  auto op = [](Process p, OpType type, const std::string& f, const std::string& key) {
-    Op o;
-    o.process = p;
-    o.type = type;
-    o.f = f;
-    o.key = key;
-    return o;
-  };
   std::atomic<bool> stop{false};
   const auto short_wait = std::chrono::milliseconds(10);
-  t.on_op(op(1, OpType::kOk, "acquire", "lock-0"));
-  t.on_op(op(2, OpType::kOk, "acquire", "lock-1"));
+  t.on_op(client_op(1, OpType::kOk, "acquire", "lock-0"));
+  t.on_op(client_op(2, OpType::kOk, "acquire", "lock-1"));
   const Holding first = t.current().front(), second = t.current().back();
   EXPECT_FALSE(t.wait_until_released(first, short_wait, &stop)) << "still held";
-  t.on_op(op(1, OpType::kInvoke, "release", "lock-0"));
+  t.on_op(client_op(1, OpType::kInvoke, "release", "lock-0"));
   EXPECT_TRUE(t.current().size() == 1u && t.current().front().process == 2) << "no longer held in its belief";
   EXPECT_FALSE(t.wait_until_released(first, short_wait, &stop)) << "its release has not completed: the DEL may not have run";
   std::thread later([&] {
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    t.on_op(op(1, OpType::kFail, "release", "lock-0"));  // any outcome ends it
+    t.on_op(client_op(1, OpType::kFail, "release", "lock-0"));  // any outcome ends it
   });
   EXPECT_TRUE(t.wait_until_released(first, std::chrono::seconds(5), &stop));
   later.join();
   // Another process's release of the same key does not end it; the holder's retirement does.
-  t.on_op(op(3, OpType::kOk, "release", "lock-1"));
+  t.on_op(client_op(3, OpType::kOk, "release", "lock-1"));
   EXPECT_FALSE(t.wait_until_released(second, short_wait, &stop));
-  t.on_op(op(2, OpType::kInvoke, "release", "lock-1"));
-  t.on_op(op(2, OpType::kInfo, "release", "lock-1"));
+  t.on_op(client_op(2, OpType::kInvoke, "release", "lock-1"));
+  t.on_op(client_op(2, OpType::kInfo, "release", "lock-1"));
   EXPECT_TRUE(t.wait_until_released(second, short_wait, &stop));
   // A stop ends the wait early.
-  t.on_op(op(4, OpType::kOk, "acquire", "lock-0"));
+  t.on_op(client_op(4, OpType::kOk, "acquire", "lock-0"));
   stop = true;
   EXPECT_FALSE(t.wait_until_released(t.current().back(), std::chrono::seconds(5), &stop));
 }
@@ -426,17 +421,8 @@ TEST(HolderTrackerTest, AReleaseActionRunsInsideTheRecordOfTheReleaseBeforeAnyOt
   TempDir dir;
   HistoryWriter history(dir.path() + "/history.jsonl", nullptr);
   auto t = HolderTracker::attach(history);
-  auto op = [](Process p, OpType type, const std::string& f, const std::string& key) {
-    Op o;
-    o.process = p;
-    o.type = type;
-    o.f = f;
-    o.key = key;
-    o.time_ns = 1;
-    return o;
-  };
   std::atomic<bool> stop{false};
-  history.record(op(1, OpType::kOk, "acquire", "lock-0"));
+  history.record(client_op(1, OpType::kOk, "acquire", "lock-0"));
   const Holding h = t->current().back();
   std::atomic<int> runs{0};
   std::atomic<bool> running{false};
@@ -446,14 +432,14 @@ TEST(HolderTrackerTest, AReleaseActionRunsInsideTheRecordOfTheReleaseBeforeAnyOt
     ++runs;
     running = false;
   }));
-  history.record(op(2, OpType::kOk, "release", "lock-0"));  // another process's release: not h's
-  history.record(op(1, OpType::kInvoke, "release", "lock-0"));
+  history.record(client_op(2, OpType::kOk, "release", "lock-0"));  // another process's release: not h's
+  history.record(client_op(1, OpType::kInvoke, "release", "lock-0"));
   EXPECT_EQ(runs, 0);
-  std::thread releaser([&] { history.record(op(1, OpType::kOk, "release", "lock-0")); });
+  std::thread releaser([&] { history.record(client_op(1, OpType::kOk, "release", "lock-0")); });
   for (int i = 0; i < 500 && !running; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(1));
   ASSERT_TRUE(running.load());
   // The next client's invoke waits for the action: it is recorded (and so sent) only after the action returned.
-  const Op next = history.record(op(3, OpType::kInvoke, "acquire", "lock-0"));
+  const Op next = history.record(client_op(3, OpType::kInvoke, "acquire", "lock-0"));
   EXPECT_EQ(runs, 1);
   releaser.join();
   EXPECT_EQ(next.index, 4) << "recorded after the release";
@@ -463,17 +449,17 @@ TEST(HolderTrackerTest, AReleaseActionRunsInsideTheRecordOfTheReleaseBeforeAnyOt
   EXPECT_EQ(runs, 1);
 
   // Cancelled before the release: never runs. A retirement (info) ends a holding and runs its action.
-  history.record(op(4, OpType::kOk, "acquire", "lock-0"));
+  history.record(client_op(4, OpType::kOk, "acquire", "lock-0"));
   const Holding second = t->current().back();
   ASSERT_TRUE(t->on_release(second, [&] { ++runs; }));
   EXPECT_FALSE(t->cancel_on_release(second));
-  history.record(op(4, OpType::kInvoke, "release", "lock-0"));
-  history.record(op(4, OpType::kOk, "release", "lock-0"));
+  history.record(client_op(4, OpType::kInvoke, "release", "lock-0"));
+  history.record(client_op(4, OpType::kOk, "release", "lock-0"));
   EXPECT_EQ(runs, 1);
-  history.record(op(5, OpType::kOk, "acquire", "lock-0"));
+  history.record(client_op(5, OpType::kOk, "acquire", "lock-0"));
   const Holding third = t->current().back();
   ASSERT_TRUE(t->on_release(third, [&] { ++runs; throw std::runtime_error("swallowed"); }));
-  history.record(op(5, OpType::kInfo, "acquire", "lock-1"));
+  history.record(client_op(5, OpType::kInfo, "acquire", "lock-1"));
   EXPECT_EQ(runs, 2);
   EXPECT_TRUE(t->wait_until_released(third, std::chrono::milliseconds(10), &stop));
   EXPECT_TRUE(t->current().empty());
