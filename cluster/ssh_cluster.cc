@@ -16,14 +16,14 @@
 #include <thread>
 
 #include <boost/filesystem.hpp>
-#include <hiredis/hiredis.h>
 
-#include "sys/process.h"
 #include "cluster/clock_shim.h"
 #include "cluster/fault_proxy.h"
-#include "core/party.h"
 #include "cluster/redis_config.h"
 #include "cluster/replicated_ready.h"
+#include "core/party.h"
+#include "sys/process.h"
+#include "sys/redis_conn.h"
 
 namespace lockcheck {
 
@@ -100,27 +100,6 @@ CommandResult run_argv(const std::vector<std::string>& argv, milliseconds timeou
 
 std::string describe(const std::vector<std::string>& remote) { return remote_command(remote); }
 
-std::string ping_once(const Endpoint& ep, milliseconds timeout) {
-  timeval tv{static_cast<time_t>(timeout.count() / 1000), static_cast<suseconds_t>((timeout.count() % 1000) * 1000)};
-  redisContext* c = redisConnectWithTimeout(ep.host.c_str(), ep.port, tv);
-  if (c == nullptr) return "out of memory";
-  std::string err;
-  if (c->err) {
-    err = c->errstr;
-  } else {
-    redisSetTimeout(c, tv);
-    auto* r = static_cast<redisReply*>(redisCommand(c, "PING"));
-    if (r == nullptr) {
-      err = c->err ? c->errstr : "no reply";
-    } else {
-      if (!(r->type == REDIS_REPLY_STATUS && std::string(r->str, r->len) == "PONG")) err = "unexpected reply to PING";
-      freeReplyObject(r);
-    }
-  }
-  redisFree(c);
-  return err;
-}
-
 // Remote helper scripts: constant text run as `sh -c SCRIPT sh ARGS...`; everything variable is a quoted
 // positional argument, never spliced into the script.
 // Start: $1 pid file, $2 a file to remove first ("" none: the RDB of a node without persistence), then the
@@ -138,7 +117,8 @@ constexpr const char* kKillScript =
 // Teardown: $1 the run's iptables chain ("" none), $2 the interface with our root qdisc ("" none), then the
 // pids of the host's nodes (SIGCONT then SIGKILL; one already gone is fine). Fails when a removal failed.
 constexpr const char* kTeardownScript =
-    "c=$1; dev=$2; shift 2; ok=0; if [ $# -gt 0 ]; then kill -s CONT \"$@\" 2>/dev/null; kill -s KILL \"$@\" 2>/dev/null; fi; "
+    "c=$1; dev=$2; shift 2; ok=0; if [ $# -gt 0 ]; then kill -s CONT \"$@\" 2>/dev/null; kill -s KILL \"$@\" "
+    "2>/dev/null; fi; "
     "if [ -n \"$c\" ]; then iptables -D INPUT -j \"$c\"; iptables -D OUTPUT -j \"$c\"; "
     "iptables -F \"$c\" && iptables -X \"$c\" || ok=1; fi; "
     "if [ -n \"$dev\" ]; then tc qdisc del dev \"$dev\" root || ok=1; fi; exit $ok";
@@ -274,7 +254,8 @@ void SshCluster::start() {
 void SshCluster::start_locked() {
   const std::string shim = options_.clock_shim.empty() ? clock_shim_library() : options_.clock_shim;
   if (!fs::exists(shim)) {
-    throw ClusterError("ssh cluster: clock shim not found: " + shim + " (build lockcheck_clockshim or set LOCKCHECK_CLOCK_SHIM)");
+    throw ClusterError("ssh cluster: clock shim not found: " + shim +
+                       " (build lockcheck_clockshim or set LOCKCHECK_CLOCK_SHIM)");
   }
   fs::create_directories(path("nodes"));
   fs::create_directories(path("ssh"));
@@ -299,9 +280,8 @@ void SshCluster::start_locked() {
   // Nodes and Sentinels, in parallel over the hosts.
   std::vector<std::future<void>> starts;
   for (size_t i = 0; i < nodes_.size(); ++i) {
-    starts.push_back(std::async(std::launch::async, [this, i] {
-      start_proc(procs_[i], hosts_[procs_[i].host].host().redis_server);
-    }));
+    starts.push_back(std::async(std::launch::async,
+                                [this, i] { start_proc(procs_[i], hosts_[procs_[i].host].host().redis_server); }));
   }
   std::exception_ptr first;
   for (auto& s : starts) {
@@ -335,18 +315,21 @@ void SshCluster::setup_host(size_t h) {
   const auto& host = hosts_[h].host();
   const auto deadline = std::chrono::steady_clock::now() + options_.connect_timeout + std::chrono::seconds(5);
   while (true) {
-    if (run_argv([&] {
-          auto a = hosts_[h].cmds.master_exit();
-          a[a.size() - 2] = "check";
-          return a;
-        }(), std::chrono::seconds(5)).ok()) {
+    if (run_argv(
+            [&] {
+              auto a = hosts_[h].cmds.master_exit();
+              a[a.size() - 2] = "check";
+              return a;
+            }(),
+            std::chrono::seconds(5))
+            .ok()) {
       break;
     }
     if (!masters_[h]->running() || std::chrono::steady_clock::now() > deadline || stop_requested_) {
       std::ifstream log(path("ssh/" + host.name + ".ssh.log"));
       std::string text((std::istreambuf_iterator<char>(log)), std::istreambuf_iterator<char>());
-      throw ClusterError("ssh cluster: cannot connect to " + host.name + " (" + hosts_[h].cmds.destination() + "): " +
-                         (trim(text).empty() ? "no master connection within the connect timeout" : trim(text)));
+      throw ClusterError("ssh cluster: cannot connect to " + host.name + " (" + hosts_[h].cmds.destination() +
+                         "): " + (trim(text).empty() ? "no master connection within the connect timeout" : trim(text)));
     }
     std::this_thread::sleep_for(milliseconds(50));
   }
@@ -369,8 +352,10 @@ void SshCluster::setup_host(size_t h) {
       const NodeInfo& n = nodes_[i];
       conf << "port " << n.endpoint.port << "\nbind 0.0.0.0\nprotected-mode no\ndaemonize yes\n"
            << "pidfile " << rd << "/redis.pid\nlogfile " << rd << "/redis.log\ndir " << rd << "/data\n"
-           << "repl-diskless-sync-delay 0\n" << persistence_conf(config_.persistence);
-      if (n.role == NodeRole::kReplica) conf << "replicaof " << nodes_[0].endpoint.host << " " << nodes_[0].endpoint.port << "\n";
+           << "repl-diskless-sync-delay 0\n"
+           << persistence_conf(config_.persistence);
+      if (n.role == NodeRole::kReplica)
+        conf << "replicaof " << nodes_[0].endpoint.host << " " << nodes_[0].endpoint.port << "\n";
     } else {
       const NodeInfo& s = sentinels_[i - nodes_.size()];
       conf << "port " << s.endpoint.port << "\nbind 0.0.0.0\nprotected-mode no\ndaemonize yes\n"
@@ -390,10 +375,17 @@ void SshCluster::setup_host(size_t h) {
 void SshCluster::start_proc(Proc& p, const std::string& program_path) {
   const std::string rd = remote_dir(p.host) + "/" + p.name;
   const bool sentinel = Party::parse(p.name).value_or(Party::node(0)).is_sentinel();
-  std::vector<std::string> argv = {"sh", "-c", kStartScript, "sh", rd + "/redis.pid",
+  std::vector<std::string> argv = {"sh",
+                                   "-c",
+                                   kStartScript,
+                                   "sh",
+                                   rd + "/redis.pid",
                                    config_.persistence == Persistence::kNone && !sentinel ? rd + "/data/dump.rdb" : "",
-                                   "env", "LD_PRELOAD=" + remote_dir(p.host) + "/libclockshim.so",
-                                   std::string(kClockFileEnv) + "=" + rd + "/clock", program_path, rd + "/redis.conf"};
+                                   "env",
+                                   "LD_PRELOAD=" + remote_dir(p.host) + "/libclockshim.so",
+                                   std::string(kClockFileEnv) + "=" + rd + "/clock",
+                                   program_path,
+                                   rd + "/redis.conf"};
   if (sentinel) argv.push_back("--sentinel");
   std::string err;
   auto r = run_argv(hosts_[p.host].cmds.run(argv), options_.call_timeout);
@@ -413,7 +405,7 @@ void SshCluster::wait_ready(const Endpoint& ep, const std::string& what) const {
   const auto deadline = std::chrono::steady_clock::now() + options_.ready_timeout;
   std::string err;
   while (true) {
-    err = ping_once(ep, milliseconds(300));
+    err = ping_error(ep, milliseconds(300));
     if (err.empty()) return;
     if (std::chrono::steady_clock::now() >= deadline) break;
     if (stop_requested_) throw ClusterError("ssh cluster: stopping (while waiting for " + what + ")");
@@ -489,7 +481,8 @@ void SshCluster::stop_locked() noexcept {
 
 void SshCluster::check_node(size_t n) const {
   if (n >= nodes_.size()) {
-    throw ClusterError("ssh cluster: no node " + std::to_string(n) + " (there are " + std::to_string(nodes_.size()) + ")");
+    throw ClusterError("ssh cluster: no node " + std::to_string(n) + " (there are " + std::to_string(nodes_.size()) +
+                       ")");
   }
   if (!started_ || stopped_) throw ClusterError("ssh cluster: not running (start() first, or stopped)");
 }
@@ -546,9 +539,10 @@ void SshCluster::set_clock_offset(size_t n, std::chrono::nanoseconds offset) {
   std::string bytes(sizeof v, '\0');
   std::memcpy(&bytes[0], &v, sizeof v);  // native byte order, as the shim reads it (the hosts share it: x86_64)
   const Proc& p = procs_[n];
-  ssh_check(p.host, {"dd", "of=" + remote_dir(p.host) + "/" + p.name + "/clock", "bs=8", "count=1", "conv=notrunc",
-                     "status=none"},
-            false, bytes);
+  ssh_check(
+      p.host,
+      {"dd", "of=" + remote_dir(p.host) + "/" + p.name + "/clock", "bs=8", "count=1", "conv=notrunc", "status=none"},
+      false, bytes);
 }
 
 bool SshCluster::is_running(size_t n) const {
@@ -601,7 +595,8 @@ void SshCluster::sync_rules(size_t h) {
   if (st.chain_made && want == st.dropped) return;
   std::string table = "*filter\n:" + chain() + " - [0:0]\n";
   if (!st.chain_made) table += "-I INPUT 1 -j " + chain() + "\n-I OUTPUT 1 -j " + chain() + "\n";
-  for (const auto& ip : want) table += "-A " + chain() + " -s " + ip + "/32 -j DROP\n-A " + chain() + " -d " + ip + "/32 -j DROP\n";
+  for (const auto& ip : want)
+    table += "-A " + chain() + " -s " + ip + "/32 -j DROP\n-A " + chain() + " -d " + ip + "/32 -j DROP\n";
   table += "COMMIT\n";
   const bool first = !st.chain_made;
   st.chain_made = true;  // a failed first load may have made it half: teardown removes what is there
@@ -697,14 +692,14 @@ void SshCluster::sync_delays(size_t h) {
   int64_t delay = 0, jitter = 0;
   for (const auto& [ip, d] : want) delay = std::max(delay, d.first), jitter = std::max(jitter, d.second);
   std::string err;
-  if (!ssh_try(h, {"tc", "qdisc", "add", "dev", dev, "root", "handle", "1:", "prio", "bands", "4", "priomap", "1",
-                   "2", "2", "2", "1", "2", "0", "0", "1", "1", "1", "1", "1", "1", "1", "1"},
+  if (!ssh_try(h, {"tc", "qdisc", "add", "dev", dev, "root", "handle", "1:", "prio", "bands", "4", "priomap", "1", "2",
+                   "2",  "2",     "1",   "2",   "0", "0",    "1",      "1",  "1",    "1",     "1", "1",       "1", "1"},
                true, &err)) {
     throw ClusterError("ssh cluster: delay not available on " + name + " (tc prio: " + err + ")");
   }
   st.netem_dev = dev;
-  std::vector<std::string> netem = {"tc", "qdisc", "add", "dev", dev, "parent", "1:4", "handle", "40:", "netem",
-                                    "delay", std::to_string(delay) + "ms"};
+  std::vector<std::string> netem = {"tc",  "qdisc",  "add", "dev",   dev,     "parent",
+                                    "1:4", "handle", "40:", "netem", "delay", std::to_string(delay) + "ms"};
   if (jitter > 0) netem.push_back(std::to_string(jitter) + "ms");
   if (!ssh_try(h, netem, true, &err)) {
     ssh_try(h, {"tc", "qdisc", "del", "dev", dev, "root"}, true);
@@ -712,8 +707,9 @@ void SshCluster::sync_delays(size_t h) {
     throw ClusterError("ssh cluster: delay not available on " + name + " (tc netem: " + err + ")");
   }
   for (const auto& [ip, d] : want) {
-    ssh_check(h, {"tc", "filter", "add", "dev", dev, "parent", "1:0", "protocol", "ip", "prio", "1", "u32", "match",
-                  "ip", "dst", ip + "/32", "flowid", "1:4"},
+    ssh_check(h,
+              {"tc", "filter", "add", "dev", dev, "parent", "1:0", "protocol", "ip", "prio", "1", "u32", "match", "ip",
+               "dst", ip + "/32", "flowid", "1:4"},
               true);
   }
   st.delays = want;

@@ -16,15 +16,15 @@
 #include <thread>
 
 #include <boost/filesystem.hpp>
-#include <hiredis/hiredis.h>
 
-#include "cluster/redis_cluster_form.h"
-#include "cluster/replicated_ready.h"
-#include "docker/node_image.h"
 #include "cluster/clock_shim.h"
 #include "cluster/fault_proxy.h"
-#include "core/party.h"
+#include "cluster/redis_cluster_form.h"
 #include "cluster/redis_config.h"
+#include "cluster/replicated_ready.h"
+#include "core/party.h"
+#include "docker/node_image.h"
+#include "sys/redis_conn.h"
 
 namespace lockcheck {
 
@@ -99,32 +99,8 @@ bool parse_ipv4(const std::string& s, uint32_t* out) {
   return true;
 }
 std::string ipv4_str(uint32_t v) {
-  return std::to_string(v >> 24) + "." + std::to_string((v >> 16) & 255) + "." + std::to_string((v >> 8) & 255) +
-         "." + std::to_string(v & 255);
-}
-
-// One PING with bounded connect and reply timeouts; returns "" on PONG, else what went wrong.
-std::string ping_once(const Endpoint& ep, milliseconds timeout) {
-  timeval tv{static_cast<time_t>(timeout.count() / 1000), static_cast<suseconds_t>((timeout.count() % 1000) * 1000)};
-  redisContext* c = redisConnectWithTimeout(ep.host.c_str(), ep.port, tv);
-  if (c == nullptr) return "out of memory";
-  std::string err;
-  if (c->err) {
-    err = c->errstr;
-  } else {
-    redisSetTimeout(c, tv);
-    auto* r = static_cast<redisReply*>(redisCommand(c, "PING"));
-    if (r == nullptr) {
-      err = c->err ? c->errstr : "no reply";
-    } else {
-      if (!(r->type == REDIS_REPLY_STATUS && std::string(r->str, r->len) == "PONG")) {
-        err = "unexpected reply to PING" + (r->str ? ": " + std::string(r->str, r->len) : std::string());
-      }
-      freeReplyObject(r);
-    }
-  }
-  redisFree(c);
-  return err;
+  return std::to_string(v >> 24) + "." + std::to_string((v >> 16) & 255) + "." + std::to_string((v >> 8) & 255) + "." +
+         std::to_string(v & 255);
 }
 
 // A `--mount` value for a bind mount. docker parses it as one CSV record, so a field holding a comma or a
@@ -167,7 +143,8 @@ DockerCluster::DockerCluster(const RunConfig& config, std::string run_dir, Docke
   for (int i = 0; i < config_.nodes; ++i) {
     NodeInfo info;
     info.name = Party::node(i).name();
-    const bool replica = (config_.topology == Topology::kReplicated && i > 0) || (redis_cluster && i >= config_.nodes / 2);
+    const bool replica =
+        (config_.topology == Topology::kReplicated && i > 0) || (redis_cluster && i >= config_.nodes / 2);
     info.role = replica ? NodeRole::kReplica : NodeRole::kMaster;
     info.endpoint.port = kRedisPort;
     info.log_path = path("nodes/" + info.name + ".log");
@@ -286,9 +263,9 @@ void DockerCluster::create_network() {
     cli_.check(create, options_.engine_timeout);
     std::string ipam;
     try {
-      ipam = trim(cli_.check({"network", "inspect", "--format",
-                              "{{range .IPAM.Config}}{{.Subnet}} {{.Gateway}};{{end}}", network_},
-                             kQuickTimeout));
+      ipam = trim(cli_.check(
+          {"network", "inspect", "--format", "{{range .IPAM.Config}}{{.Subnet}} {{.Gateway}};{{end}}", network_},
+          kQuickTimeout));
     } catch (...) {
       cli_.run({"network", "rm", network_}, kQuickTimeout);
       throw;
@@ -317,8 +294,8 @@ void DockerCluster::create_network() {
     uint32_t gw = 0;
     if (gateway.empty() || !parse_ipv4(gateway, &gw)) gw = base + 1;
 
-    std::vector<std::string> pinned = {"network", "create", "--driver", "bridge", "--subnet", subnet,
-                                       "--gateway", ipv4_str(gw)};
+    std::vector<std::string> pinned = {"network",  "create", "--driver",  "bridge",
+                                       "--subnet", subnet,   "--gateway", ipv4_str(gw)};
     for (const auto& l : labels()) pinned.push_back(l);
     pinned.push_back(network_);
     CommandResult r = cli_.run(pinned, options_.engine_timeout);
@@ -340,9 +317,21 @@ void DockerCluster::run_data_node(size_t n) {
   const std::string clock_file = path("docker/clock/" + node.name);
   create_clock_file(clock_file);
 
-  std::vector<std::string> args = {"run", "--detach", "--name", container_name(node.name), "--hostname",
-                                   node.name, "--network", network_, "--ip", node.endpoint.host,
-                                   "--network-alias", node.name, "--cap-add", "NET_ADMIN", "--user",
+  std::vector<std::string> args = {"run",
+                                   "--detach",
+                                   "--name",
+                                   container_name(node.name),
+                                   "--hostname",
+                                   node.name,
+                                   "--network",
+                                   network_,
+                                   "--ip",
+                                   node.endpoint.host,
+                                   "--network-alias",
+                                   node.name,
+                                   "--cap-add",
+                                   "NET_ADMIN",
+                                   "--user",
                                    std::to_string(::getuid()) + ":" + std::to_string(::getgid())};
   for (const auto& l : labels()) args.push_back(l);
   args.insert(args.end(), {"--label", "lockcheck.node=" + node.name});
@@ -371,16 +360,16 @@ void DockerCluster::run_data_node(size_t n) {
   }
   args.push_back(image_tag_);
   args.insert(args.end(), {docker::kImageRedisServer, "--bind", "0.0.0.0", "--port", std::to_string(kRedisPort),
-                           "--protected-mode", "no", "--daemonize", "no", "--logfile", kContainerLog, "--dir",
-                           "/data", "--repl-diskless-sync-delay", "0"});
+                           "--protected-mode", "no", "--daemonize", "no", "--logfile", kContainerLog, "--dir", "/data",
+                           "--repl-diskless-sync-delay", "0"});
   args.insert(args.end(), persistence.begin(), persistence.end());
   if (config_.topology == Topology::kCluster) {
-    args.insert(args.end(), {"--cluster-enabled", "yes",
-                             "--cluster-config-file", std::string(kContainerClusterDir) + "/nodes.conf",
-                             "--cluster-node-timeout", std::to_string(options_.cluster_node_timeout_ms),
-                             "--cluster-port", std::to_string(kClusterBusPort),
-                             "--cluster-replica-validity-factor", "0",  // a replica may always take over
-                             "--cluster-announce-ip", node.endpoint.host});
+    args.insert(
+        args.end(),
+        {"--cluster-enabled", "yes", "--cluster-config-file", std::string(kContainerClusterDir) + "/nodes.conf",
+         "--cluster-node-timeout", std::to_string(options_.cluster_node_timeout_ms), "--cluster-port",
+         std::to_string(kClusterBusPort), "--cluster-replica-validity-factor", "0",  // a replica may always take over
+         "--cluster-announce-ip", node.endpoint.host});
   } else if (node.role == NodeRole::kReplica) {
     args.insert(args.end(), {"--replicaof", nodes_[0].endpoint.host, std::to_string(kRedisPort)});
   }
@@ -405,9 +394,19 @@ void DockerCluster::run_sentinel(size_t s) {
          << sentinel_monitor_conf({nodes_[0].endpoint.host, kRedisPort}, quorum, options_.sentinel_timings);
     if (!conf) throw ClusterError("cannot write " + conf_dir + "/sentinel.conf");
   }
-  std::vector<std::string> args = {"run", "--detach", "--name", container_name(sentinel.name), "--hostname",
-                                   sentinel.name, "--network", network_, "--ip", sentinel.endpoint.host,
-                                   "--network-alias", sentinel.name, "--user",
+  std::vector<std::string> args = {"run",
+                                   "--detach",
+                                   "--name",
+                                   container_name(sentinel.name),
+                                   "--hostname",
+                                   sentinel.name,
+                                   "--network",
+                                   network_,
+                                   "--ip",
+                                   sentinel.endpoint.host,
+                                   "--network-alias",
+                                   sentinel.name,
+                                   "--user",
                                    std::to_string(::getuid()) + ":" + std::to_string(::getgid())};
   for (const auto& l : labels()) args.push_back(l);
   args.insert(args.end(), {"--label", "lockcheck.node=" + sentinel.name});
@@ -422,7 +421,7 @@ void DockerCluster::wait_ready(const Endpoint& ep, const std::string& what) cons
   const auto deadline = std::chrono::steady_clock::now() + options_.ready_timeout;
   std::string err;
   while (true) {
-    err = ping_once(ep, milliseconds(300));
+    err = ping_error(ep, milliseconds(300));
     if (err.empty()) return;
     if (std::chrono::steady_clock::now() >= deadline) break;
     if (stop_requested_) throw ClusterError("docker cluster: stopping (while waiting for " + what + ")");
@@ -434,8 +433,8 @@ void DockerCluster::wait_ready(const Endpoint& ep, const std::string& what) cons
   std::string printed = trim(logs.out + logs.err);
   if (!printed.empty()) detail = "; it printed: " + printed;
   throw ClusterError("docker cluster: " + what + " (" + ep.str() + ") did not answer PING within " +
-                     std::to_string(options_.ready_timeout.count()) + " ms: " + err + detail + " (log: " +
-                     path("nodes/" + name + ".log") +
+                     std::to_string(options_.ready_timeout.count()) + " ms: " + err + detail +
+                     " (log: " + path("nodes/" + name + ".log") +
                      "; the host must reach container addresses over the bridge, which Docker Desktop's VM "
                      "does not route)");
 }
@@ -446,8 +445,8 @@ void DockerCluster::wait_replicas_linked() const {
     if (node.role == NodeRole::kReplica) replicas.push_back({node.name, node.endpoint});
   }
   for (const auto& s : sentinels_) sentinels.push_back({s.name, s.endpoint});
-  wait_replicated_ready(replicas, sentinels, options_.ready_timeout, "docker cluster", "see the logs under " + path("nodes"),
-                        [this] { return stop_requested_.load(); });
+  wait_replicated_ready(replicas, sentinels, options_.ready_timeout, "docker cluster",
+                        "see the logs under " + path("nodes"), [this] { return stop_requested_.load(); });
 }
 
 void DockerCluster::open_client_proxies() {
@@ -486,8 +485,8 @@ void DockerCluster::stop_locked() noexcept {
   const std::string filter = "label=" + std::string(kDockerRunLabel) + "=" + run_id_;
   try {
     // A frozen container would hold its SIGKILL until thawed: thaw first.
-    for (const auto& id : split_lines(attempt({"ps", "--quiet", "--filter", filter, "--filter", "status=paused"},
-                                              kQuickTimeout))) {
+    for (const auto& id :
+         split_lines(attempt({"ps", "--quiet", "--filter", filter, "--filter", "status=paused"}, kQuickTimeout))) {
       attempt({"unpause", id}, kQuickTimeout);
     }
     // What a node printed before its log file was open (a loader error, a bad flag) is only in docker logs.
@@ -541,8 +540,8 @@ void DockerCluster::stop_locked() noexcept {
 
 void DockerCluster::check_node(size_t n) const {
   if (n >= nodes_.size()) {
-    throw ClusterError("docker cluster: no node " + std::to_string(n) + " (there are " +
-                       std::to_string(nodes_.size()) + ")");
+    throw ClusterError("docker cluster: no node " + std::to_string(n) + " (there are " + std::to_string(nodes_.size()) +
+                       ")");
   }
   if (!started_ || stopped_) throw ClusterError("docker cluster: not running (start() first, or stopped)");
 }
@@ -682,7 +681,8 @@ void DockerCluster::sync_rules(size_t n) {
   std::string table = "*filter\n:INPUT ACCEPT [0:0]\n:FORWARD ACCEPT [0:0]\n:OUTPUT ACCEPT [0:0]\n";
   for (const auto& peer : want) {
     const size_t k = node_index(peer);
-    const std::string& ip = k != std::string::npos ? nodes_[k].endpoint.host : sentinels_[sentinel_index(peer)].endpoint.host;
+    const std::string& ip =
+        k != std::string::npos ? nodes_[k].endpoint.host : sentinels_[sentinel_index(peer)].endpoint.host;
     table += "-A INPUT -s " + ip + "/32 -j DROP\n";
     table += "-A OUTPUT -d " + ip + "/32 -j DROP\n";
   }
@@ -698,9 +698,9 @@ void DockerCluster::sync_rules(size_t n) {
 std::string DockerCluster::iptables_rules(size_t n) const {
   std::lock_guard<std::mutex> lock(mu_);
   check_node(n);
-  return cli_.check({"exec", "--user", "0:0", "--env", "LD_PRELOAD=", container_name(nodes_[n].name),
-                     docker::kImageIptables, "-S"},
-                    options_.engine_timeout);
+  return cli_.check(
+      {"exec", "--user", "0:0", "--env", "LD_PRELOAD=", container_name(nodes_[n].name), docker::kImageIptables, "-S"},
+      options_.engine_timeout);
 }
 
 // The party dispatch is SplitNetwork's (cluster/split_network.h): client links go to the fault proxy, links

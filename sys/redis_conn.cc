@@ -120,6 +120,15 @@ Reply RedisConn::command(const std::vector<std::string>& argv) {
   return r;
 }
 
+std::string ping_error(const Endpoint& ep, std::chrono::milliseconds timeout) {
+  RedisConn c(ep, timeout, timeout);
+  Reply r = c.command({"PING"});
+  if (r.is_status("PONG")) return "";
+  if (r.status != RedisStatus::kReply) return r.error.empty() ? "no reply" : r.error;
+  const auto text = r.str();
+  return "unexpected reply to PING" + (text ? ": " + *text : std::string());
+}
+
 bool wait_for_ping(const Endpoint& ep, std::chrono::milliseconds deadline) {
   const auto until = std::chrono::steady_clock::now() + deadline;
   do {

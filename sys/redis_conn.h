@@ -77,6 +77,9 @@ class RedisConn {
 
 // PINGs ep until it answers PONG or the deadline passes (each attempt bounded by 200 ms). True on PONG.
 bool wait_for_ping(const Endpoint& ep, std::chrono::milliseconds deadline);
+// One PING, connect and reply each bounded by timeout: "" on PONG, else what went wrong (the transport error,
+// or the unexpected reply), for a message that says why a node is not ready.
+std::string ping_error(const Endpoint& ep, std::chrono::milliseconds timeout);
 
 // The compare-and-delete release script: deletes KEYS[1] only if its value is ARGV[1]; returns 1 or 0.
 extern const char* const kCompareAndDeleteScript;
