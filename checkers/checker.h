@@ -47,7 +47,7 @@ const std::vector<int64_t>& pairs_of(const History& h, const CheckOptions& opts,
 struct CheckResult {
   std::string checker;
   Validity valid = Validity::kValid;
-  std::string summary;                                     // one line
+  std::string summary;  // one line
   nlohmann::json anomalies = nlohmann::json::array();
   nlohmann::json stats = nlohmann::json::object();
 };

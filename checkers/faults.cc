@@ -86,7 +86,7 @@ std::unique_ptr<Checker> make_faults_checker() { return std::make_unique<FaultsC
 // This checker's line in the registry (checkers/registry.cc): its name, what `lockcheck list` says of it, its factory.
 CheckerInfo faults_checker() {
   return {"faults", "the planned faults took effect (client-pause armed vs fired); judged whenever a nemesis runs",
-   make_faults_checker};
+          make_faults_checker};
 }
 
 }  // namespace lockcheck

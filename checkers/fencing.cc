@@ -85,8 +85,7 @@ class FencingChecker : public Checker {
                {"description", "process " + std::to_string(op.process) + "'s " + op.f + " to " + op.key + " (op " +
                                    std::to_string(c) + ") was accepted with token " + std::to_string(*token) +
                                    " after a write with token " + std::to_string(b.token) + " (process " +
-                                   std::to_string(b.process) + ", op " + std::to_string(b.done) +
-                                   ") had completed"},
+                                   std::to_string(b.process) + ", op " + std::to_string(b.done) + ") had completed"},
                {"ops", ops},
                {"key", op.key},
                {"processes", {b.process, op.process}},
@@ -122,16 +121,15 @@ class FencingChecker : public Checker {
         who += (j ? ", " : "") + std::string("process ") + std::to_string(procs[j]) + " (op " +
                std::to_string(pairs[static_cast<size_t>(invokes[j])]) + ")";
       }
-      r.anomalies.push_back(
-          {{"kind", "duplicate-token"},
-           {"description", "token " + std::to_string(kt.second) + " for " + kt.first + " was handed out to " +
-                               std::to_string(invokes.size()) + " acquires: " + who +
-                               (invokes.size() > 5 ? ", ..." : "")},
-           {"ops", ops},
-           {"key", kt.first},
-           {"processes", procs},
-           {"from_ns", h[static_cast<size_t>(invokes.front())].time_ns},
-           {"to_ns", h[static_cast<size_t>(pairs[static_cast<size_t>(invokes.back())])].time_ns}});
+      r.anomalies.push_back({{"kind", "duplicate-token"},
+                             {"description", "token " + std::to_string(kt.second) + " for " + kt.first +
+                                                 " was handed out to " + std::to_string(invokes.size()) +
+                                                 " acquires: " + who + (invokes.size() > 5 ? ", ..." : "")},
+                             {"ops", ops},
+                             {"key", kt.first},
+                             {"processes", procs},
+                             {"from_ns", h[static_cast<size_t>(invokes.front())].time_ns},
+                             {"to_ns", h[static_cast<size_t>(pairs[static_cast<size_t>(invokes.back())])].time_ns}});
     }
 
     r.stats = {{"acquires_with_token", acquires},
@@ -148,8 +146,8 @@ class FencingChecker : public Checker {
       r.valid = Validity::kUnknown;
       r.summary = "nothing checked: no fencing tokens in the history (does the lock hand them out? --fencing)";
     } else {
-      r.summary = "tokens increase in real-time order (" + std::to_string(acquires) + " acquires) and no stale write was accepted (" +
-                  std::to_string(writes) + " writes with tokens)";
+      r.summary = "tokens increase in real-time order (" + std::to_string(acquires) +
+                  " acquires) and no stale write was accepted (" + std::to_string(writes) + " writes with tokens)";
     }
     return r;
   }
@@ -162,7 +160,7 @@ std::unique_ptr<Checker> make_fencing_checker() { return std::make_unique<Fencin
 // This checker's line in the registry (checkers/registry.cc): its name, what `lockcheck list` says of it, its factory.
 CheckerInfo fencing_checker() {
   return {"fencing", "tokens increase in real-time order per key; no write with a stale token is accepted",
-   make_fencing_checker};
+          make_fencing_checker};
 }
 
 }  // namespace lockcheck

@@ -126,9 +126,9 @@ class LeaseChecker : public Checker {
           if (notes.size() < kMaxAnomalies) {
             notes.push_back({{"kind", release ? "lost-before-release" : "lost-before-extend"},
                              {"severity", "note"},
-                             {"description", "process " + std::to_string(op.process) + "'s " + op.f + " of " +
-                                                 op.key + " (op " + std::to_string(c) + ", t=" +
-                                                 format_time_s(done->time_ns) + ") failed: " + done->error +
+                             {"description", "process " + std::to_string(op.process) + "'s " + op.f + " of " + op.key +
+                                                 " (op " + std::to_string(c) + ", t=" + format_time_s(done->time_ns) +
+                                                 ") failed: " + done->error +
                                                  " (the lock was lost before; not a violation by itself)"},
                              {"ops", {static_cast<int64_t>(i), c}},
                              {"key", op.key},
@@ -228,9 +228,9 @@ class LeaseChecker : public Checker {
         live.swap(sorted);
       }
       for (const Window* w : live) {
-        active.erase(std::remove_if(active.begin(), active.end(),
-                                    [&](const Window* a) { return a->end_ns <= w->start_ns; }),
-                     active.end());
+        active.erase(
+            std::remove_if(active.begin(), active.end(), [&](const Window* a) { return a->end_ns <= w->start_ns; }),
+            active.end());
         for (const Window* a : active) {
           if (a->process == w->process) continue;
           const int64_t from = w->start_ns, to = std::min(a->end_ns, w->end_ns);
@@ -274,10 +274,9 @@ class LeaseChecker : public Checker {
                {"lost_before_release_or_extend", lost},
                {"total_overlap_ms", static_cast<double>(total_overlap_ns) / 1e6},
                {"max_overlap_ms", static_cast<double>(max_overlap_ns) / 1e6}};
-    const std::string lost_note =
-        lost > 0 ? "; " + std::to_string(lost) + " release" + (lost > 1 ? "s" : "") +
-                       "/extends found the lock already lost (notes)"
-                 : "";
+    const std::string lost_note = lost > 0 ? "; " + std::to_string(lost) + " release" + (lost > 1 ? "s" : "") +
+                                                 "/extends found the lock already lost (notes)"
+                                           : "";
     if (overlaps > 0 || expired_grants > 0) {
       r.valid = Validity::kInvalid;
       std::string s;
@@ -286,8 +285,8 @@ class LeaseChecker : public Checker {
             format_duration_ms(max_overlap_ns) + ")";
       }
       if (expired_grants > 0) {
-        s += (s.empty() ? "" : " and ") + std::to_string(expired_grants) + " grant" +
-             (expired_grants > 1 ? "s" : "") + " of an already expired lock";
+        s += (s.empty() ? "" : " and ") + std::to_string(expired_grants) + " grant" + (expired_grants > 1 ? "s" : "") +
+             " of an already expired lock";
       }
       r.summary = s + ": " + r.anomalies[0]["description"].get<std::string>();
       if (overlaps + expired_grants > static_cast<int64_t>(kMaxAnomalies))
@@ -301,7 +300,8 @@ class LeaseChecker : public Checker {
     } else {
       r.summary = "no two processes' lease windows overlap (" + std::to_string(window_count) + " windows";
       if (derived > 0) r.summary += ", " + std::to_string(derived) + " from the TTL (no validity reported)";
-      if (without_validity > 0) r.summary += ", " + std::to_string(without_validity) + " acquires without validity skipped";
+      if (without_validity > 0)
+        r.summary += ", " + std::to_string(without_validity) + " acquires without validity skipped";
       r.summary += ")" + lost_note;
     }
     return r;
@@ -315,7 +315,7 @@ std::unique_ptr<Checker> make_lease_checker() { return std::make_unique<LeaseChe
 // This checker's line in the registry (checkers/registry.cc): its name, what `lockcheck list` says of it, its factory.
 CheckerInfo lease_checker() {
   return {"lease", "no two processes' lease windows (acquire ok .. ok + validity_ms, extends, release) overlap",
-   make_lease_checker};
+          make_lease_checker};
 }
 
 }  // namespace lockcheck

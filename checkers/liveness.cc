@@ -106,8 +106,8 @@ class LivenessChecker : public Checker {
       }
       if (op_timeout_ms <= 0) {
         op_timeout_ms = (longest_latency_ns + 999999) / 1000000;
-        derived += std::string(derived.empty() ? "" : ", ") + "op timeout taken as " +
-                   std::to_string(op_timeout_ms) + " ms (longest op latency seen)";
+        derived += std::string(derived.empty() ? "" : ", ") + "op timeout taken as " + std::to_string(op_timeout_ms) +
+                   " ms (longest op latency seen)";
       }
     }
     if (ttl_ms <= 0) {
@@ -199,8 +199,10 @@ class LivenessChecker : public Checker {
       Hold* held = holding.find(who);
       if (extend) {
         if (done && done->is_ok()) {
-          if (held != nullptr) held->renewed_ns = done->time_ns;
-          else holding[who] = Hold{done->time_ns, done->time_ns, idx};  // re-created: it believes it holds it
+          if (held != nullptr)
+            held->renewed_ns = done->time_ns;
+          else
+            holding[who] = Hold{done->time_ns, done->time_ns, idx};  // re-created: it believes it holds it
         } else if (!done || done->is_info()) {
           if (held != nullptr) close_hold(who, op.time_ns);
           kd.busy.push_back({op.time_ns, done ? done->time_ns + ttl_ns : end_ns + 1, idx});
@@ -223,7 +225,8 @@ class LivenessChecker : public Checker {
       std::sort(left.begin(), left.end(), [](const auto& a, const auto& b) {
         const uint32_t ka = static_cast<uint32_t>(a.first >> 32), kb = static_cast<uint32_t>(b.first >> 32);
         if (ka != kb) return ka < kb;
-        return static_cast<Process>(static_cast<uint32_t>(a.first)) < static_cast<Process>(static_cast<uint32_t>(b.first));
+        return static_cast<Process>(static_cast<uint32_t>(a.first)) <
+               static_cast<Process>(static_cast<uint32_t>(b.first));
       });
       for (const auto& [who, hold] : left) {
         keys[who >> 32].busy.push_back({hold.from_ns, hold.renewed_ns + ttl_ns, hold.cause});
@@ -252,14 +255,13 @@ class LivenessChecker : public Checker {
       // Nothing was observed before the history's first op (a run starts it after its cluster is up, seconds
       // into the run for Sentinel or Redis Cluster): a free stretch cannot begin earlier.
       int64_t covered_to = h.front().time_ns, stretch_cause = -1;  // blocked up to here; what blocked it last
-      int64_t stretch_from = -1;                    // current free stretch's start, -1: none yet
+      int64_t stretch_from = -1;                                   // current free stretch's start, -1: none yet
       std::vector<const Attempt*> in_stretch;
       bool late = false;  // an acquire in the stretch was invoked at or after from + bound
       auto flush = [&]() {
         if (stretch_from >= 0 && late && in_stretch.size() >= 2) {
           const Attempt& last = *in_stretch.back();
-          const bool granted_after =
-              std::upper_bound(g.begin(), g.end(), stretch_from) != g.end();
+          const bool granted_after = std::upper_bound(g.begin(), g.end(), stretch_from) != g.end();
           const bool is_stuck = !granted_after;
           (is_stuck ? stuck : livelocks) += 1;
           const int64_t to = last.done_ns;
@@ -280,16 +282,16 @@ class LivenessChecker : public Checker {
             std::string who;
             for (Process p : procs) who += (who.empty() ? "" : ", ") + std::to_string(p);
             std::string since = stretch_cause >= 0 ? " (since " + describe(h, pairs, stretch_cause) + ")" : "";
-            std::string d =
-                is_stuck ? key + " was never granted again: free from t=" + format_time_s(stretch_from) + since +
-                               ", " + std::to_string(in_stretch.size()) + " acquires by process" +
-                               (procs.size() > 1 ? "es " : " ") + who + " failed up to t=" + format_time_s(to) +
-                               " (bound 2 x TTL + op timeout = " + format_duration_ms(bound_ns) + ")"
-                         : key + " had no holder from t=" + format_time_s(stretch_from) + since + " but " +
-                               std::to_string(in_stretch.size()) + " acquires by process" +
-                               (procs.size() > 1 ? "es " : " ") + who + " failed for " +
-                               format_duration_ms(to - stretch_from) + " (bound 2 x TTL + op timeout = " +
-                               format_duration_ms(bound_ns) + ")";
+            std::string d = is_stuck
+                                ? key + " was never granted again: free from t=" + format_time_s(stretch_from) + since +
+                                      ", " + std::to_string(in_stretch.size()) + " acquires by process" +
+                                      (procs.size() > 1 ? "es " : " ") + who + " failed up to t=" + format_time_s(to) +
+                                      " (bound 2 x TTL + op timeout = " + format_duration_ms(bound_ns) + ")"
+                                : key + " had no holder from t=" + format_time_s(stretch_from) + since + " but " +
+                                      std::to_string(in_stretch.size()) + " acquires by process" +
+                                      (procs.size() > 1 ? "es " : " ") + who + " failed for " +
+                                      format_duration_ms(to - stretch_from) +
+                                      " (bound 2 x TTL + op timeout = " + format_duration_ms(bound_ns) + ")";
             nlohmann::json ps = nlohmann::json::array();
             for (Process p : procs) ps.push_back(p);
             r.anomalies.push_back({{"kind", is_stuck ? "stuck-lock" : "livelock"},
@@ -367,8 +369,9 @@ class LivenessChecker : public Checker {
       r.valid = Validity::kInvalid;
       std::string what;
       if (stuck) what += std::to_string(stuck) + " stuck lock" + (stuck > 1 ? "s" : "");
-      if (livelocks) what += std::string(what.empty() ? "" : ", ") + std::to_string(livelocks) + " livelock" +
-                             (livelocks > 1 ? "s" : "");
+      if (livelocks)
+        what += std::string(what.empty() ? "" : ", ") + std::to_string(livelocks) + " livelock" +
+                (livelocks > 1 ? "s" : "");
       r.summary = what + ": " + r.anomalies[0]["description"].get<std::string>() + note;
     } else if (judged_attempts == 0) {
       r.valid = Validity::kUnknown;
@@ -399,8 +402,7 @@ class LivenessChecker : public Checker {
       }
       return " never completed";
     };
-    return "process " + std::to_string(op.process) + "'s " + op.f + " at t=" + format_time_s(op.time_ns) +
-           pairs_note();
+    return "process " + std::to_string(op.process) + "'s " + op.f + " at t=" + format_time_s(op.time_ns) + pairs_note();
   }
 };
 
@@ -410,9 +412,10 @@ std::unique_ptr<Checker> make_liveness_checker() { return std::make_unique<Liven
 
 // This checker's line in the registry (checkers/registry.cc): its name, what `lockcheck list` says of it, its factory.
 CheckerInfo liveness_checker() {
-  return {"liveness", "outside faults, a key processes keep trying to acquire is granted within 2 x TTL + op timeout "
-   "(stuck lock, livelock)",
-   make_liveness_checker};
+  return {"liveness",
+          "outside faults, a key processes keep trying to acquire is granted within 2 x TTL + op timeout "
+          "(stuck lock, livelock)",
+          make_liveness_checker};
 }
 
 }  // namespace lockcheck

@@ -27,7 +27,7 @@ namespace lockcheck {
 
 namespace {
 
-constexpr size_t kMaxListed = 100;           // elements / ops listed in one anomaly
+constexpr size_t kMaxListed = 100;  // elements / ops listed in one anomaly
 constexpr size_t kMaxStaleReadAnomalies = 100;
 
 struct KeyOps {
@@ -75,9 +75,12 @@ class LostUpdatesChecker : public Checker {
     for (size_t i = 0; i < h.size(); ++i) {
       const Op& op = h[i];
       if (!op.is_invoke() || !op.is_client()) continue;
-      if (op.f == "add") keys[op.key].adds.push_back(i);
-      else if (op.f == "increment") keys[op.key].increments.push_back(i);
-      else if (op.f == "read") keys[op.key].reads.push_back(i);
+      if (op.f == "add")
+        keys[op.key].adds.push_back(i);
+      else if (op.f == "increment")
+        keys[op.key].increments.push_back(i);
+      else if (op.f == "read")
+        keys[op.key].reads.push_back(i);
     }
 
     Validity verdict = Validity::kValid;
@@ -135,16 +138,18 @@ class LostUpdatesChecker : public Checker {
     int64_t ok = 0, fail = 0, info = 0;
     for (size_t inv : ko.adds) {
       const int64_t c = pairs[inv];
-      if (c >= 0 && h[static_cast<size_t>(c)].is_ok()) ++ok;
-      else if (c >= 0 && h[static_cast<size_t>(c)].is_fail()) ++fail;
-      else ++info;
+      if (c >= 0 && h[static_cast<size_t>(c)].is_ok())
+        ++ok;
+      else if (c >= 0 && h[static_cast<size_t>(c)].is_fail())
+        ++fail;
+      else
+        ++info;
     }
     (*ks)["ok_adds"] = ok;
     (*ks)["failed_adds"] = fail;
     (*ks)["info_adds"] = info;
     if (final_done < 0) {
-      notes->push_back(key + ": no successful read, so " + std::to_string(ok) +
-                       " acknowledged adds cannot be checked");
+      notes->push_back(key + ": no successful read, so " + std::to_string(ok) + " acknowledged adds cannot be checked");
       (*ks)["final_read"] = nullptr;
       return Validity::kUnknown;
     }
@@ -197,9 +202,9 @@ class LostUpdatesChecker : public Checker {
       if (c < 0 || c == final_done || !h[static_cast<size_t>(c)].is_ok()) continue;
       const std::vector<int64_t> elems = set_of(h[static_cast<size_t>(c)]);
       // Elements acknowledged before the read was invoked: a prefix of ok_adds_by_done.
-      const size_t due = static_cast<size_t>(
-          std::lower_bound(ok_adds_by_done.begin(), ok_adds_by_done.end(), std::make_pair(static_cast<int64_t>(inv), INT64_MIN)) -
-          ok_adds_by_done.begin());
+      const size_t due = static_cast<size_t>(std::lower_bound(ok_adds_by_done.begin(), ok_adds_by_done.end(),
+                                                              std::make_pair(static_cast<int64_t>(inv), INT64_MIN)) -
+                                             ok_adds_by_done.begin());
       if (due == 0) continue;
       std::unordered_set<int64_t> seen;
       for (int64_t e : elems) {
@@ -237,7 +242,8 @@ class LostUpdatesChecker : public Checker {
     (*ks)["lost"] = lost.size();
     (*ks)["lost_pct"] = ok == 0 ? 0.0 : 100.0 * static_cast<double>(lost.size()) / static_cast<double>(ok);
     (*ks)["recovered"] = recovered.size();
-    (*ks)["recovered_pct"] = info == 0 ? 0.0 : 100.0 * static_cast<double>(recovered.size()) / static_cast<double>(info);
+    (*ks)["recovered_pct"] =
+        info == 0 ? 0.0 : 100.0 * static_cast<double>(recovered.size()) / static_cast<double>(info);
     (*ks)["unexpected"] = unexpected.size() + never_added.size();
     (*ks)["unconfirmed"] = unconfirmed;
     (*ks)["stale_reads"] = stale_reads;
@@ -271,9 +277,13 @@ class LostUpdatesChecker : public Checker {
       std::vector<int64_t> ops = first(unexpected_ops);
       ops.push_back(final_done);
       std::string d = key + "'s final read (op " + std::to_string(final_done) + ") has ";
-      if (!unexpected.empty()) d += std::to_string(unexpected.size()) + " element(s) whose add failed (e.g. " + std::to_string(unexpected[0]) + ")";
+      if (!unexpected.empty())
+        d += std::to_string(unexpected.size()) + " element(s) whose add failed (e.g. " + std::to_string(unexpected[0]) +
+             ")";
       if (!unexpected.empty() && !never_added.empty()) d += " and ";
-      if (!never_added.empty()) d += std::to_string(never_added.size()) + " element(s) never added (e.g. " + std::to_string(never_added[0]) + ")";
+      if (!never_added.empty())
+        d += std::to_string(never_added.size()) + " element(s) never added (e.g. " + std::to_string(never_added[0]) +
+             ")";
       std::vector<int64_t> elems = unexpected;
       elems.insert(elems.end(), never_added.begin(), never_added.end());
       r->anomalies.push_back({{"kind", "unexpected-element"},
@@ -285,9 +295,10 @@ class LostUpdatesChecker : public Checker {
     }
     if (stale_unexplained > 0) v = Validity::kInvalid;
 
-    std::string note = key + ": " + std::to_string(lost.size()) + " of " + std::to_string(ok) + " acknowledged adds lost (" +
-                       format_percent(static_cast<int64_t>(lost.size()), ok) + "), " +
-                       std::to_string(recovered.size()) + " of " + std::to_string(info) + " indeterminate adds recovered";
+    std::string note = key + ": " + std::to_string(lost.size()) + " of " + std::to_string(ok) +
+                       " acknowledged adds lost (" + format_percent(static_cast<int64_t>(lost.size()), ok) + "), " +
+                       std::to_string(recovered.size()) + " of " + std::to_string(info) +
+                       " indeterminate adds recovered";
     if (!unexpected.empty() || !never_added.empty())
       note += ", " + std::to_string(unexpected.size() + never_added.size()) + " unexpected elements";
     if (stale_reads > 0) note += ", " + std::to_string(stale_reads) + " stale reads";
@@ -322,8 +333,8 @@ class LostUpdatesChecker : public Checker {
     }
     const Op& fr = h[static_cast<size_t>(final_done)];
     if (!fr.value.is_number_integer()) {
-      throw std::invalid_argument("op " + std::to_string(final_done) + ": a read of a counter must return an integer, got " +
-                                  fr.value.dump().substr(0, 80));
+      throw std::invalid_argument("op " + std::to_string(final_done) +
+                                  ": a read of a counter must return an integer, got " + fr.value.dump().substr(0, 80));
     }
     const int64_t value = fr.value.get<int64_t>();
     const int64_t lost = std::max<int64_t>(0, must - value);
@@ -345,17 +356,17 @@ class LostUpdatesChecker : public Checker {
     }
     if (value > may) {
       v = Validity::kInvalid;
-      r->anomalies.push_back({{"kind", "unexpected-value"},
-                              {"description", key + "'s final read (op " + std::to_string(final_done) + ") is " +
-                                                  std::to_string(value) + ", more than the " + std::to_string(may) +
-                                                  " increments that may have happened"},
-                              {"ops", {final_invoke, final_done}},
-                              {"key", key},
-                              {"count", value - may}});
+      r->anomalies.push_back(
+          {{"kind", "unexpected-value"},
+           {"description", key + "'s final read (op " + std::to_string(final_done) + ") is " + std::to_string(value) +
+                               ", more than the " + std::to_string(may) + " increments that may have happened"},
+           {"ops", {final_invoke, final_done}},
+           {"key", key},
+           {"count", value - may}});
     }
-    notes->push_back(key + ": counter " + std::to_string(value) + " after " + std::to_string(ok) + " acknowledged and " +
-                     std::to_string(info) + " indeterminate increments, " + std::to_string(lost) + " lost (" +
-                     format_percent(lost, ok) + ")");
+    notes->push_back(key + ": counter " + std::to_string(value) + " after " + std::to_string(ok) +
+                     " acknowledged and " + std::to_string(info) + " indeterminate increments, " +
+                     std::to_string(lost) + " lost (" + format_percent(lost, ok) + ")");
     return v;
   }
 };
@@ -367,7 +378,7 @@ std::unique_ptr<Checker> make_lost_updates_checker() { return std::make_unique<L
 // This checker's line in the registry (checkers/registry.cc): its name, what `lockcheck list` says of it, its factory.
 CheckerInfo lost_updates_checker() {
   return {"lost-updates", "acknowledged adds / increments are in the final read; stale reads; unexpected elements",
-   make_lost_updates_checker};
+          make_lost_updates_checker};
 }
 
 }  // namespace lockcheck

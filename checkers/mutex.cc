@@ -26,8 +26,7 @@ bool MutexModel::step(const State& s, const wgl::LinOp& op, State* next) const {
       if (s != op.process) return false;
       *next = s;
       return true;
-    default:
-      return false;
+    default: return false;
   }
 }
 
@@ -50,12 +49,9 @@ Process MutexModel::exclusive_owner(const State& s) const {
 wgl::OptionalRole MutexModel::optional_role(const wgl::LinOp& op) const {
   switch (op.kind) {
     case kAcquire:
-    case kExtend:
-      return wgl::OptionalRole::kDrop;
-    case kRelease:
-      return wgl::OptionalRole::kResolvedByState;
-    default:
-      return wgl::OptionalRole::kGeneric;
+    case kExtend: return wgl::OptionalRole::kDrop;
+    case kRelease: return wgl::OptionalRole::kResolvedByState;
+    default: return wgl::OptionalRole::kGeneric;
   }
 }
 
@@ -221,19 +217,20 @@ nlohmann::json describe_violation(const History& h, const std::vector<int64_t>& 
         // The workload planned its release inside the lease, and the harness's own thread woke too late (a
         // loaded machine): not the lock's fault, and not a fault under test. Unknown, never invalid.
         kind = "harness-stall";
-        desc = "process " + std::to_string(holder) + "'s release of " + key + " was planned inside its lease (to t=" +
-               format_time_s(*p_lease_end) + ") but the harness's thread woke " + format_duration_ms(stalled_ns) +
+        desc = "process " + std::to_string(holder) + "'s release of " + key +
+               " was planned inside its lease (to t=" + format_time_s(*p_lease_end) +
+               ") but the harness's thread woke " + format_duration_ms(stalled_ns) +
                " late (the machine is overloaded), so it overlapped process " + std::to_string(q) +
                "'s hold from t=" + format_time_s(q_start) + " (op " + std::to_string(s.ret) +
                "): not a failure of the lock; rerun on a less loaded machine";
       } else if (p_lease_end && q_start >= *p_lease_end) {
         // The lock was free again by Redlock's own terms: p outlived its lease (a paused or slow holder).
         kind = "stale-holder";
-        desc = "process " + std::to_string(holder) + " kept using " + key + " after its lease ended at t=" +
-               format_time_s(*p_lease_end) + " (acquired at op " + std::to_string(p_acquired_op) + "), while process " +
-               std::to_string(q) + " held it from t=" + format_time_s(q_start) + " (op " + std::to_string(s.ret) +
-               "): both used it for " + format_duration_ms(hi - lo) + "; process " + std::to_string(holder) + " " +
-               p_released;
+        desc = "process " + std::to_string(holder) + " kept using " + key +
+               " after its lease ended at t=" + format_time_s(*p_lease_end) + " (acquired at op " +
+               std::to_string(p_acquired_op) + "), while process " + std::to_string(q) +
+               " held it from t=" + format_time_s(q_start) + " (op " + std::to_string(s.ret) + "): both used it for " +
+               format_duration_ms(hi - lo) + "; process " + std::to_string(holder) + " " + p_released;
       } else {
         kind = "double-grant";
         desc = "processes " + std::to_string(holder) + " and " + std::to_string(q) + " both held " + key + " for " +
@@ -245,8 +242,8 @@ nlohmann::json describe_violation(const History& h, const std::vector<int64_t>& 
       }
     } else {
       desc = "process " + std::to_string(q) + "'s acquire of " + key + " (op " + std::to_string(s.ret) +
-             ", ok at t=" + format_time_s(q_start) + ") cannot be ordered after process " +
-             std::to_string(holder) + "'s hold of it (acquired at op " + std::to_string(p_acquired_op) +
+             ", ok at t=" + format_time_s(q_start) + ") cannot be ordered after process " + std::to_string(holder) +
+             "'s hold of it (acquired at op " + std::to_string(p_acquired_op) +
              "): no order of the ops consistent with real time explains both";
     }
   } else if (s.kind == MutexModel::kAcquire) {
@@ -343,7 +340,7 @@ CheckResult MutexChecker::check(const History& h, const CheckOptions& opts) cons
       }
       continue;
     }
-    const int kind = op.f == kAcquire ? MutexModel::kAcquire
+    const int kind = op.f == kAcquire   ? MutexModel::kAcquire
                      : op.f == kRelease ? MutexModel::kRelease
                      : op.f == kExtend  ? MutexModel::kExtend
                                         : -1;  // mutex_op_kind, by pointer compares
@@ -376,10 +373,9 @@ CheckResult MutexChecker::check(const History& h, const CheckOptions& opts) cons
   int64_t extends_dropped = 0;
   for (KeyOps& ko : keys) {
     const size_t before = ko.ops.size();
-    ko.ops.erase(std::remove_if(ko.ops.begin(), ko.ops.end(),
-                                [](const wgl::LinOp& o) {
-                                  return o.kind < 0 || (o.kind == MutexModel::kExtend && o.optional());
-                                }),
+    ko.ops.erase(std::remove_if(
+                     ko.ops.begin(), ko.ops.end(),
+                     [](const wgl::LinOp& o) { return o.kind < 0 || (o.kind == MutexModel::kExtend && o.optional()); }),
                  ko.ops.end());
     extends_dropped += static_cast<int64_t>(before - ko.ops.size()) - ko.failed;
   }
@@ -406,8 +402,7 @@ CheckResult MutexChecker::check(const History& h, const CheckOptions& opts) cons
 
     Validity v = Validity::kValid;
     switch (r.outcome) {
-      case wgl::Outcome::kLinearizable:
-        break;
+      case wgl::Outcome::kLinearizable: break;
       case wgl::Outcome::kNotLinearizable: {
         if (pairs.empty()) pairs = pair_index(h);
         nlohmann::json a = describe_violation(h, pairs, ko, r);
@@ -423,42 +418,39 @@ CheckResult MutexChecker::check(const History& h, const CheckOptions& opts) cons
       }
       case wgl::Outcome::kTimeout:
         v = Validity::kUnknown;
-        unknown_reasons.push_back("search budget (" + std::to_string(opts.timeout.count()) +
-                                  " ms) exhausted on " + ko.key + " after " + std::to_string(r.steps) + " steps");
+        unknown_reasons.push_back("search budget (" + std::to_string(opts.timeout.count()) + " ms) exhausted on " +
+                                  ko.key + " after " + std::to_string(r.steps) + " steps");
         break;
       case wgl::Outcome::kMemoryCap:
         v = Validity::kUnknown;
-        unknown_reasons.push_back("search cache reached its cap (" +
-                                  std::to_string(options_.max_cache_bytes >> 20) + " MiB) on " + ko.key);
+        unknown_reasons.push_back("search cache reached its cap (" + std::to_string(options_.max_cache_bytes >> 20) +
+                                  " MiB) on " + ko.key);
         break;
     }
     verdict = merge(verdict, v);
     total_cache += r.cache_entries;
     key_stats[ko.key.str()] = {{"verdict", to_string(v)},
-                         {"ops", static_cast<int64_t>(ko.ops.size()) + ko.failed},
-                         {"failed_removed", ko.failed},
-                         {"required", required},
-                         {"optional", static_cast<int64_t>(ko.ops.size()) - required},
-                         {"optional_pruned", r.dropped_optional},
-                         {"non_sequential_processes", non_sequential},
-                         {"slots", r.slots},
-                         {"optional_classes", r.classes},
-                         {"steps", r.steps},
-                         {"max_depth", r.max_depth},
-                         {"cache_entries", r.cache_entries},
-                         {"cache_bytes", r.cache_bytes},
-                         {"elapsed_ms", key_ms}};
+                               {"ops", static_cast<int64_t>(ko.ops.size()) + ko.failed},
+                               {"failed_removed", ko.failed},
+                               {"required", required},
+                               {"optional", static_cast<int64_t>(ko.ops.size()) - required},
+                               {"optional_pruned", r.dropped_optional},
+                               {"non_sequential_processes", non_sequential},
+                               {"slots", r.slots},
+                               {"optional_classes", r.classes},
+                               {"steps", r.steps},
+                               {"max_depth", r.max_depth},
+                               {"cache_entries", r.cache_entries},
+                               {"cache_bytes", r.cache_bytes},
+                               {"elapsed_ms", key_ms}};
   }
 
   const double elapsed_ms =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started).count();
   result.valid = verdict;
-  result.stats = {{"lock_ops", lock_ops},
-                  {"optional_extends_dropped", extends_dropped},
-                  {"keys", keys.size()},
-                  {"cache_entries", total_cache},
-                  {"elapsed_ms", elapsed_ms},
-                  {"per_key", key_stats}};
+  result.stats = {{"lock_ops", lock_ops},     {"optional_extends_dropped", extends_dropped},
+                  {"keys", keys.size()},      {"cache_entries", total_cache},
+                  {"elapsed_ms", elapsed_ms}, {"per_key", key_stats}};
 
   if (keys.empty()) {
     result.valid = Validity::kUnknown;
@@ -488,7 +480,7 @@ std::unique_ptr<Checker> make_mutex_checker() { return std::make_unique<MutexChe
 // This checker's line in the registry (checkers/registry.cc): its name, what `lockcheck list` says of it, its factory.
 CheckerInfo mutex_checker() {
   return {"mutex", "linearizability of acquire/release/extend against an owner-aware mutex, per key (WGL search)",
-   make_mutex_checker};
+          make_mutex_checker};
 }
 
 }  // namespace lockcheck

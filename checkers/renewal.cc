@@ -86,8 +86,8 @@ class RenewalChecker : public Checker {
       l->second = renewed;
       // Another process's ok acquire completed in (last renewal, this extend's invoke)?
       const auto& acq = acquires[op.key];
-      auto it = std::upper_bound(acq.begin(), acq.end(), last.ok_ns,
-                                 [](int64_t t, const Grant& g) { return t < g.ok_ns; });
+      auto it =
+          std::upper_bound(acq.begin(), acq.end(), last.ok_ns, [](int64_t t, const Grant& g) { return t < g.ok_ns; });
       for (; it != acq.end() && it->ok_ns < op.time_ns; ++it) {
         if (it->process == op.process) continue;
         ++resurrected;
@@ -98,11 +98,12 @@ class RenewalChecker : public Checker {
           const std::string p = std::to_string(op.process), q = std::to_string(it->process);
           r.anomalies.push_back(
               {{"kind", "resurrected-lock"},
-               {"description", "process " + p + "'s extend of " + op.key + " succeeded at t=" +
-                                   format_time_s(done->time_ns) + " although process " + q + " acquired it at t=" +
-                                   format_time_s(it->ok_ns) + ", after process " + p + "'s last lease (renewed at t=" +
-                                   format_time_s(last.ok_ns) + "): the lock was re-created, not extended, and " +
-                                   "process " + p + " believes it held it throughout"},
+               {"description", "process " + p + "'s extend of " + op.key +
+                                   " succeeded at t=" + format_time_s(done->time_ns) + " although process " + q +
+                                   " acquired it at t=" + format_time_s(it->ok_ns) + ", after process " + p +
+                                   "'s last lease (renewed at t=" + format_time_s(last.ok_ns) +
+                                   "): the lock was re-created, not extended, and " + "process " + p +
+                                   " believes it held it throughout"},
                {"ops", ops},
                {"key", op.key},
                {"processes", {op.process, it->process}},
@@ -140,9 +141,10 @@ std::unique_ptr<Checker> make_renewal_checker() { return std::make_unique<Renewa
 
 // This checker's line in the registry (checkers/registry.cc): its name, what `lockcheck list` says of it, its factory.
 CheckerInfo renewal_checker() {
-  return {"renewal", "an ok extend after another process acquired the key since the extender's last lease is a "
-   "resurrected lock",
-   make_renewal_checker};
+  return {"renewal",
+          "an ok extend after another process acquired the key since the extender's last lease is a "
+          "resurrected lock",
+          make_renewal_checker};
 }
 
 }  // namespace lockcheck

@@ -32,9 +32,12 @@ double percentile(std::vector<int64_t>* v, double p) {
 struct Counts {
   int64_t ok = 0, fail = 0, info = 0, crashed = 0;
   void add(OpType t) {
-    if (t == OpType::kOk) ++ok;
-    else if (t == OpType::kFail) ++fail;
-    else if (t == OpType::kInfo) ++info;
+    if (t == OpType::kOk)
+      ++ok;
+    else if (t == OpType::kFail)
+      ++fail;
+    else if (t == OpType::kInfo)
+      ++info;
   }
   int64_t total() const { return ok + fail + info + crashed; }
   void add(const Counts& c) {
@@ -162,10 +165,12 @@ class StatsChecker : public Checker {
     int64_t nemesis_ops = 0;
     for (const auto& kv : nemesis) nemesis_ops += kv.second;
     char buf[256];
-    std::snprintf(buf, sizeof buf, "%lld client ops completed (ok %lld, fail %lld, info %lld, crashed %lld), %lld nemesis ops, over %.1f s",
-                  static_cast<long long>(completed), static_cast<long long>(total.ok),
-                  static_cast<long long>(total.fail), static_cast<long long>(total.info),
-                  static_cast<long long>(total.crashed), static_cast<long long>(nemesis_ops), span_s);
+    std::snprintf(
+        buf, sizeof buf,
+        "%lld client ops completed (ok %lld, fail %lld, info %lld, crashed %lld), %lld nemesis ops, over %.1f s",
+        static_cast<long long>(completed), static_cast<long long>(total.ok), static_cast<long long>(total.fail),
+        static_cast<long long>(total.info), static_cast<long long>(total.crashed), static_cast<long long>(nemesis_ops),
+        span_s);
     r.summary = buf;
     if (completed == 0) {
       r.valid = Validity::kUnknown;
@@ -182,7 +187,7 @@ std::unique_ptr<Checker> make_stats_checker() { return std::make_unique<StatsChe
 // This checker's line in the registry (checkers/registry.cc): its name, what `lockcheck list` says of it, its factory.
 CheckerInfo stats_checker() {
   return {"stats", "op counts, latency percentiles and throughput per second (valid once any op completed)",
-   make_stats_checker};
+          make_stats_checker};
 }
 
 }  // namespace lockcheck

@@ -14,12 +14,12 @@
 #include <map>
 #include <thread>
 
-#include "sys/redis_conn.h"
 #include "cluster/clock_shim.h"
-#include "core/party.h"
-#include "cluster/redis_config.h"
 #include "cluster/redis_cluster_form.h"
+#include "cluster/redis_config.h"
 #include "cluster/replicated_ready.h"
+#include "core/party.h"
+#include "sys/redis_conn.h"
 
 namespace fs = boost::filesystem;
 
@@ -59,7 +59,8 @@ LocalCluster::LocalCluster(LocalClusterOptions opts) : opts_(std::move(opts)) {
   const bool replicated = opts_.topology == Topology::kReplicated;
   const bool cluster = opts_.topology == Topology::kCluster;
   if (replicated && opts_.nodes < 2) throw ClusterError("the replicated topology needs a master and a replica");
-  if (cluster && opts_.nodes < 6) throw ClusterError("the cluster topology needs at least 6 nodes (3 masters, 3 replicas)");
+  if (cluster && opts_.nodes < 6)
+    throw ClusterError("the cluster topology needs at least 6 nodes (3 masters, 3 replicas)");
   if (opts_.nodes > 254) throw ClusterError("at most 254 nodes (each has a loopback source address of its own)");
   if (replicated && (opts_.sentinels < 1 || opts_.sentinel_quorum < 1 || opts_.sentinel_quorum > opts_.sentinels)) {
     throw ClusterError("the replicated topology needs at least one Sentinel and a quorum between 1 and their number");
@@ -227,34 +228,50 @@ void LocalCluster::write_sentinel_config(size_t k) const {
 LocalCluster::~LocalCluster() { stop(); }
 
 std::vector<std::string> LocalCluster::argv_for(size_t n) const {
-  if (opts_.topology == Topology::kReplicated) return {opts_.redis_server, config_path(opts_.nodes_dir, nodes_[n].name)};
+  if (opts_.topology == Topology::kReplicated)
+    return {opts_.redis_server, config_path(opts_.nodes_dir, nodes_[n].name)};
   std::vector<std::string> cluster_args;
   if (opts_.topology == Topology::kCluster) {
     // The node's view of the cluster (nodes.conf) stays in its data dir: a restarted node rejoins as itself.
     cluster_args = {
-        "--cluster-enabled", "yes",
-        "--cluster-config-file", abs_path(data_dirs_[n] + "/nodes.conf"),
-        "--cluster-node-timeout", std::to_string(opts_.cluster_node_timeout.count()),
-        "--cluster-port", std::to_string(bus_[n].listen.port),
-        "--cluster-replica-validity-factor", "0",  // a replica may always take over (no data-age limit)
+        "--cluster-enabled",
+        "yes",
+        "--cluster-config-file",
+        abs_path(data_dirs_[n] + "/nodes.conf"),
+        "--cluster-node-timeout",
+        std::to_string(opts_.cluster_node_timeout.count()),
+        "--cluster-port",
+        std::to_string(bus_[n].listen.port),
+        "--cluster-replica-validity-factor",
+        "0",  // a replica may always take over (no data-age limit)
     };
     if (proxied_peers()) {
       cluster_args.insert(cluster_args.end(), {
-          "--bind-source-addr", source_address(nodes_[n].name),
-          "--cluster-announce-ip", nodes_[n].endpoint.host,
-          "--cluster-announce-port", std::to_string(nodes_[n].endpoint.port),
-          "--cluster-announce-bus-port", std::to_string(bus_[n].endpoint.port),
-      });
+                                                  "--bind-source-addr",
+                                                  source_address(nodes_[n].name),
+                                                  "--cluster-announce-ip",
+                                                  nodes_[n].endpoint.host,
+                                                  "--cluster-announce-port",
+                                                  std::to_string(nodes_[n].endpoint.port),
+                                                  "--cluster-announce-bus-port",
+                                                  std::to_string(bus_[n].endpoint.port),
+                                              });
     }
   }
   std::vector<std::string> argv = {
       opts_.redis_server,
-      "--port", std::to_string(nodes_[n].listen.port),
-      "--bind", "127.0.0.1",
-      "--dir", data_dirs_[n],
-      "--logfile", fs::absolute(nodes_[n].log_path).string(),
-      "--daemonize", "no",
-      "--protected-mode", "no",
+      "--port",
+      std::to_string(nodes_[n].listen.port),
+      "--bind",
+      "127.0.0.1",
+      "--dir",
+      data_dirs_[n],
+      "--logfile",
+      fs::absolute(nodes_[n].log_path).string(),
+      "--daemonize",
+      "no",
+      "--protected-mode",
+      "no",
   };
   const auto persistence = persistence_args(opts_.persistence);
   argv.insert(argv.end(), persistence.begin(), persistence.end());
@@ -331,7 +348,8 @@ void LocalCluster::start() {
                        "' (install Debian's redis-server package or pass --redis-server PATH)");
   }
   if (opts_.use_clock_shim && !fs::exists(clock_shim_library())) {
-    throw ClusterError("clock shim not found: " + clock_shim_library() + " (build lockcheck_clockshim or set LOCKCHECK_CLOCK_SHIM)");
+    throw ClusterError("clock shim not found: " + clock_shim_library() +
+                       " (build lockcheck_clockshim or set LOCKCHECK_CLOCK_SHIM)");
   }
   std::lock_guard<std::mutex> lock(mu_);
   if (opts_.use_proxy && !proxy_) {

@@ -41,11 +41,11 @@
 #include <string>
 #include <vector>
 
+#include "cluster/fault_proxy.h"
+#include "cluster/redis_config.h"
 #include "core/cluster.h"
 #include "core/config.h"
 #include "sys/process.h"
-#include "cluster/fault_proxy.h"
-#include "cluster/redis_config.h"
 
 namespace lockcheck {
 
@@ -53,17 +53,17 @@ struct LocalClusterOptions {
   int nodes = 5;
   Topology topology = Topology::kIndependent;
   Persistence persistence = Persistence::kNone;
-  std::string redis_server = "redis-server";   // binary; a missing one is a ClusterError naming it
-  std::string nodes_dir;                       // where nX/ and nX.log go; created if missing
+  std::string redis_server = "redis-server";  // binary; a missing one is a ClusterError naming it
+  std::string nodes_dir;                      // where nX/ and nX.log go; created if missing
   std::chrono::milliseconds start_timeout{10000};
-  std::string name_prefix = "n";               // nodes are <prefix>1, <prefix>2, ...
-  bool use_proxy = true;                       // false: endpoint_for gives the node's own address, no faults
-  bool use_clock_shim = true;                  // false: no LD_PRELOAD, set_clock_offset throws
-  uint64_t seed = 0;                           // for the proxy's delay jitter
+  std::string name_prefix = "n";  // nodes are <prefix>1, <prefix>2, ...
+  bool use_proxy = true;          // false: endpoint_for gives the node's own address, no faults
+  bool use_clock_shim = true;     // false: no LD_PRELOAD, set_clock_offset throws
+  uint64_t seed = 0;              // for the proxy's delay jitter
   // Replicated topology only.
   int sentinels = 3;
   int sentinel_quorum = 2;
-  SentinelTimings sentinel_timings;  // the shared defaults (cluster/redis_config.h)
+  SentinelTimings sentinel_timings;                // the shared defaults (cluster/redis_config.h)
   std::chrono::milliseconds ready_timeout{30000};  // replication links up and Sentinels aware of each other
   // Cluster topology only: cluster-node-timeout (a master unreachable this long is failed over).
   std::chrono::milliseconds cluster_node_timeout{1000};
@@ -100,7 +100,7 @@ class LocalCluster : public Cluster {
   pid_t sentinel_pid(size_t k) const;
 
  private:
-  void spawn(size_t n);  // REQUIRES: mu_ held
+  void spawn(size_t n);           // REQUIRES: mu_ held
   void spawn_sentinel(size_t k);  // REQUIRES: mu_ held
   std::vector<std::string> argv_for(size_t n) const;
   // Where `from` (a node name "n2" or a Sentinel name "s1") reaches data node `to`: the one place that decides

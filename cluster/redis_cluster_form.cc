@@ -64,14 +64,15 @@ void form_redis_cluster(const std::vector<ClusterFormNode>& nodes, std::chrono::
     }
     for (size_t n = masters; n < nodes.size() && waiting.empty(); ++n) {
       auto info = ask(n, {"INFO", "replication"}).str();
-      if (!info || info->find("master_link_status:up") == std::string::npos) waiting = nodes[n].name + "'s replication link";
+      if (!info || info->find("master_link_status:up") == std::string::npos)
+        waiting = nodes[n].name + "'s replication link";
     }
     if (waiting.empty()) return;
     check_stop(waiting);
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }
-  throw ClusterError("Redis Cluster not ready within " + std::to_string(ready_timeout.count()) +
-                     " ms: waiting for " + waiting + "; " + logs_hint);
+  throw ClusterError("Redis Cluster not ready within " + std::to_string(ready_timeout.count()) + " ms: waiting for " +
+                     waiting + "; " + logs_hint);
 }
 
 }  // namespace lockcheck

@@ -42,10 +42,12 @@ class SplitNetwork {
   void set_proxy(FaultProxy* proxy) { proxy_ = proxy; }
 
   void cut(const std::string& a, const std::string& b) {
-    route(a, b, "cut", [&] { proxy_->cut(a, b); }, [&] { peers_->cut_peers(a, b); });
+    route(
+        a, b, "cut", [&] { proxy_->cut(a, b); }, [&] { peers_->cut_peers(a, b); });
   }
   void heal(const std::string& a, const std::string& b) {
-    route(a, b, "heal", [&] { proxy_->heal(a, b); }, [&] { peers_->heal_peers(a, b); });
+    route(
+        a, b, "heal", [&] { proxy_->heal(a, b); }, [&] { peers_->heal_peers(a, b); });
   }
   // Heals every link: the peer links and the proxy's, trying both even when one fails (the first error then).
   void heal_all() {
@@ -66,8 +68,9 @@ class SplitNetwork {
   }
   void set_delay(const std::string& a, const std::string& b, std::chrono::milliseconds delay,
                  std::chrono::milliseconds jitter) {
-    route(a, b, "delay", [&] { proxy_->set_delay(a, b, delay, jitter); },
-          [&] { peers_->delay_peers(a, b, delay, jitter); });
+    route(
+        a, b, "delay", [&] { proxy_->set_delay(a, b, delay, jitter); },
+        [&] { peers_->delay_peers(a, b, delay, jitter); });
   }
 
  private:

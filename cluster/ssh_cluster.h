@@ -22,7 +22,8 @@
 //                    variable parts are quoted positional arguments, never spliced into the script.
 //   clock            8 bytes written into the node's offset file with dd conv=notrunc (one write(2) into the
 //                    page the shim maps)
-//   node <-> node    (and node/Sentinel <-> Sentinel) iptables DROP by the peer host's address in the run's chain on both hosts. Rules are per
+//   node <-> node    (and node/Sentinel <-> Sentinel) iptables DROP by the peer host's address in the run's chain on
+//   both hosts. Rules are per
 //                    host: two nodes on one host cannot be cut from each other (ClusterError), and a cut also
 //                    holds for a Sentinel on the same host. Give as many hosts as nodes for exact cuts.
 //   node <-> node delay   tc netem on both hosts (one delay per host towards its delayed peers); on a kernel
@@ -45,11 +46,11 @@
 #include <utility>
 #include <vector>
 
+#include "cluster/redis_config.h"
 #include "cluster/split_network.h"
+#include "cluster/ssh_hosts.h"
 #include "core/cluster.h"
 #include "core/config.h"
-#include "cluster/ssh_hosts.h"
-#include "cluster/redis_config.h"
 
 namespace lockcheck {
 
@@ -57,12 +58,12 @@ class ChildProcess;
 class FaultProxy;
 
 struct SshClusterOptions {
-  std::string clock_shim;                             // empty: clock_shim_library()
+  std::string clock_shim;  // empty: clock_shim_library()
   int sentinels = 3;
   SentinelTimings sentinel_timings = kRemoteSentinelTimings;  // cluster/redis_config.h
-  std::chrono::seconds connect_timeout{10};           // ssh ConnectTimeout
-  std::chrono::milliseconds call_timeout{30000};      // bound on any one ssh/scp call
-  std::chrono::milliseconds ready_timeout{30000};     // bound on waiting for PING after start/restart
+  std::chrono::seconds connect_timeout{10};                   // ssh ConnectTimeout
+  std::chrono::milliseconds call_timeout{30000};              // bound on any one ssh/scp call
+  std::chrono::milliseconds ready_timeout{30000};             // bound on waiting for PING after start/restart
 };
 
 class SshCluster final : public Cluster, private PeerLinks {
@@ -101,18 +102,18 @@ class SshCluster final : public Cluster, private PeerLinks {
 
  private:
   struct Proc {
-    std::string name;     // n1 / s1
+    std::string name;  // n1 / s1
     size_t host = 0;
     int pid = 0;
     bool killed = false;
     bool paused = false;
   };
   struct HostState {
-    bool used = false;          // some node or Sentinel runs there
-    bool dir_made = false;      // the remote folder may exist
+    bool used = false;      // some node or Sentinel runs there
+    bool dir_made = false;  // the remote folder may exist
     bool chain_made = false;
-    std::set<std::string> dropped;  // peer addresses in the chain now
-    std::string netem_dev;          // interface with our root qdisc ("" none)
+    std::set<std::string> dropped;                              // peer addresses in the chain now
+    std::string netem_dev;                                      // interface with our root qdisc ("" none)
     std::map<std::string, std::pair<int64_t, int64_t>> delays;  // peer address -> (delay, jitter) ms
   };
 
@@ -161,7 +162,7 @@ class SshCluster final : public Cluster, private PeerLinks {
   std::vector<NodeInfo> nodes_;
   std::vector<NodeInfo> sentinels_;
   std::vector<size_t> node_host_;
-  std::vector<Proc> procs_;        // nodes first, then Sentinels
+  std::vector<Proc> procs_;  // nodes first, then Sentinels
   std::vector<HostState> host_state_;
   std::vector<std::unique_ptr<ChildProcess>> masters_;
   std::set<std::pair<std::string, std::string>> cuts_;

@@ -18,7 +18,8 @@ class AssertionError : public std::logic_error {
   using std::logic_error::logic_error;
 };
 
-[[noreturn]] inline void assertion_failed(const char* condition, const char* file, int line, const std::string& message) {
+[[noreturn]] inline void assertion_failed(const char* condition, const char* file, int line,
+                                          const std::string& message) {
   throw AssertionError(std::string("assertion failed: ") + condition + " (" + file + ":" + std::to_string(line) + ")" +
                        (message.empty() ? "" : ": " + message));
 }

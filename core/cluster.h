@@ -46,7 +46,8 @@ inline int cluster_key_slot(const std::string& key) {
   uint16_t crc = 0;
   for (auto i = begin; i < end; ++i) {
     crc ^= static_cast<uint16_t>(static_cast<unsigned char>(key[i]) << 8);
-    for (int b = 0; b < 8; ++b) crc = (crc & 0x8000) ? static_cast<uint16_t>((crc << 1) ^ 0x1021) : static_cast<uint16_t>(crc << 1);
+    for (int b = 0; b < 8; ++b)
+      crc = (crc & 0x8000) ? static_cast<uint16_t>((crc << 1) ^ 0x1021) : static_cast<uint16_t>(crc << 1);
   }
   return crc % kClusterSlots;
 }
@@ -58,15 +59,15 @@ class ClusterError : public std::runtime_error {
 };
 
 struct NodeInfo {
-  std::string name;       // "n1"
+  std::string name;  // "n1"
   NodeRole role = NodeRole::kMaster;
   // The node's address in the cluster: what its peers, Sentinel and Redis Cluster redirections name it by.
   // Where node-to-node links go through the fault proxy (local backend, replicated and cluster topologies) it
   // is the node's shared proxy link, on which the harness's own connections are never faulted; otherwise it
   // is where the node itself listens.
   Endpoint endpoint;
-  Endpoint listen;        // where the node's process itself listens; port 0: at endpoint
-  std::string log_path;   // its log file (under the run's nodes/)
+  Endpoint listen;       // where the node's process itself listens; port 0: at endpoint
+  std::string log_path;  // its log file (under the run's nodes/)
   const Endpoint& own_endpoint() const { return listen.port != 0 ? listen : endpoint; }
 };
 
@@ -78,10 +79,10 @@ struct NodeInfo {
 class NodeFaults {
  public:
   virtual ~NodeFaults() = default;
-  virtual void kill(size_t n) = 0;      // SIGKILL; the node stays down until restart
-  virtual void restart(size_t n) = 0;   // start again on the same address and data dir; waits for PING
-  virtual void pause(size_t n) = 0;     // SIGSTOP (or the cgroup freezer)
-  virtual void resume(size_t n) = 0;    // SIGCONT
+  virtual void kill(size_t n) = 0;     // SIGKILL; the node stays down until restart
+  virtual void restart(size_t n) = 0;  // start again on the same address and data dir; waits for PING
+  virtual void pause(size_t n) = 0;    // SIGSTOP (or the cgroup freezer)
+  virtual void resume(size_t n) = 0;   // SIGCONT
   // Offsets the node's wall clock (CLOCK_REALTIME) by offset; 0 resets it. Effective at once.
   virtual void set_clock_offset(size_t n, std::chrono::nanoseconds offset) = 0;
   virtual bool is_running(size_t n) const = 0;  // started and not killed

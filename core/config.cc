@@ -4,8 +4,8 @@
 #include <cerrno>
 #include <cstdlib>
 #include <fstream>
-#include <set>
 #include <limits>
+#include <set>
 #include <type_traits>
 
 namespace lockcheck {
@@ -132,7 +132,8 @@ void parse_flag_field(RunConfig& c, const std::string& text, const std::string& 
     v = parse_uint(text, name);
   } else if constexpr (std::is_integral_v<T>) {
     const int64_t x = parse_int(text, name);
-    if (x < static_cast<int64_t>(std::numeric_limits<T>::min()) || x > static_cast<int64_t>(std::numeric_limits<T>::max())) {
+    if (x < static_cast<int64_t>(std::numeric_limits<T>::min()) ||
+        x > static_cast<int64_t>(std::numeric_limits<T>::max())) {
       throw ConfigError(name + ": " + text + " is out of range");
     }
     v = static_cast<T>(x);
@@ -162,22 +163,30 @@ void parse_flag_field(RunConfig& c, const std::string& text, const std::string& 
 
 template <typename T>
 constexpr Kind kind_of() {
-  if constexpr (std::is_same_v<T, std::string>) return Kind::kString;
-  else if constexpr (std::is_same_v<T, bool>) return Kind::kBool;
-  else if constexpr (std::is_same_v<T, uint64_t>) return Kind::kUint;
-  else if constexpr (std::is_integral_v<T>) return Kind::kInt;
-  else if constexpr (std::is_floating_point_v<T>) return Kind::kDouble;
-  else if constexpr (std::is_same_v<T, Topology> || std::is_same_v<T, Persistence>) return Kind::kEnum;
-  else if constexpr (std::is_same_v<T, std::vector<std::string>>) return Kind::kList;
-  else return Kind::kObject;
+  if constexpr (std::is_same_v<T, std::string>)
+    return Kind::kString;
+  else if constexpr (std::is_same_v<T, bool>)
+    return Kind::kBool;
+  else if constexpr (std::is_same_v<T, uint64_t>)
+    return Kind::kUint;
+  else if constexpr (std::is_integral_v<T>)
+    return Kind::kInt;
+  else if constexpr (std::is_floating_point_v<T>)
+    return Kind::kDouble;
+  else if constexpr (std::is_same_v<T, Topology> || std::is_same_v<T, Persistence>)
+    return Kind::kEnum;
+  else if constexpr (std::is_same_v<T, std::vector<std::string>>)
+    return Kind::kList;
+  else
+    return Kind::kObject;
 }
 
 template <auto M>
 ConfigField row(const char* key, const char* flag, const char* help, const char* group, const char* unit,
                 void (*check)(const RunConfig&) = nullptr) {
   using T = std::decay_t<decltype(std::declval<RunConfig>().*M)>;
-  return ConfigField{key, flag, help, group, unit, kind_of<T>(), &get_field<M>, &set_field<M>,
-                     &parse_flag_field<M>, check};
+  return ConfigField{key,  flag, help, group, unit, kind_of<T>(), &get_field<M>, &set_field<M>, &parse_flag_field<M>,
+                     check};
 }
 
 void one_of(const std::string& value, const char* flag, std::initializer_list<const char*> allowed) {

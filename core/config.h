@@ -43,14 +43,14 @@ struct RunConfig {
   bool fencing = false;                          // --fencing
   std::string client_cmd;                        // --client-cmd (lock external; made by resolve_lock for adapters)
   nlohmann::json lock_opts = nlohmann::json::object();  // --lock-opt KEY=VALUE: LockOptions.extra / adapter flags
-  int wait_replicas = 0;                         // --wait N (single-failover)
-  double checker_timeout_s = 60;                 // --checker-timeout
-  uint64_t seed = 0;                             // --seed; 0 on the CLI means "pick one", then recorded
-  std::string label;                             // --label: a name for the run (matrix entry), in its id
-  std::string results_dir = "results";           // --results
-  std::string redis_server = "redis-server";     // --redis-server: binary to run (local cluster)
-  bool progress = true;                          // --no-progress turns the progress line off
-  std::vector<std::string> argv;                 // the command line as given, for the report
+  int wait_replicas = 0;                                // --wait N (single-failover)
+  double checker_timeout_s = 60;                        // --checker-timeout
+  uint64_t seed = 0;                                    // --seed; 0 on the CLI means "pick one", then recorded
+  std::string label;                                    // --label: a name for the run (matrix entry), in its id
+  std::string results_dir = "results";                  // --results
+  std::string redis_server = "redis-server";            // --redis-server: binary to run (local cluster)
+  bool progress = true;                                 // --no-progress turns the progress line off
+  std::vector<std::string> argv;                        // the command line as given, for the report
 
   int64_t effective_hold_ms_max() const { return hold_ms_max >= 0 ? hold_ms_max : ttl_ms * 8 / 10; }
   int64_t effective_work_ms() const { return work_ms >= 0 ? work_ms : ttl_ms / 3; }

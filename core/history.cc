@@ -4,10 +4,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
-#include <algorithm>
 #include <iterator>
 #include <limits>
 #include <unordered_map>
@@ -226,15 +226,20 @@ class LineScanner {
       if (!integer(&process) || process < 0 || process > std::numeric_limits<Process>::max()) return false;
       op->process = static_cast<Process>(process);
     }
-    if (!lit(",\"type\":") || !string(&type) || !lit(",\"f\":") || !string(&f) || !lit(",\"key\":") ||
-        !string(&key) || !lit(",\"value\":null")) {
+    if (!lit(",\"type\":") || !string(&type) || !lit(",\"f\":") || !string(&f) || !lit(",\"key\":") || !string(&key) ||
+        !lit(",\"value\":null")) {
       return false;
     }
-    if (type.size() == 2 && type[0] == 'o' && type[1] == 'k') op->type = OpType::kOk;
-    else if (type == "invoke") op->type = OpType::kInvoke;
-    else if (type == "fail") op->type = OpType::kFail;
-    else if (type == "info") op->type = OpType::kInfo;
-    else return false;
+    if (type.size() == 2 && type[0] == 'o' && type[1] == 'k')
+      op->type = OpType::kOk;
+    else if (type == "invoke")
+      op->type = OpType::kInvoke;
+    else if (type == "fail")
+      op->type = OpType::kFail;
+    else if (type == "info")
+      op->type = OpType::kInfo;
+    else
+      return false;
     op->f = atoms_->f.get(f);
     op->key = atoms_->key.get(key);
     if (lit(",\"token\":")) {
@@ -376,9 +381,9 @@ class LineScanner {
   // The value of eight ASCII digits (the first byte the most significant): pairs, then quadruples, then all.
   static uint64_t parse_eight_digits(uint64_t w) {
     w -= 0x3030303030303030ULL;
-    w = (w * 10 + (w >> 8)) & 0x00FF00FF00FF00FFULL;          // each 16-bit lane: two digits
-    w = (w * 100 + (w >> 16)) & 0x0000FFFF0000FFFFULL;        // each 32-bit lane: four digits
-    return (w * 10000 + (w >> 32)) & 0xFFFFFFFFULL;           // eight digits
+    w = (w * 10 + (w >> 8)) & 0x00FF00FF00FF00FFULL;    // each 16-bit lane: two digits
+    w = (w * 100 + (w >> 16)) & 0x0000FFFF0000FFFFULL;  // each 32-bit lane: four digits
+    return (w * 10000 + (w >> 32)) & 0xFFFFFFFFULL;     // eight digits
   }
 
   const char* p_;
@@ -407,7 +412,9 @@ std::string parse_op(simdjson::dom::parser& parser, const char* p, size_t len, O
     return "field \"" + std::string(name) + "\" must be " + what;
   };
   auto as_int = [](dom::element v, int64_t* out) {
-    return v.type() == Type::INT64 ? !v.get_int64().get(*out) : v.type() == Type::UINT64 ? !v.get_int64().get(*out) : false;
+    return v.type() == Type::INT64    ? !v.get_int64().get(*out)
+           : v.type() == Type::UINT64 ? !v.get_int64().get(*out)
+                                      : false;
   };
   enum : unsigned { kIndex = 1, kTime = 2, kProcess = 4, kType = 8, kF = 16 };
   unsigned seen = 0;
@@ -437,11 +444,16 @@ std::string parse_op(simdjson::dom::parser& parser, const char* p, size_t len, O
       seen |= kProcess;
     } else if (name == "type") {
       const std::string_view sv = t == Type::STRING ? std::string_view(v) : std::string_view();
-      if (sv == "invoke") op->type = OpType::kInvoke;
-      else if (sv == "ok") op->type = OpType::kOk;
-      else if (sv == "fail") op->type = OpType::kFail;
-      else if (sv == "info") op->type = OpType::kInfo;
-      else return must(name, "one of invoke, ok, fail, info");
+      if (sv == "invoke")
+        op->type = OpType::kInvoke;
+      else if (sv == "ok")
+        op->type = OpType::kOk;
+      else if (sv == "fail")
+        op->type = OpType::kFail;
+      else if (sv == "info")
+        op->type = OpType::kInfo;
+      else
+        return must(name, "one of invoke, ok, fail, info");
       seen |= kType;
     } else if (name == "f") {
       if (t != Type::STRING) return must(name, "a string");

@@ -28,8 +28,8 @@ using Process = int;
 constexpr Process kNemesis = -1;
 
 struct Op {
-  int64_t index = -1;       // position in the history, assigned by the writer, 0-based, dense
-  int64_t time_ns = 0;      // harness monotonic clock, ns since the run started
+  int64_t index = -1;   // position in the history, assigned by the writer, 0-based, dense
+  int64_t time_ns = 0;  // harness monotonic clock, ns since the run started
   Process process = 0;
   OpType type = OpType::kInvoke;
   Atom f;                   // "acquire", "release", "extend", "read", "add", ...; nemesis: "partition", ...

@@ -49,10 +49,8 @@ struct Party {
       case 's':
         if (v == 0) return std::nullopt;
         return sentinel(v - 1);
-      case 'c':
-        return client(v);
-      default:
-        return std::nullopt;
+      case 'c': return client(v);
+      default: return std::nullopt;
     }
   }
 };

@@ -63,4 +63,8 @@ class Registry {
 }  // namespace lockcheck
 
 // Declares `Entry fn()` (defined in the part's own file) and calls it: one registry line per part.
-#define LOCKCHECK_ENTRY(Entry, fn) [] { extern Entry fn(); return fn(); }()
+#define LOCKCHECK_ENTRY(Entry, fn) \
+  [] {                             \
+    extern Entry fn();             \
+    return fn();                   \
+  }()

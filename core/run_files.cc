@@ -23,6 +23,8 @@ void write_file_atomically(const std::string& path, const std::string& content) 
   }
 }
 
-void write_json_file(const std::string& path, const nlohmann::json& j) { write_file_atomically(path, j.dump(2) + "\n"); }
+void write_json_file(const std::string& path, const nlohmann::json& j) {
+  write_file_atomically(path, j.dump(2) + "\n");
+}
 
 }  // namespace lockcheck

@@ -100,8 +100,8 @@ std::string DockerCli::require_engine(std::chrono::milliseconds timeout) const {
     std::string err = trim(r.err);
     std::vector<std::string> argv = {path_};
     argv.insert(argv.end(), args.begin(), args.end());
-    throw ClusterError("no Docker engine answered: `" + describe_argv(argv) + "` failed (" + why +
-                       ")" + (err.empty() ? "" : ": " + err));
+    throw ClusterError("no Docker engine answered: `" + describe_argv(argv) + "` failed (" + why + ")" +
+                       (err.empty() ? "" : ": " + err));
   }
   return version;
 }

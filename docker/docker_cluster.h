@@ -24,8 +24,9 @@
 //                    or paused gets its rules when it comes back (a restart starts a fresh namespace), so a cut
 //                    holds as long as either side runs. Replication between nodes is cut this way, and so is
 //   node <-> Sentinel  (rules in the node's namespace only; the failover nemesis's split-brain cuts the master
-//                    from its replicas and every Sentinel). Sentinel <-> Sentinel cuts are not supported. Delays between nodes are not supported (they need
-//                    tc netem, which the kernels we run on lack): set_delay throws ClusterError for them.
+//                    from its replicas and every Sentinel). Sentinel <-> Sentinel cuts are not supported. Delays
+//                    between nodes are not supported (they need tc netem, which the kernels we run on lack): set_delay
+//                    throws ClusterError for them.
 //   client <-> node  the harness's TCP fault proxy (cluster/fault_proxy.h): client slot cK reaches node n
 //                    through its own listener on 127.0.0.1 that forwards to the container's address.
 //
@@ -47,11 +48,11 @@
 #include <utility>
 #include <vector>
 
+#include "cluster/redis_config.h"
 #include "cluster/split_network.h"
-#include "docker/docker_cli.h"
 #include "core/cluster.h"
 #include "core/config.h"
-#include "cluster/redis_config.h"
+#include "docker/docker_cli.h"
 
 namespace lockcheck {
 
@@ -65,20 +66,20 @@ constexpr const char* kDockerOwnerHostLabel = "lockcheck.owner-host";
 // The replicated topology's Sentinels monitor the master under kSentinelMasterName (core/cluster.h).
 
 struct DockerClusterOptions {
-  std::string docker_path;         // the docker client; empty: `docker` on PATH
+  std::string docker_path;  // the docker client; empty: `docker` on PATH
   // Use this image instead of building one (e.g. from docker/Dockerfile.redis7). It must provide the paths
   // of docker/node_image.h: /usr/bin/redis-server, /usr/bin/redis-sentinel, /usr/sbin/iptables-restore,
   // /usr/sbin/iptables, /usr/lib/lockcheck/libclockshim.so. Empty: build (or reuse) the offline image.
   std::string image;
   std::string redis_server = "redis-server";  // copied into the image (resolved on PATH)
   std::string iptables = "iptables";          // likewise
-  std::string clock_shim;          // the clock shim library; empty: clock_shim_library()
-  int sentinels = 3;               // Sentinels of the replicated topology (quorum: a majority)
+  std::string clock_shim;                     // the clock shim library; empty: clock_shim_library()
+  int sentinels = 3;                          // Sentinels of the replicated topology (quorum: a majority)
   SentinelTimings sentinel_timings = kRemoteSentinelTimings;  // cluster/redis_config.h
-  int64_t cluster_node_timeout_ms = 1000;  // cluster topology: cluster-node-timeout (as on the local backend)
-  std::chrono::milliseconds engine_timeout{60000};   // bound on any one docker call (run, start, rm, ...)
-  std::chrono::milliseconds ready_timeout{30000};    // bound on waiting for PING after start/restart
-  std::chrono::seconds build_timeout{300};           // bound on building the image
+  int64_t cluster_node_timeout_ms = 1000;           // cluster topology: cluster-node-timeout (as on the local backend)
+  std::chrono::milliseconds engine_timeout{60000};  // bound on any one docker call (run, start, rm, ...)
+  std::chrono::milliseconds ready_timeout{30000};   // bound on waiting for PING after start/restart
+  std::chrono::seconds build_timeout{300};          // bound on building the image
 };
 
 class DockerCluster final : public Cluster, private PeerLinks {
@@ -108,7 +109,7 @@ class DockerCluster final : public Cluster, private PeerLinks {
   void kill(size_t n) override;
   void restart(size_t n) override;  // a running node is killed first; waits for PING; re-applies its cuts
   void pause(size_t n) override;
-  void resume(size_t n) override;   // and re-applies its cuts
+  void resume(size_t n) override;  // and re-applies its cuts
   void set_clock_offset(size_t n, std::chrono::nanoseconds offset) override;
   bool is_running(size_t n) const override;
 
@@ -123,7 +124,7 @@ class DockerCluster final : public Cluster, private PeerLinks {
   const std::string& run_id() const { return run_id_; }
   const std::string& network_name() const { return network_; }
   std::string container_name(const std::string& node_name) const;  // "n1" -> lockcheck-<run id>-n1
-  const std::string& image_tag() const { return image_tag_; }        // set by start()
+  const std::string& image_tag() const { return image_tag_; }      // set by start()
   // The iptables rules in force in node n's namespace (`iptables -S` output), for tests and post-mortems.
   std::string iptables_rules(size_t n) const;
 
@@ -155,11 +156,11 @@ class DockerCluster final : public Cluster, private PeerLinks {
                    std::chrono::milliseconds jitter) override;
   void sync_link(const std::string& a, const std::string& b);  // REQUIRES: mu_ held
 
-  size_t node_index(const std::string& party) const;       // npos when party is not a node name
-  size_t sentinel_index(const std::string& party) const;   // npos when party is not a Sentinel name
-  int client_slot(const std::string& party) const;         // -1 when party is not a client slot
+  size_t node_index(const std::string& party) const;      // npos when party is not a node name
+  size_t sentinel_index(const std::string& party) const;  // npos when party is not a Sentinel name
+  int client_slot(const std::string& party) const;        // -1 when party is not a client slot
   void check_node(size_t n) const;
-  std::string path(const std::string& rel) const;          // run_dir_/rel
+  std::string path(const std::string& rel) const;  // run_dir_/rel
 
   const RunConfig config_;
   const std::string run_dir_;
@@ -175,9 +176,9 @@ class DockerCluster final : public Cluster, private PeerLinks {
   std::unique_ptr<FaultProxy> proxy_;
   SplitNetwork links_;  // client links through proxy_, server links through the PeerLinks above
   std::vector<std::vector<Endpoint>> client_endpoints_;  // [slot][node]
-  bool started_ = false;   // start() was called
-  bool engine_answered_ = false;  // start() got past the engine check: there may be something to remove
-  bool stopped_ = false;   // stop() has run (after or without start)
+  bool started_ = false;                                 // start() was called
+  bool engine_answered_ = false;             // start() got past the engine check: there may be something to remove
+  bool stopped_ = false;                     // stop() has run (after or without start)
   std::atomic<bool> stop_requested_{false};  // set by stop() before it takes mu_
   mutable std::mutex mu_;
 };
@@ -187,8 +188,9 @@ bool docker_engine_available();
 
 // `lockcheck clean`: removes the containers, networks and volumes labelled lockcheck.run whose owning process
 // is gone (a run killed with SIGKILL); leaves those of a run still alive on this host, and those without an
-// owner label (brought up by hand from docker/compose-*.yml). Writes one line per removed or kept object. Returns an exit status: 0 when nothing is left behind that it should have
-// removed (also when there was nothing), 3 when the engine did not answer or a removal failed.
+// owner label (brought up by hand from docker/compose-*.yml). Writes one line per removed or kept object. Returns an
+// exit status: 0 when nothing is left behind that it should have removed (also when there was nothing), 3 when the
+// engine did not answer or a removal failed.
 int docker_clean(std::ostream& out);
 
 }  // namespace lockcheck

@@ -12,24 +12,24 @@
 #include "checkers/checker.h"
 #include "checkers/export.h"
 #include "checkers/import.h"
+#include "cluster/ssh_cluster.h"
 #include "core/cluster.h"
 #include "core/config.h"
-#include "docker/docker_cluster.h"
 #include "core/exit_codes.h"
 #include "core/history.h"
+#include "docker/docker_cluster.h"
 #include "harness/matrix.h"
 #include "harness/matrix_shard.h"
 #include "harness/plan.h"
-#include "sys/process.h"
+#include "harness/rerun.h"
 #include "harness/runner.h"
+#include "harness/seed_search.h"
 #include "locks/adapters.h"
-#include "cluster/ssh_cluster.h"
 #include "locks/lock_client.h"
 #include "nemesis/nemesis.h"
 #include "report/report.h"
+#include "sys/process.h"
 #include "workloads/workload.h"
-#include "harness/rerun.h"
-#include "harness/seed_search.h"
 
 namespace po = boost::program_options;
 
@@ -160,7 +160,8 @@ int cmd_run(const std::vector<std::string>& args, std::ostream& out, std::ostrea
   c.argv = {"lockcheck", "run"};
   c.argv.insert(c.argv.end(), args.begin(), args.end());
   if (find_lock_adapter(c.lock) && vm.count("client-cmd")) {
-    throw ConfigError("--client-cmd: --lock " + c.lock + " runs its shipped adapter (use --lock external for your own)");
+    throw ConfigError("--client-cmd: --lock " + c.lock +
+                      " runs its shipped adapter (use --lock external for your own)");
   }
   (void)err;
   if (vm.count("seeds")) return run_seeds(c, vm["seeds"].as<int>(), out);
@@ -200,8 +201,8 @@ int cmd_check(const std::vector<std::string>& args, std::ostream& out) {
   po::options_description desc("lockcheck check RUN_DIR [FLAGS] | lockcheck check --format edn|porcupine FILE");
   double timeout = 0;
   std::string format;
-  desc.add_options()("help,h", "this help")(
-      "checker-timeout", po::value(&timeout), "seconds of search before a checker answers unknown (default: the run's)")(
+  desc.add_options()("help,h", "this help")("checker-timeout", po::value(&timeout),
+                                            "seconds of search before a checker answers unknown (default: the run's)")(
       "format", po::value(&format),
       "check FILE written by another tool: edn (Jepsen/Knossos ops) or porcupine (operations), as `export` writes");
   std::string dir;
@@ -217,7 +218,8 @@ int cmd_check(const std::vector<std::string>& args, std::ostream& out) {
   }
   keep_freed_memory();
   if (vm.count("format")) {
-    if (format != "edn" && format != "porcupine") throw ConfigError("--format: '" + format + "' is not one of edn, porcupine");
+    if (format != "edn" && format != "porcupine")
+      throw ConfigError("--format: '" + format + "' is not one of edn, porcupine");
     if (dir.empty()) throw ConfigError("check --format: FILE is required");
     return check_foreign_file(dir, format, t, out);
   }
@@ -226,7 +228,8 @@ int cmd_check(const std::vector<std::string>& args, std::ostream& out) {
 }
 
 int cmd_rerun(const std::vector<std::string>& args, std::ostream& out) {
-  po::options_description desc("lockcheck rerun RUN_DIR: the stored configuration and seed again (same fault schedule)");
+  po::options_description desc(
+      "lockcheck rerun RUN_DIR: the stored configuration and seed again (same fault schedule)");
   desc.add_options()("help,h", "this help");
   std::string dir;
   auto vm = parse(args, desc, "run-dir", &dir);
@@ -239,7 +242,8 @@ int cmd_rerun(const std::vector<std::string>& args, std::ostream& out) {
 }
 
 int cmd_report(const std::vector<std::string>& args, std::ostream& out) {
-  po::options_description desc("lockcheck report RUN_DIR | --index [--results DIR]: re-render report.html / results/index.html");
+  po::options_description desc(
+      "lockcheck report RUN_DIR | --index [--results DIR]: re-render report.html / results/index.html");
   std::string results_dir = "results";
   desc.add_options()("help,h", "this help")("index", "rewrite the index of every run in the results folder")(
       "results", po::value(&results_dir)->default_value(results_dir), "results folder (with --index)");
@@ -264,7 +268,8 @@ int cmd_report(const std::vector<std::string>& args, std::ostream& out) {
 int cmd_export(const std::vector<std::string>& args, std::ostream& out) {
   po::options_description desc("lockcheck export --format edn|porcupine RUN_DIR [--output FILE]");
   std::string format, output;
-  desc.add_options()("help,h", "this help")("format", po::value(&format), "edn (Jepsen ops for Knossos/Elle) or porcupine")(
+  desc.add_options()("help,h", "this help")("format", po::value(&format),
+                                            "edn (Jepsen ops for Knossos/Elle) or porcupine")(
       "output,o", po::value(&output), "write here instead of standard output");
   std::string dir;
   auto vm = parse(args, desc, "run-dir", &dir);
@@ -272,7 +277,8 @@ int cmd_export(const std::vector<std::string>& args, std::ostream& out) {
     out << desc;
     return kExitValid;
   }
-  if (format != "edn" && format != "porcupine") throw ConfigError("--format: '" + format + "' is not one of edn, porcupine");
+  if (format != "edn" && format != "porcupine")
+    throw ConfigError("--format: '" + format + "' is not one of edn, porcupine");
   if (dir.empty()) throw ConfigError("export: RUN_DIR is required (a folder under results/)");
   History h = read_history(dir + "/history.jsonl");
   std::string text = format == "edn" ? export_edn(h) : export_porcupine(h).dump() + "\n";
@@ -286,9 +292,11 @@ int cmd_export(const std::vector<std::string>& args, std::ostream& out) {
 }
 
 int cmd_clean(const std::vector<std::string>& args, std::ostream& out) {
-  po::options_description desc("lockcheck clean: remove containers, networks and volumes left by runs that were killed");
+  po::options_description desc(
+      "lockcheck clean: remove containers, networks and volumes left by runs that were killed");
   std::string hosts;
-  desc.add_options()("help,h", "this help")("hosts", po::value(&hosts), "instead: what killed --cluster ssh runs left on these hosts");
+  desc.add_options()("help,h", "this help")("hosts", po::value(&hosts),
+                                            "instead: what killed --cluster ssh runs left on these hosts");
   auto vm = parse(args, desc);
   if (vm.count("help")) {
     out << desc;
@@ -321,7 +329,8 @@ int cmd_test_all(const std::vector<std::string>& args, std::ostream& out) {
 int cmd_merge(const std::vector<std::string>& args, std::ostream& out) {
   MergeOptions o;
   po::options_description desc("lockcheck merge DIR... [FLAGS]: join test-all shards' folders into one result");
-  desc.add_options()("help,h", "this help")("junit", po::value(&o.junit_path), "write JUnit XML here (default: in the merged folder)")(
+  desc.add_options()("help,h", "this help")("junit", po::value(&o.junit_path),
+                                            "write JUnit XML here (default: in the merged folder)")(
       "results", po::value(&o.results_dir)->default_value(o.results_dir), "results folder for the merged folder");
   po::options_description all(desc);
   all.add_options()("dirs", po::value(&o.dirs), "");
@@ -348,7 +357,8 @@ int cmd_list(const std::vector<std::string>& args, std::ostream& out) {
   out << "lock algorithms (--lock):\n";
   for (const auto& a : lock_registry()) {
     out << "  " << std::left << std::setw(20) << a.name << a.description << "\n"
-        << "  " << std::setw(20) << "" << "known defect: " << a.known_defects << "\n";
+        << "  " << std::setw(20) << ""
+        << "known defect: " << a.known_defects << "\n";
   }
   out << "lock libraries (--lock NAME runs the shipped adapter; --lock-opt KEY=VALUE sets its options):\n";
   for (const auto& a : lock_adapters()) {
@@ -357,7 +367,8 @@ int cmd_list(const std::vector<std::string>& args, std::ostream& out) {
     out << "  " << std::left << std::setw(20) << a.name << a.library << " " << a.version
         << (built ? "" : "  [not built: scripts/build-clients]") << "\n";
     for (const auto& o : a.options) {
-      out << "  " << std::setw(20) << "" << "  " << std::setw(20) << o.key << o.help << "\n";
+      out << "  " << std::setw(20) << ""
+          << "  " << std::setw(20) << o.key << o.help << "\n";
     }
   }
   out << "lock options of the built-in algorithms (--lock-opt KEY=VALUE):\n";
@@ -365,7 +376,8 @@ int cmd_list(const std::vector<std::string>& args, std::ostream& out) {
     if (*a.option_keys) out << "  " << std::left << std::setw(20) << a.name << a.option_keys << "\n";
   }
   out << "workloads (--workload):\n";
-  for (const auto& w : workload_registry()) out << "  " << std::left << std::setw(20) << w.name << w.description << "\n";
+  for (const auto& w : workload_registry())
+    out << "  " << std::left << std::setw(20) << w.name << w.description << "\n";
   out << "nemeses (--nemesis, comma list; default none):\n";
   for (const auto& n : nemesis_registry()) out << "  " << std::left << std::setw(20) << n.name << n.description << "\n";
   out << "checkers:\n";

@@ -21,18 +21,17 @@
 #include "core/history.h"
 #include "harness/matrix_shard.h"
 #include "harness/plan.h"
-#include "harness/seed_search.h"
-#include "sys/process.h"
 #include "harness/runner.h"
-#include "sys/signals.h"
+#include "harness/seed_search.h"
 #include "report/html.h"
+#include "sys/process.h"
+#include "sys/signals.h"
 
 namespace fs = boost::filesystem;
 
 namespace lockcheck {
 
 namespace {
-
 
 Validity parse_expect(const nlohmann::json& v, const std::string& where) {
   if (v.is_string()) {
@@ -41,7 +40,6 @@ Validity parse_expect(const nlohmann::json& v, const std::string& where) {
   }
   throw ConfigError(where + ": expect must be \"valid\" or \"invalid\"");
 }
-
 
 std::string utc_stamp() {
   std::time_t t = std::time(nullptr);  // names the summary folder only
@@ -66,7 +64,7 @@ struct Job {
   uint64_t seed = 0;
   int exit_code = -1;
   std::string run_dir;
-  nlohmann::json results;   // results.json of the run (null when it has none)
+  nlohmann::json results;  // results.json of the run (null when it has none)
   double seconds = 0;
 };
 
@@ -96,8 +94,8 @@ using EntryOutcome = EntryJudgement;
 std::string median_text(std::vector<double> firsts) {
   if (firsts.empty()) return "";
   std::sort(firsts.begin(), firsts.end());
-  const double median = firsts.size() % 2 ? firsts[firsts.size() / 2]
-                                          : (firsts[firsts.size() / 2 - 1] + firsts[firsts.size() / 2]) / 2;
+  const double median =
+      firsts.size() % 2 ? firsts[firsts.size() / 2] : (firsts[firsts.size() / 2 - 1] + firsts[firsts.size() / 2]) / 2;
   std::ostringstream o;
   o << std::fixed << std::setprecision(1) << "median first anomaly " << median << " s";
   return o.str();
@@ -138,16 +136,19 @@ EntryJudgement judge_entry(const MatrixEntry& e, const std::vector<SeedRun>& run
   std::string errors, anomaly;
   std::vector<double> firsts;
   for (const SeedRun& j : runs) {
-    if (j.exit_code == kExitValid) ++valid;
+    if (j.exit_code == kExitValid)
+      ++valid;
     else if (j.exit_code == kExitInvalid) {
       ++invalid;
       if (j.first_anomaly_s) firsts.push_back(*j.first_anomaly_s);
       if (anomaly.empty()) anomaly = "seed " + std::to_string(j.seed) + ": " + first_anomaly_sentence(j.results);
-    } else if (j.exit_code == kExitUnknown) ++unknown;
+    } else if (j.exit_code == kExitUnknown)
+      ++unknown;
     else {
       if (!errors.empty()) errors += "; ";
       std::string why = j.results.is_object() ? j.results.value("error", "") : "";
-      errors += "seed " + std::to_string(j.seed) + " exited " + std::to_string(j.exit_code) + (why.empty() ? "" : " (" + why + ")");
+      errors += "seed " + std::to_string(j.seed) + " exited " + std::to_string(j.exit_code) +
+                (why.empty() ? "" : " (" + why + ")");
     }
   }
   const size_t n = runs.size();
@@ -251,7 +252,8 @@ void write_summary(const std::string& path, const Matrix& m, const std::vector<E
         out << "seed " << j.seed << ": " << report::escape(verdict) << "<br>";
       } else {
         const std::string rel = fs::relative(fs::absolute(j.run_dir) / "report.html", base).string();
-        out << "<a href=\"" << report::escape(rel) << "\">seed " << j.seed << ": " << report::escape(verdict) << "</a><br>";
+        out << "<a href=\"" << report::escape(rel) << "\">seed " << j.seed << ": " << report::escape(verdict)
+            << "</a><br>";
       }
     }
     out << "</td></tr>\n";
@@ -290,7 +292,8 @@ Matrix parse_matrix(const nlohmann::json& j, const std::string& results_dir) {
     defaults.erase("min_found");
   }
   auto it = j.find("entries");
-  if (it == j.end() || !it->is_array() || it->empty()) throw ConfigError("matrix: \"entries\" must be a non-empty array");
+  if (it == j.end() || !it->is_array() || it->empty())
+    throw ConfigError("matrix: \"entries\" must be a non-empty array");
   std::set<std::string> names;
   for (const auto& e : *it) {
     if (!e.is_object() || !e.contains("name") || !e["name"].is_string()) {
@@ -327,7 +330,8 @@ Matrix parse_matrix(const nlohmann::json& j, const std::string& results_dir) {
       for (uint64_t s = 0; s < seeds->get<uint64_t>(); ++s) me.seeds.push_back(base + s);
     } else if (seeds->is_array() && !seeds->empty()) {
       for (const auto& s : *seeds) {
-        if (!s.is_number_unsigned() || s.get<uint64_t>() == 0) throw ConfigError(where + ": seeds must be positive integers");
+        if (!s.is_number_unsigned() || s.get<uint64_t>() == 0)
+          throw ConfigError(where + ": seeds must be positive integers");
         me.seeds.push_back(s.get<uint64_t>());
       }
     } else {
@@ -335,7 +339,8 @@ Matrix parse_matrix(const nlohmann::json& j, const std::string& results_dir) {
     }
     const nlohmann::json min_found = e.contains("min_found") ? e["min_found"] : default_min_found;
     if (!min_found.is_null()) {
-      if (!min_found.is_number_unsigned() || min_found.get<uint64_t>() < 1 || min_found.get<uint64_t>() > me.seeds.size()) {
+      if (!min_found.is_number_unsigned() || min_found.get<uint64_t>() < 1 ||
+          min_found.get<uint64_t>() > me.seeds.size()) {
         throw ConfigError(where + ": min_found must be an integer from 1 to the number of seeds (" +
                           std::to_string(me.seeds.size()) + ")");
       }
@@ -388,7 +393,8 @@ int test_all(const TestAllOptions& opts, std::ostream& out) {
   write_shard_files(dir, opts.matrix, m.name, shard, jobs.size());
   if (shard.sharded()) out << "test-all: shard " << shard.k << "/" << shard.n << " of " << run_number << " runs\n";
   out << "test-all: " << m.name << ": " << m.entries.size() << " entries, " << jobs.size() << " runs, " << opts.parallel
-      << " at a time\n" << std::flush;
+      << " at a time\n"
+      << std::flush;
 
   InterruptGuard interrupt;
   std::atomic<size_t> next{0};
@@ -456,9 +462,10 @@ int test_all(const TestAllOptions& opts, std::ostream& out) {
       }
       std::lock_guard<std::mutex> lock(mu);
       append_job_record(dir, {e.name, job.seed, job.exit_code, job.seconds, job.run_dir, job.results});
-      out << "  " << std::left << std::setw(32) << (e.name + " s" + std::to_string(job.seed)) << " exit " << job.exit_code
-          << " (" << (job.results.is_object() ? job.results.value("valid", "?") : "no results") << ", " << std::fixed
-          << std::setprecision(1) << job.seconds << " s)\n" << std::flush;
+      out << "  " << std::left << std::setw(32) << (e.name + " s" + std::to_string(job.seed)) << " exit "
+          << job.exit_code << " (" << (job.results.is_object() ? job.results.value("valid", "?") : "no results") << ", "
+          << std::fixed << std::setprecision(1) << job.seconds << " s)\n"
+          << std::flush;
     }
   };
   std::vector<std::thread> pool;
@@ -466,7 +473,8 @@ int test_all(const TestAllOptions& opts, std::ostream& out) {
   for (auto& t : pool) t.join();
   if (shard.sharded()) {  // judged by `lockcheck merge` over all shards
     bool failed = false;
-    for (const auto& j : jobs) failed = failed || (j.exit_code != kExitValid && j.exit_code != kExitInvalid && j.exit_code != kExitUnknown);
+    for (const auto& j : jobs)
+      failed = failed || (j.exit_code != kExitValid && j.exit_code != kExitInvalid && j.exit_code != kExitUnknown);
     out << "\nshard " << shard.k << "/" << shard.n << ": " << jobs.size() << " runs in " << dir
         << " (lockcheck merge joins the shards' folders)\n";
     if (interrupt.interrupted()) return 128 + interrupt.signal_number();
@@ -493,13 +501,15 @@ int test_all(const TestAllOptions& opts, std::ostream& out) {
       o = judge(m.entries[i], mine);
     }
     met += o.met;
-    out << (o.met ? "  met     " : "  MISSED  ") << std::left << std::setw(28) << m.entries[i].name << " " << o.finding << "\n";
+    out << (o.met ? "  met     " : "  MISSED  ") << std::left << std::setw(28) << m.entries[i].name << " " << o.finding
+        << "\n";
     outcomes.push_back(o);
   }
   const std::string junit = opts.junit_path.empty() ? dir + "/junit.xml" : opts.junit_path;
   write_junit(junit, m, outcomes, seconds);
   write_summary(dir + "/summary.html", m, outcomes, jobs);
-  out << "\n" << met << " of " << m.entries.size() << " expectations met\n"
+  out << "\n"
+      << met << " of " << m.entries.size() << " expectations met\n"
       << "junit: " << junit << "\nsummary: " << dir << "/summary.html\n";
   if (interrupt.interrupted()) return 128 + interrupt.signal_number();
   return met == m.entries.size() ? kExitValid : kExitInvalid;

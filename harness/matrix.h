@@ -36,11 +36,11 @@ namespace lockcheck {
 
 struct MatrixEntry {
   std::string name;
-  RunConfig config;                              // defaults + the entry's fields
+  RunConfig config;  // defaults + the entry's fields
   std::vector<uint64_t> seeds;
-  std::optional<Validity> expect;                // the run's verdict, or
+  std::optional<Validity> expect;                                 // the run's verdict, or
   std::vector<std::pair<std::string, Validity>> expect_checkers;  // per checker
-  size_t min_found = 1;  // an "invalid" expectation needs this many seeds to find it (1 .. seeds.size())
+  size_t min_found = 1;           // an "invalid" expectation needs this many seeds to find it (1 .. seeds.size())
   std::string library, scenario;  // the scorecard's row and column (harness/scorecard.h); empty: not in it
 };
 
@@ -58,11 +58,11 @@ class JobRecords;  // harness/matrix_shard.h
 
 struct TestAllOptions {
   std::string matrix = "default";
-  std::string junit_path;          // empty: <summary dir>/junit.xml
+  std::string junit_path;  // empty: <summary dir>/junit.xml
   int parallel = 1;
   std::string results_dir = "results";
-  std::string lockcheck_binary;    // the binary that runs each entry (default: this one)
-  std::string shard;               // --shard K/N: run only that share (harness/matrix_shard.h); "" all
+  std::string lockcheck_binary;        // the binary that runs each entry (default: this one)
+  std::string shard;                   // --shard K/N: run only that share (harness/matrix_shard.h); "" all
   const JobRecords* replay = nullptr;  // `lockcheck merge`: take each run from here instead of running it
 };
 
@@ -70,14 +70,14 @@ struct TestAllOptions {
 struct SeedRun {
   uint64_t seed = 0;
   int exit_code = -1;
-  nlohmann::json results;                       // results.json (null when the run wrote none)
-  std::optional<double> first_anomaly_s;        // when it found an anomaly: the time of the first (of the
-                                                // checkers expected invalid, when the entry names checkers)
+  nlohmann::json results;                 // results.json (null when the run wrote none)
+  std::optional<double> first_anomaly_s;  // when it found an anomaly: the time of the first (of the
+                                          // checkers expected invalid, when the entry names checkers)
 };
 struct EntryJudgement {
   bool met = false;
-  bool error = false;     // a run failed (exit 2 or 3): the entry fails whatever was expected
-  std::string finding;    // one line: expected, found (counts, median time to the first anomaly, the first one)
+  bool error = false;   // a run failed (exit 2 or 3): the entry fails whatever was expected
+  std::string finding;  // one line: expected, found (counts, median time to the first anomaly, the first one)
 };
 // Whether e's expectation holds over its seeds' runs. Pure.
 EntryJudgement judge_entry(const MatrixEntry& e, const std::vector<SeedRun>& runs);

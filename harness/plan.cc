@@ -44,8 +44,8 @@ void validate_lock_opts(const RunConfig& c, const LockAlgorithm& algo, const Loc
   }
   for (auto it = c.lock_opts.begin(); it != c.lock_opts.end(); ++it) {
     if (!known.count(it.key())) {
-      throw ConfigError("--lock-opt: '" + it.key() + "' is not an option of " + c.lock + " (known: " +
-                        (keys.empty() ? std::string("none") : keys) + ")");
+      throw ConfigError("--lock-opt: '" + it.key() + "' is not an option of " + c.lock +
+                        " (known: " + (keys.empty() ? std::string("none") : keys) + ")");
     }
   }
 }
@@ -93,8 +93,11 @@ Plan resolve_plan(RunConfig c) {
   plan.nemeses = c.nemesis;
   const auto workload = plan.workload->make();
   if (workload->needs_fencing() && !plan.lock->hands_out_tokens && !c.fencing) {
-    throw ConfigError("--workload " + c.workload + ": the resource accepts only writes that carry a fencing token, and "
-                      "--lock " + c.lock + " hands out tokens only if its client does; add --fencing if it does "
+    throw ConfigError("--workload " + c.workload +
+                      ": the resource accepts only writes that carry a fencing token, and "
+                      "--lock " +
+                      c.lock +
+                      " hands out tokens only if its client does; add --fencing if it does "
                       "(otherwise every write would be refused and nothing would be checked)");
   }
   validate_lock_opts(c, *plan.lock, plan.adapter);

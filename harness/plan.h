@@ -19,13 +19,13 @@ struct WorkloadInfo;
 struct NemesisInfo;
 
 struct Plan {
-  RunConfig config;                       // client_cmd made for a shipped adapter
-  const LockAlgorithm* lock = nullptr;    // never null in a resolved plan
-  const LockAdapter* adapter = nullptr;   // the shipped lock library behind --lock, or null
-  const WorkloadInfo* workload = nullptr; // never null in a resolved plan
-  std::vector<std::string> nemeses;       // as given ("partition", "failover:split-brain"), each known
-  std::vector<std::string> checkers;      // the workload's checkers, + "faults" when a nemesis runs
-  bool fencing = false;                   // the lock clients hand out fencing tokens (--fencing or the workload)
+  RunConfig config;                        // client_cmd made for a shipped adapter
+  const LockAlgorithm* lock = nullptr;     // never null in a resolved plan
+  const LockAdapter* adapter = nullptr;    // the shipped lock library behind --lock, or null
+  const WorkloadInfo* workload = nullptr;  // never null in a resolved plan
+  std::vector<std::string> nemeses;        // as given ("partition", "failover:split-brain"), each known
+  std::vector<std::string> checkers;       // the workload's checkers, + "faults" when a nemesis runs
+  bool fencing = false;                    // the lock clients hand out fencing tokens (--fencing or the workload)
 };
 
 // Resolves c: for a shipped adapter sets client_cmd from its lock_opts, then checks every field

@@ -33,8 +33,8 @@ int rerun(const std::string& run_dir, std::ostream& out) {
   cfg.argv = {"lockcheck", "rerun", run_dir};
   RunOutcome o = run_test(cfg, out);
   if (o.run_dir.empty() || !fs::exists(o.run_dir + "/history.jsonl")) return o.exit_code;
-  auto [matched, total] = fault_timeline_match(read_history(run_dir + "/history.jsonl"),
-                                               read_history(o.run_dir + "/history.jsonl"));
+  auto [matched, total] =
+      fault_timeline_match(read_history(run_dir + "/history.jsonl"), read_history(o.run_dir + "/history.jsonl"));
   out << "rerun of " << run_dir << ": fault timeline matched " << matched << " of " << total
       << " faults (same action, fault and targets, in order)\n";
   if (fs::exists(o.run_dir + "/results.json")) {

@@ -7,33 +7,33 @@
 #include <condition_variable>
 #include <cstdlib>
 #include <ctime>
-#include <map>
-#include <functional>
 #include <fstream>
+#include <functional>
 #include <iomanip>
 #include <iostream>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <sstream>
 #include <thread>
 #include <vector>
 
-#include "harness/cluster_factory.h"
-#include "harness/plan.h"
+#include "core/client_pauses.h"
 #include "core/exit_codes.h"
 #include "core/history.h"
-#include "sys/process.h"
-#include "core/random.h"
-#include "core/run_log.h"
-#include "sys/signals.h"
-#include "core/version.h"
-#include "locks/lock_client.h"
-#include "report/report.h"
-#include "core/client_pauses.h"
-#include "nemesis/driver.h"
-#include "workloads/workload.h"
 #include "core/party.h"
+#include "core/random.h"
 #include "core/run_files.h"
+#include "core/run_log.h"
+#include "core/version.h"
+#include "harness/cluster_factory.h"
+#include "harness/plan.h"
+#include "locks/lock_client.h"
+#include "nemesis/driver.h"
+#include "report/report.h"
+#include "sys/process.h"
+#include "sys/signals.h"
+#include "workloads/workload.h"
 
 namespace fs = boost::filesystem;
 
@@ -59,13 +59,12 @@ std::string utc_stamp(const char* fmt) {
   return s.str();
 }
 
-
-
 // Creates results/<run-id>/ and points results/latest at it.
 std::string make_run_dir(const RunConfig& cfg) {
   fs::create_directories(cfg.results_dir);
-  const std::string base = utc_stamp("%Y%m%dT%H%M%SZ") + "-" + (cfg.label.empty() ? cfg.lock + "-" + cfg.workload : cfg.label) +
-                           "-s" + std::to_string(cfg.seed);
+  const std::string base = utc_stamp("%Y%m%dT%H%M%SZ") + "-" +
+                           (cfg.label.empty() ? cfg.lock + "-" + cfg.workload : cfg.label) + "-s" +
+                           std::to_string(cfg.seed);
   std::string dir = cfg.results_dir + "/" + base;
   for (int i = 2; fs::exists(dir); ++i) dir = cfg.results_dir + "/" + base + "-" + std::to_string(i);
   fs::create_directories(dir + "/nodes");
@@ -124,10 +123,17 @@ class Progress {
 // retired after an info op is replaced in its slot by a fresh process id (slot + k * concurrency).
 class Workers {
  public:
-  Workers(const Plan& plan, Cluster& cluster, HistoryWriter& history, Workload& workload,
-          const std::atomic<bool>& stop, RunLog& log, ClientPauses& pauses, std::string run_dir)
-      : plan_(plan), cfg_(plan.config), cluster_(cluster), history_(history), workload_(workload), stop_(stop), log_(log),
-        pauses_(pauses), run_dir_(std::move(run_dir)) {}
+  Workers(const Plan& plan, Cluster& cluster, HistoryWriter& history, Workload& workload, const std::atomic<bool>& stop,
+          RunLog& log, ClientPauses& pauses, std::string run_dir)
+      : plan_(plan),
+        cfg_(plan.config),
+        cluster_(cluster),
+        history_(history),
+        workload_(workload),
+        stop_(stop),
+        log_(log),
+        pauses_(pauses),
+        run_dir_(std::move(run_dir)) {}
   ~Workers() { join(); }
 
   void start() {
@@ -203,8 +209,10 @@ class Workers {
         lo.seed = derive_seed(cfg_.seed, 1000 + static_cast<uint64_t>(p));
         lo.extra = lock_extra(cfg_, run_dir_ + "/clients/p" + std::to_string(p) + ".stderr");
         auto client = algo->make(lo);
-        ProcessEnv env{p, *client, history_, std::mt19937_64(derive_seed(cfg_.seed, static_cast<uint64_t>(p))),
-                       stop_, WorkloadOptions::from(cfg_), &pauses_};
+        ProcessEnv env{p,        *client,
+                       history_, std::mt19937_64(derive_seed(cfg_.seed, static_cast<uint64_t>(p))),
+                       stop_,    WorkloadOptions::from(cfg_),
+                       &pauses_};
         if (workload_.run_process(env) == ProcessExit::kStopped) return;
         log_.log("process " + std::to_string(p) + " retired after an info op; slot " + std::to_string(slot) +
                  " continues as process " + std::to_string(p + cfg_.concurrency));
@@ -327,8 +335,8 @@ nlohmann::json unfinished_results(nlohmann::json results, const std::string& err
 std::chrono::milliseconds stop_bound(const RunConfig& cfg) {
   // Long enough for every call in flight to end by its own timeouts (a sequential Redlock round over every
   // node, connect + op timeout each, twice for a retry), plus the external client's own timeout.
-  const int64_t per_call = static_cast<int64_t>(cfg.nodes) * 2 * (std::min<int64_t>(cfg.op_timeout_ms, 1000) +
-                                                                   cfg.op_timeout_ms);
+  const int64_t per_call =
+      static_cast<int64_t>(cfg.nodes) * 2 * (std::min<int64_t>(cfg.op_timeout_ms, 1000) + cfg.op_timeout_ms);
   return std::chrono::milliseconds(5000 + per_call);
 }
 
@@ -357,8 +365,7 @@ nlohmann::json check_history(const RunConfig& cfg, const History& h, const std::
     } else {
       auto t0 = std::chrono::steady_clock::now();
       r = run_checker(*c, h, opts);
-      r.stats["elapsed_ms"] =
-          std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+      r.stats["elapsed_ms"] = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
     }
     overall = merge(overall, r.valid);
     checkers.push_back(r);
@@ -448,7 +455,8 @@ RunOutcome run_test(RunConfig given, std::ostream& out) {
         progress.done();
         abandon_stuck_run(cfg, dir, *cluster, history, log, started_at, why, out);
       }
-      progress.tick(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), history.counts(), true);
+      progress.tick(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), history.counts(),
+                    true);
       progress.done();
       duration_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
       failure = workers.first_error();

@@ -21,9 +21,9 @@ namespace lockcheck {
 inline constexpr char kRunDirFileEnv[] = "LOCKCHECK_RUN_DIR_FILE";
 
 struct RunOutcome {
-  std::string run_dir;            // empty when the run never got a folder
+  std::string run_dir;  // empty when the run never got a folder
   Validity valid = Validity::kUnknown;
-  int exit_code = 3;              // see core/exit_codes.h
+  int exit_code = 3;  // see core/exit_codes.h
 };
 
 // Runs one test end to end and writes results/<run-id>/. Prints progress and the verdict to out.

@@ -6,8 +6,8 @@
 #include <sstream>
 
 #include "core/exit_codes.h"
-#include "report/html.h"
 #include "harness/seed_search.h"
+#include "report/html.h"
 
 namespace lockcheck {
 
@@ -21,7 +21,6 @@ size_t index_of(std::vector<std::string>& v, const std::string& s) {
   v.push_back(s);
   return v.size() - 1;
 }
-
 
 std::string seconds_text(double s) {
   std::ostringstream o;
@@ -63,7 +62,8 @@ Scorecard build_scorecard(const Matrix& m, const std::vector<ScorecardRun>& runs
     where[i] = {index_of(s.rows, e.library), index_of(s.columns, e.scenario)};
   }
   s.cells.assign(s.rows.size(), std::vector<ScorecardCell>(s.columns.size()));
-  std::vector<std::vector<std::vector<double>>> firsts(s.rows.size(), std::vector<std::vector<double>>(s.columns.size()));
+  std::vector<std::vector<std::vector<double>>> firsts(s.rows.size(),
+                                                       std::vector<std::vector<double>>(s.columns.size()));
   for (const auto& r : runs) {
     if (r.entry >= where.size() || where[r.entry].first == SIZE_MAX) continue;
     auto [row, col] = where[r.entry];

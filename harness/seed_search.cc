@@ -58,8 +58,8 @@ int run_seeds(const RunConfig& base, int n, std::ostream& out) {
   if (failed) out << " (" << failed << " runs failed)";
   if (!firsts.empty()) {
     std::sort(firsts.begin(), firsts.end());
-    const double median = firsts.size() % 2 ? firsts[firsts.size() / 2]
-                                            : (firsts[firsts.size() / 2 - 1] + firsts[firsts.size() / 2]) / 2;
+    const double median =
+        firsts.size() % 2 ? firsts[firsts.size() / 2] : (firsts[firsts.size() / 2 - 1] + firsts[firsts.size() / 2]) / 2;
     out << "; median time to the first anomaly " << std::fixed << std::setprecision(1) << median << " s (min "
         << firsts.front() << " s, max " << firsts.back() << " s)";
   }

@@ -15,8 +15,10 @@ using K = AdapterOptionKind;
 
 // Options every go-redis based adapter takes (clients/internal/proto).
 std::vector<AdapterOption> with_go_redis(std::vector<AdapterOption> own) {
-  own.push_back({"max_retries", "--max-retries", K::kInt, "go-redis MaxRetries per command (library default 3; -1: none)"});
-  own.push_back({"redis_timeout_ms", "--redis-timeout-ms", K::kInt, "go-redis dial/read/write timeout (default: --op-timeout-ms)"});
+  own.push_back(
+      {"max_retries", "--max-retries", K::kInt, "go-redis MaxRetries per command (library default 3; -1: none)"});
+  own.push_back({"redis_timeout_ms", "--redis-timeout-ms", K::kInt,
+                 "go-redis dial/read/write timeout (default: --op-timeout-ms)"});
   own.push_back({"pool_size", "--pool-size", K::kInt, "go-redis PoolSize (0: library default)"});
   own.push_back({"dialer_retries", "--dialer-retries", K::kInt,
                  "go-redis DialerRetries, 100 ms apart (0: library default 5; a dead node then times out)"});
@@ -64,14 +66,20 @@ const Registry<LockAdapter>& lock_adapters() {
        with_go_redis({
            {"retry_count", "--retry-count", K::kInt, "LimitRetry(LinearBackoff) retries (library default: NoRetry)"},
            {"retry_backoff_ms", "--retry-backoff-ms", K::kInt, "LinearBackoff between retries (default 100)"},
-           {"obtain_timeout_ms", "--obtain-timeout-ms", K::kInt, "Obtain's context deadline (0: the TTL, as the library)"},
+           {"obtain_timeout_ms", "--obtain-timeout-ms", K::kInt,
+            "Obtain's context deadline (0: the TTL, as the library)"},
        }),
        "library: bsm/redislock (Go, one node over go-redis v9), adapter clients/redislock",
        "one node is a single point of failure; no validity of its own: a paused holder outlives its lease"},
-      {"redis-py", "redis.lock.Lock of redis-py (Debian python3-redis, one node)", "4.3.4 (Debian bookworm)",
-       "redis-py.py", "/usr/bin/python3", "python3-redis",
+      {"redis-py",
+       "redis.lock.Lock of redis-py (Debian python3-redis, one node)",
+       "4.3.4 (Debian bookworm)",
+       "redis-py.py",
+       "/usr/bin/python3",
+       "python3-redis",
        {
-           {"blocking_timeout_s", "--blocking-timeout-s", K::kFloat, "Lock(blocking_timeout): retry this long (default: one try)"},
+           {"blocking_timeout_s", "--blocking-timeout-s", K::kFloat,
+            "Lock(blocking_timeout): retry this long (default: one try)"},
            {"sleep_s", "--sleep-s", K::kFloat, "Lock(sleep) between blocking tries (default 0.1)"},
            {"socket_timeout_ms", "--socket-timeout-ms", K::kInt, "Redis(socket_timeout) (default: --op-timeout-ms)"},
            {"retry_on_timeout", "--retry-on-timeout", K::kBool, "Redis(retry_on_timeout=True)"},
@@ -107,12 +115,12 @@ std::vector<std::string> adapter_argv(const LockAdapter& a, const nlohmann::json
       if (it.key() == o.key) opt = &o;
     }
     if (!opt) {
-      throw std::invalid_argument("lock option '" + it.key() + "' is not known to " + a.name + " (known: " +
-                                  known_keys(a) + ")");
+      throw std::invalid_argument("lock option '" + it.key() + "' is not known to " + a.name +
+                                  " (known: " + known_keys(a) + ")");
     }
     const nlohmann::json v = as_json(it.value());
-    const std::string bad = "lock option '" + it.key() + "' of " + a.name + ": " + it.value().dump() +
-                            " is not " + kind_name(opt->kind);
+    const std::string bad =
+        "lock option '" + it.key() + "' of " + a.name + ": " + it.value().dump() + " is not " + kind_name(opt->kind);
     switch (opt->kind) {
       case K::kBool:
         if (!v.is_boolean()) throw std::invalid_argument(bad);

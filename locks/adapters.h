@@ -16,17 +16,17 @@ namespace lockcheck {
 enum class AdapterOptionKind { kInt, kFloat, kBool };
 
 struct AdapterOption {
-  const char* key;    // the lock option (snake_case)
-  const char* flag;   // the adapter's flag, e.g. --drift-factor
+  const char* key;   // the lock option (snake_case)
+  const char* flag;  // the adapter's flag, e.g. --drift-factor
   AdapterOptionKind kind;
-  const char* help;   // what it is, with the library's default
+  const char* help;  // what it is, with the library's default
 };
 
 struct LockAdapter {
-  const char* name;      // --lock NAME
-  const char* library;   // e.g. github.com/go-redsync/redsync/v4
-  const char* version;   // pinned in clients/go.mod, or the Debian package's
-  const char* program;   // file in the clients directory (build/clients/)
+  const char* name;         // --lock NAME
+  const char* library;      // e.g. github.com/go-redsync/redsync/v4
+  const char* version;      // pinned in clients/go.mod, or the Debian package's
+  const char* program;      // file in the clients directory (build/clients/)
   const char* interpreter;  // "" for a binary, else e.g. /usr/bin/python3
   const char* toolchain;    // what scripts/build-clients needs for it
   std::vector<AdapterOption> options;

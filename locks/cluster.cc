@@ -19,9 +19,9 @@
 
 #include <map>
 
-#include "sys/process.h"
 #include "core/random.h"
 #include "locks/single_node.h"
+#include "sys/process.h"
 
 namespace lockcheck {
 
@@ -146,8 +146,8 @@ class ClusterLock : public LockClient {
         node = to;
         continue;
       }
-      if (starts_with(r.error, "CLUSTERDOWN") || starts_with(r.error, "TRYAGAIN") ||
-          starts_with(r.error, "READONLY") || starts_with(r.error, "MASTERDOWN")) {
+      if (starts_with(r.error, "CLUSTERDOWN") || starts_with(r.error, "TRYAGAIN") || starts_with(r.error, "READONLY") ||
+          starts_with(r.error, "MASTERDOWN")) {
         mark_stale(node);
       }
       return r;
@@ -173,7 +173,8 @@ class ClusterLock : public LockClient {
         const redisReply* range = raw->element[i];
         if (range->type != REDIS_REPLY_ARRAY || range->elements < 3) continue;
         const redisReply* master = range->element[2];
-        if (master->type != REDIS_REPLY_ARRAY || master->elements < 2 || master->element[0]->type != REDIS_REPLY_STRING) {
+        if (master->type != REDIS_REPLY_ARRAY || master->elements < 2 ||
+            master->element[0]->type != REDIS_REPLY_STRING) {
           continue;
         }
         const int node = node_at(std::string(master->element[0]->str, master->element[0]->len),
@@ -209,10 +210,14 @@ std::unique_ptr<LockClient> make_cluster_lock(const LockOptions& o) {
 
 // This lock's line in the registry (locks/registry.cc): its name, what `lockcheck list` says of it, its factory.
 LockAlgorithm cluster_lock() {
-  return {"cluster", "V3.1 on a Redis Cluster (--topology cluster): the key's slot master, MOVED/ASK followed",
-   "replication is asynchronous: a master cut off from the cluster grants locks its promoted replica never "
-   "receives",
-   make_cluster_lock, "", /*hands_out_tokens=*/true, Topology::kCluster};
+  return {"cluster",
+          "V3.1 on a Redis Cluster (--topology cluster): the key's slot master, MOVED/ASK followed",
+          "replication is asynchronous: a master cut off from the cluster grants locks its promoted replica never "
+          "receives",
+          make_cluster_lock,
+          "",
+          /*hands_out_tokens=*/true,
+          Topology::kCluster};
 }
 
 }  // namespace lockcheck

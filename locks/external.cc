@@ -21,8 +21,8 @@
 #include <cstring>
 #include <filesystem>
 
-#include "sys/process.h"
 #include "locks/lock_extra.h"
+#include "sys/process.h"
 
 namespace lockcheck {
 
@@ -177,11 +177,16 @@ class ExternalLock : public LockClient {
     } catch (const nlohmann::json::parse_error&) {
       return give_up("malformed answer (not JSON): " + line.substr(0, 200));
     }
-    auto bad = [&](const char* what) { return give_up(std::string("malformed answer (") + what + "): " + line.substr(0, 200)); };
+    auto bad = [&](const char* what) {
+      return give_up(std::string("malformed answer (") + what + "): " + line.substr(0, 200));
+    };
     if (!a.is_object()) return bad("not an object");
     auto ok = a.find("ok");
     if (ok == a.end() || !ok->is_boolean()) return bad("\"ok\" must be true or false");
-    auto field = [&](const char* name) { auto it = a.find(name); return it == a.end() || it->is_null() ? nullptr : &*it; };
+    auto field = [&](const char* name) {
+      auto it = a.find(name);
+      return it == a.end() || it->is_null() ? nullptr : &*it;
+    };
     const nlohmann::json* token = field("token");
     const nlohmann::json* validity = field("validity_ms");
     const nlohmann::json* error = field("error");
@@ -203,11 +208,11 @@ class ExternalLock : public LockClient {
 
   std::chrono::milliseconds timeout_{0};
   std::chrono::milliseconds startup_{0};
-  bool answered_ = false;         // the client has answered once (it has started)
-  nlohmann::json base_;           // the fields every request carries
+  bool answered_ = false;  // the client has answered once (it has started)
+  nlohmann::json base_;    // the fields every request carries
   std::unique_ptr<ChildProcess> child_;
-  std::string buffer_;            // bytes read past the last answer
-  std::string gone_;              // why the client was given up
+  std::string buffer_;  // bytes read past the last answer
+  std::string gone_;    // why the client was given up
 };
 
 }  // namespace
@@ -216,11 +221,15 @@ std::unique_ptr<LockClient> make_external_lock(const LockOptions& o) { return st
 
 // This lock's line in the registry (locks/registry.cc): its name, what `lockcheck list` says of it, its factory.
 LockAlgorithm external_lock() {
-  return {"external", "a lock client in any language: a subprocess per client speaking JSON lines on stdin/stdout "
-   "(--client-cmd)",
-   "whatever the client gets wrong; a crash, a malformed answer or a missed deadline is recorded as info",
-   make_external_lock, "client_timeout_ms, client_startup_ms, client_stderr_path",
-   /*hands_out_tokens=*/false, Topology::kIndependent, /*external=*/true};
+  return {"external",
+          "a lock client in any language: a subprocess per client speaking JSON lines on stdin/stdout "
+          "(--client-cmd)",
+          "whatever the client gets wrong; a crash, a malformed answer or a missed deadline is recorded as info",
+          make_external_lock,
+          "client_timeout_ms, client_startup_ms, client_stderr_path",
+          /*hands_out_tokens=*/false,
+          Topology::kIndependent,
+          /*external=*/true};
 }
 
 }  // namespace lockcheck

@@ -11,11 +11,11 @@
 // reading of its clock. A client whose clock runs ahead takes live locks for expired ones and steals them.
 #include <map>
 
-#include "sys/process.h"
 #include "core/random.h"
 #include "locks/fencing.h"
 #include "locks/lock_extra.h"
 #include "locks/single_node.h"
+#include "sys/process.h"
 
 namespace lockcheck {
 
@@ -87,16 +87,14 @@ class GetsetLock : public LockClient {
     return res;
   }
 
-  LockResult extend(const std::string&, std::chrono::milliseconds) override {
-    return LockResult::fail("unsupported");
-  }
+  LockResult extend(const std::string&, std::chrono::milliseconds) override { return LockResult::fail("unsupported"); }
 
  private:
   int64_t now_ms() const { return wall_ms() + skew_ms_; }
 
   RedisConn conn_;
   bool fencing_;
-  int64_t skew_ms_ = 0;  // this client's clock error
+  int64_t skew_ms_ = 0;                      // this client's clock error
   std::map<std::string, std::string> held_;  // key -> the expiry value we wrote
 };
 
@@ -109,24 +107,25 @@ std::unique_ptr<LockClient> make_getset_lock(const LockOptions& o) {
 
 // This lock's line in the registry (locks/registry.cc): its name, what `lockcheck list` says of it, its factory.
 LockAlgorithm getset_lock() {
-  return {"getset", "V1.1: value = expiry timestamp (client wall clock), no Redis TTL; SETNX, else GET and GETSET to "
-   "steal an expired lock; release with DEL",
-   "needs synchronised client clocks; a losing GETSET still moves the holder's expiry; DEL deletes a lock "
-   "another client has stolen",
-   make_getset_lock};
+  return {"getset",
+          "V1.1: value = expiry timestamp (client wall clock), no Redis TTL; SETNX, else GET and GETSET to "
+          "steal an expired lock; release with DEL",
+          "needs synchronised client clocks; a losing GETSET still moves the holder's expiry; DEL deletes a lock "
+          "another client has stolen",
+          make_getset_lock};
 }
 
 // This lock's line in the registry (locks/registry.cc): its name, what `lockcheck list` says of it, its factory.
 LockAlgorithm getset_skewed_lock() {
   return {"getset-skewed",
-   "getset with client clocks off by up to +-400 ms (each client a fixed offset drawn from its seed)",
-   "a client whose clock runs ahead steals live locks (the recipe assumes synchronised clocks)",
-   [](const LockOptions& o) {
-     LockOptions s = o;
-     if (!s.extra.is_object()) s.extra = nlohmann::json::object();
-     if (!s.extra.contains("clock_skew_max_ms")) s.extra["clock_skew_max_ms"] = 400;
-     return make_getset_lock(s);
-   }};
+          "getset with client clocks off by up to +-400 ms (each client a fixed offset drawn from its seed)",
+          "a client whose clock runs ahead steals live locks (the recipe assumes synchronised clocks)",
+          [](const LockOptions& o) {
+            LockOptions s = o;
+            if (!s.extra.is_object()) s.extra = nlohmann::json::object();
+            if (!s.extra.contains("clock_skew_max_ms")) s.extra["clock_skew_max_ms"] = 400;
+            return make_getset_lock(s);
+          }};
 }
 
 }  // namespace lockcheck

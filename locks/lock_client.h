@@ -21,10 +21,10 @@
 namespace lockcheck {
 
 struct LockResult {
-  OpType outcome = OpType::kFail;          // kOk, kFail or kInfo
-  std::string error;                       // why, for fail and info
-  std::optional<int64_t> validity_ms;      // acquire/extend ok: how long the client may assume it holds it
-  std::optional<int64_t> token;            // acquire ok with fencing: the fencing token
+  OpType outcome = OpType::kFail;      // kOk, kFail or kInfo
+  std::string error;                   // why, for fail and info
+  std::optional<int64_t> validity_ms;  // acquire/extend ok: how long the client may assume it holds it
+  std::optional<int64_t> token;        // acquire ok with fencing: the fencing token
 
   static LockResult ok() { return {OpType::kOk, "", std::nullopt, std::nullopt}; }
   static LockResult fail(std::string why) { return {OpType::kFail, std::move(why), std::nullopt, std::nullopt}; }
@@ -32,16 +32,16 @@ struct LockResult {
 };
 
 struct LockOptions {
-  std::vector<Endpoint> nodes;                            // the lock nodes as this client reaches them
+  std::vector<Endpoint> nodes;  // the lock nodes as this client reaches them
   // The same nodes' own addresses, in the same order: what Sentinel reports. A Sentinel-aware client maps a
   // reported address to nodes[i] (the fault proxy's link for this client). Empty: the same as nodes.
   std::vector<Endpoint> node_addresses;
-  std::vector<Endpoint> sentinels;                        // replicated topology only
+  std::vector<Endpoint> sentinels;  // replicated topology only
   std::chrono::milliseconds connect_timeout{200};
-  std::chrono::milliseconds op_timeout{500};              // per request (per node for Redlock)
-  bool fencing = false;                                   // hand out fencing tokens with each acquire
-  uint64_t seed = 0;                                      // for retry jitter and the like
-  nlohmann::json extra = nlohmann::json::object();        // algorithm-specific options, e.g. redlock retries
+  std::chrono::milliseconds op_timeout{500};        // per request (per node for Redlock)
+  bool fencing = false;                             // hand out fencing tokens with each acquire
+  uint64_t seed = 0;                                // for retry jitter and the like
+  nlohmann::json extra = nlohmann::json::object();  // algorithm-specific options, e.g. redlock retries
 };
 
 class LockClient {
@@ -73,8 +73,8 @@ class LockClient {
 
 struct LockAlgorithm {
   const char* name;
-  const char* description;   // one line: what it is
-  const char* known_defects; // one line: what it is known to get wrong
+  const char* description;    // one line: what it is
+  const char* known_defects;  // one line: what it is known to get wrong
   std::function<std::unique_ptr<LockClient>(const LockOptions&)> make;
   const char* option_keys = "";  // the LockOptions.extra keys it reads (--lock-opt), comma separated
   // True when the harness can make it hand out fencing tokens (LockOptions.fencing); false when that is up to

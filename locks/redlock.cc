@@ -86,10 +86,10 @@ struct RedlockOptions {
 // Counts one round's replies, keeping the first reason of each kind for the error text.
 struct Tally {
   QuorumCount count;
-  std::vector<bool> yes;   // per node
+  std::vector<bool> yes;  // per node
   std::vector<bool> unknown;
   std::string first_no, first_unknown;
-  int held = 0;            // "no" because another client holds the key (NX refused, script 0)
+  int held = 0;  // "no" because another client holds the key (NX refused, script 0)
 
   // A node's reply: yes_if decides what counts as done.
   template <typename YesIf>
@@ -122,8 +122,8 @@ struct Tally {
   }
 
   std::string describe(int quorum, size_t n) const {
-    std::string s = std::to_string(count.yes) + " of " + std::to_string(n) + " nodes (quorum " +
-                    std::to_string(quorum) + ")";
+    std::string s =
+        std::to_string(count.yes) + " of " + std::to_string(n) + " nodes (quorum " + std::to_string(quorum) + ")";
     if (held > 0) s += ", " + std::to_string(held) + " held by another client";
     const int down = count.no - held;
     if (down > 0) s += ", " + std::to_string(down) + " refused (" + first_no + ")";
@@ -157,7 +157,8 @@ class Redlock : public LockClient {
       if (a.outcome == OpType::kInfo) indeterminate = true;
       why = a.error;
     }
-    const std::string tries = opts_.retry_count > 0 ? " (after " + std::to_string(opts_.retry_count + 1) + " attempts)" : "";
+    const std::string tries =
+        opts_.retry_count > 0 ? " (after " + std::to_string(opts_.retry_count + 1) + " attempts)" : "";
     return indeterminate ? LockResult::info(why + tries) : LockResult::fail(why + tries);
   }
 
@@ -166,14 +167,11 @@ class Redlock : public LockClient {
     if (it == tokens_.end()) return LockResult::fail("not held by this client");
     Tally t = Tally::of(fanout_.run_all({"EVAL", kCompareAndDeleteScript, "1", key, it->second}), is_one);
     switch (judge(t.count, opts_.quorum)) {
-      case QuorumVerdict::kReached:
-        tokens_.erase(it);
-        return LockResult::ok();
+      case QuorumVerdict::kReached: tokens_.erase(it); return LockResult::ok();
       case QuorumVerdict::kUnreachable:
         tokens_.erase(it);
         return LockResult::fail("not held on a quorum (expired or taken): deleted on " + describe(t));
-      case QuorumVerdict::kUnknown:
-        break;
+      case QuorumVerdict::kUnknown: break;
     }
     return LockResult::info("release unknown: deleted on " + describe(t));
   }
@@ -183,8 +181,7 @@ class Redlock : public LockClient {
     if (it == tokens_.end()) return LockResult::fail("not held by this client");
     const auto start = std::chrono::steady_clock::now();
     Tally t = Tally::of(
-        fanout_.run_all({"EVAL", kCompareAndPexpireScript, "1", key, it->second, std::to_string(ttl.count())}),
-        is_one);
+        fanout_.run_all({"EVAL", kCompareAndPexpireScript, "1", key, it->second, std::to_string(ttl.count())}), is_one);
     const int64_t validity = validity_ms(ttl, start);
     switch (judge(t.count, opts_.quorum)) {
       case QuorumVerdict::kReached:
@@ -196,8 +193,7 @@ class Redlock : public LockClient {
         return LockResult::info("extended on a quorum, but too late (validity " + std::to_string(validity) + " ms)");
       case QuorumVerdict::kUnreachable:
         return LockResult::fail("not held on a quorum (expired or taken): extended on " + describe(t));
-      case QuorumVerdict::kUnknown:
-        break;
+      case QuorumVerdict::kUnknown: break;
     }
     return LockResult::info("extension unknown: extended on " + describe(t));
   }
@@ -277,8 +273,8 @@ class Redlock : public LockClient {
     for (const auto& r : incr) {
       if (r.is_integer()) max = std::max<int64_t>(max, r.integer);
     }
-    Tally raised = Tally::of(fanout_.run_all({"EVAL", kRaiseCounterScript, "1", counter, std::to_string(max)}),
-                             is_integer_reply);
+    Tally raised =
+        Tally::of(fanout_.run_all({"EVAL", kRaiseCounterScript, "1", counter, std::to_string(max)}), is_integer_reply);
     if (raised.count.yes < opts_.quorum) {
       *why = "counter raised on " + describe(raised);
       return std::nullopt;
@@ -305,19 +301,21 @@ std::unique_ptr<LockClient> make_redlock_sequential(const LockOptions& o) {
 
 // This lock's line in the registry (locks/registry.cc): its name, what `lockcheck list` says of it, its factory.
 LockAlgorithm redlock_lock() {
-  return {"redlock", "Redlock: SET NX PX on N independent masters in parallel, quorum N/2+1, validity = TTL - "
-   "elapsed - drift, retries after a random delay",
-   "assumes bounded clock drift and pauses: a clock jump or an amnesic restart on one node of a quorum, or a "
-   "pause past the validity, breaks mutual exclusion",
-   make_redlock, "retry_count, retry_delay_ms, retry_jitter_ms, drift_factor, drift_ms, quorum"};
+  return {"redlock",
+          "Redlock: SET NX PX on N independent masters in parallel, quorum N/2+1, validity = TTL - "
+          "elapsed - drift, retries after a random delay",
+          "assumes bounded clock drift and pauses: a clock jump or an amnesic restart on one node of a quorum, or a "
+          "pause past the validity, breaks mutual exclusion",
+          make_redlock, "retry_count, retry_delay_ms, retry_jitter_ms, drift_factor, drift_ms, quorum"};
 }
 
 // This lock's line in the registry (locks/registry.cc): its name, what `lockcheck list` says of it, its factory.
 LockAlgorithm redlock_sequential_lock() {
-  return {"redlock-sequential", "Redlock with the nodes contacted one after another (redis-rb, redlock-py, "
-   "redis-plus-plus, Redisson's RedLock)",
-   "as redlock; and every slow or dead node before the quorum eats into the validity (N x the latency)",
-   make_redlock_sequential, "retry_count, retry_delay_ms, retry_jitter_ms, drift_factor, drift_ms, quorum"};
+  return {"redlock-sequential",
+          "Redlock with the nodes contacted one after another (redis-rb, redlock-py, "
+          "redis-plus-plus, Redisson's RedLock)",
+          "as redlock; and every slow or dead node before the quorum eats into the validity (N x the latency)",
+          make_redlock_sequential, "retry_count, retry_delay_ms, retry_jitter_ms, drift_factor, drift_ms, quorum"};
 }
 
 }  // namespace lockcheck

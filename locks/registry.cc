@@ -12,8 +12,14 @@ namespace {
 
 // A shipped library adapter is an `external` lock whose client command lockcheck makes itself.
 LockAlgorithm adapter_lock(const LockAdapter& a) {
-  return {a.name,         a.description, a.known_defects, make_external_lock, "", /*hands_out_tokens=*/false,
-          Topology::kIndependent, /*external=*/true};
+  return {a.name,
+          a.description,
+          a.known_defects,
+          make_external_lock,
+          "",
+          /*hands_out_tokens=*/false,
+          Topology::kIndependent,
+          /*external=*/true};
 }
 
 }  // namespace

@@ -4,9 +4,9 @@
 // works. The recipe writes EX seconds; PX is the same command in milliseconds (honours --ttl-ms exactly).
 #include <set>
 
-#include "sys/process.h"
 #include "locks/fencing.h"
 #include "locks/single_node.h"
+#include "sys/process.h"
 
 namespace lockcheck {
 
@@ -38,9 +38,7 @@ class SetNxExDelLock : public LockClient {
     return res;
   }
 
-  LockResult extend(const std::string&, std::chrono::milliseconds) override {
-    return LockResult::fail("unsupported");
-  }
+  LockResult extend(const std::string&, std::chrono::milliseconds) override { return LockResult::fail("unsupported"); }
 
  private:
   RedisConn conn_;
@@ -58,8 +56,7 @@ std::unique_ptr<LockClient> make_set_nx_ex_del_lock(const LockOptions& o) {
 // This lock's line in the registry (locks/registry.cc): its name, what `lockcheck list` says of it, its factory.
 LockAlgorithm set_nx_ex_del_lock() {
   return {"set-nx-ex-del", "V2.0: SET key 1 NX PX ttl in one command; release with plain DEL",
-   "a holder that outlives its TTL deletes the next holder's lock with DEL",
-   make_set_nx_ex_del_lock};
+          "a holder that outlives its TTL deletes the next holder's lock with DEL", make_set_nx_ex_del_lock};
 }
 
 }  // namespace lockcheck

@@ -5,9 +5,9 @@
 // deletes the next holder's lock as V2.0 did; skewed client clocks make collisions likelier still.
 #include <map>
 
-#include "sys/process.h"
 #include "locks/fencing.h"
 #include "locks/single_node.h"
+#include "sys/process.h"
 
 namespace lockcheck {
 
@@ -46,9 +46,7 @@ class SetNxTimestampLock : public LockClient {
     return res;
   }
 
-  LockResult extend(const std::string&, std::chrono::milliseconds) override {
-    return LockResult::fail("unsupported");
-  }
+  LockResult extend(const std::string&, std::chrono::milliseconds) override { return LockResult::fail("unsupported"); }
 
  private:
   RedisConn conn_;
@@ -66,9 +64,9 @@ std::unique_ptr<LockClient> make_set_nx_timestamp_lock(const LockOptions& o) {
 // This lock's line in the registry (locks/registry.cc): its name, what `lockcheck list` says of it, its factory.
 LockAlgorithm set_nx_timestamp_lock() {
   return {"set-nx-timestamp", "V3.0: SET key <Unix seconds> NX PX ttl; release by compare-and-delete",
-   "the value is not unique: clients locking within the same second share it, so a late holder deletes the "
-   "next holder's lock",
-   make_set_nx_timestamp_lock};
+          "the value is not unique: clients locking within the same second share it, so a late holder deletes the "
+          "next holder's lock",
+          make_set_nx_timestamp_lock};
 }
 
 }  // namespace lockcheck

@@ -11,10 +11,10 @@
 // between the two commands (the acquire is reported info: the client is gone).
 #include <set>
 
-#include "sys/process.h"
 #include "locks/fencing.h"
 #include "locks/lock_extra.h"
 #include "locks/single_node.h"
+#include "sys/process.h"
 
 namespace lockcheck {
 
@@ -53,9 +53,7 @@ class SetnxExpireLock : public LockClient {
     return res;
   }
 
-  LockResult extend(const std::string&, std::chrono::milliseconds) override {
-    return LockResult::fail("unsupported");
-  }
+  LockResult extend(const std::string&, std::chrono::milliseconds) override { return LockResult::fail("unsupported"); }
 
  private:
   RedisConn conn_;
@@ -74,9 +72,9 @@ std::unique_ptr<LockClient> make_setnx_expire_lock(const LockOptions& o) {
 // This lock's line in the registry (locks/registry.cc): its name, what `lockcheck list` says of it, its factory.
 LockAlgorithm setnx_expire_lock() {
   return {"setnx-expire", "V1.0: SETNX key 1, then EXPIRE as a second command; release with DEL",
-   "not atomic: a client that dies between the two commands leaves a lock that never expires; DEL deletes "
-   "whoever holds it",
-   make_setnx_expire_lock};
+          "not atomic: a client that dies between the two commands leaves a lock that never expires; DEL deletes "
+          "whoever holds it",
+          make_setnx_expire_lock};
 }
 
 }  // namespace lockcheck

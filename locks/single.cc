@@ -11,12 +11,12 @@
 #include <chrono>
 #include <map>
 
-#include "sys/process.h"
 #include "core/random.h"
-#include "sys/redis_conn.h"
 #include "locks/fencing.h"
 #include "locks/lock_client.h"
 #include "locks/lock_extra.h"
+#include "sys/process.h"
+#include "sys/redis_conn.h"
 
 namespace lockcheck {
 
@@ -112,22 +112,23 @@ std::unique_ptr<LockClient> make_single_lock(const LockOptions& o) {
 // This lock's line in the registry (locks/registry.cc): its name, what `lockcheck list` says of it, its factory.
 LockAlgorithm single_lock() {
   return {"single", "V3.1: SET key token NX PX ttl on one node, random 20-byte token, compare-and-delete release",
-   "one node is a single point of failure; a holder paused past the TTL keeps working after the lock expired",
-   make_single_lock};
+          "one node is a single point of failure; a holder paused past the TTL keeps working after the lock expired",
+          make_single_lock};
 }
 
 // This lock's line in the registry (locks/registry.cc): its name, what `lockcheck list` says of it, its factory.
 LockAlgorithm single_extend_setnx_lock() {
-  return {"single-extend-setnx", "single whose extend re-creates an expired lock with SET NX (redsync's "
-   "WithSetNXOnExtend; lock option extend_mode=setnx)",
-   "an extend after the lock expired and another client held it succeeds: the client believes it held the "
-   "lock throughout (resurrected lock)",
-   [](const LockOptions& o) {
-     LockOptions s = o;
-     if (!s.extra.is_object()) s.extra = nlohmann::json::object();
-     s.extra["extend_mode"] = "setnx";
-     return make_single_lock(s);
-   }};
+  return {"single-extend-setnx",
+          "single whose extend re-creates an expired lock with SET NX (redsync's "
+          "WithSetNXOnExtend; lock option extend_mode=setnx)",
+          "an extend after the lock expired and another client held it succeeds: the client believes it held the "
+          "lock throughout (resurrected lock)",
+          [](const LockOptions& o) {
+            LockOptions s = o;
+            if (!s.extra.is_object()) s.extra = nlohmann::json::object();
+            s.extra["extend_mode"] = "setnx";
+            return make_single_lock(s);
+          }};
 }
 
 }  // namespace lockcheck

@@ -24,11 +24,11 @@
 #include <map>
 #include <optional>
 
-#include "sys/process.h"
 #include "core/random.h"
 #include "locks/fencing.h"
 #include "locks/lock_extra.h"
 #include "locks/single_node.h"
+#include "sys/process.h"
 
 namespace lockcheck {
 
@@ -52,7 +52,8 @@ class SingleFailoverLock : public LockClient {
     if (o.sentinels.empty()) {
       throw std::invalid_argument("lock single-failover needs Sentinels: run it with --topology replicated");
     }
-    for (const auto& s : o.sentinels) sentinels_.push_back(std::make_unique<RedisConn>(s, connect_timeout_, op_timeout_));
+    for (const auto& s : o.sentinels)
+      sentinels_.push_back(std::make_unique<RedisConn>(s, connect_timeout_, op_timeout_));
   }
 
   LockResult acquire(const std::string& key, std::chrono::milliseconds ttl) override {
@@ -165,9 +166,9 @@ class SingleFailoverLock : public LockClient {
     auto acked = w.integer();
     if (acked && *acked >= wait_replicas_) return LockResult::ok();
     forget_master_after(w);
-    const std::string what = acked ? "WAIT: " + std::to_string(*acked) + " of " + std::to_string(wait_replicas_) +
-                                         " replicas acknowledged"
-                                   : "WAIT: " + (w.error.empty() ? std::string("unexpected reply") : w.error);
+    const std::string what =
+        acked ? "WAIT: " + std::to_string(*acked) + " of " + std::to_string(wait_replicas_) + " replicas acknowledged"
+              : "WAIT: " + (w.error.empty() ? std::string("unexpected reply") : w.error);
     // Not replicated enough: give the lock back. Only a definite answer makes this a clean failure.
     RedisConn* again = master_ ? master_.get() : nullptr;
     if (again != nullptr) {
@@ -204,11 +205,14 @@ std::unique_ptr<LockClient> make_single_failover_lock(const LockOptions& o) {
 
 // This lock's line in the registry (locks/registry.cc): its name, what `lockcheck list` says of it, its factory.
 LockAlgorithm single_failover_lock() {
-  return {"single-failover", "V3.1 on the master Sentinel names (--topology replicated); --wait N adds WAIT N after SET",
-   "replication is asynchronous: a promoted replica that lacks the lock grants it again (WAIT narrows the "
-   "window, does not close it)",
-   make_single_failover_lock, "master_name, wait_replicas", /*hands_out_tokens=*/true,
-   Topology::kReplicated};
+  return {"single-failover",
+          "V3.1 on the master Sentinel names (--topology replicated); --wait N adds WAIT N after SET",
+          "replication is asynchronous: a promoted replica that lacks the lock grants it again (WAIT narrows the "
+          "window, does not close it)",
+          make_single_failover_lock,
+          "master_name, wait_replicas",
+          /*hands_out_tokens=*/true,
+          Topology::kReplicated};
 }
 
 }  // namespace lockcheck

@@ -8,8 +8,8 @@
 // gets there (so a slot that happens not to acquire cannot make the fault silently miss), and the report says
 // so (detail.pending). Teardown disarms everything. The crashed op ends info and its process is retired.
 #include "core/client_pauses.h"
-#include "nemesis/fault_util.h"
 #include "core/party.h"
+#include "nemesis/fault_util.h"
 
 namespace lockcheck {
 
@@ -101,9 +101,9 @@ std::unique_ptr<Nemesis> make_client_crash_nemesis() { return std::make_unique<C
 // This nemesis's line in the registry (nemesis/registry.cc): its name, what `lockcheck list` says of it, its factory.
 NemesisInfo client_crash_nemesis() {
   return {"client-crash",
-   "a client process dies without releasing (modes mid-acquire: between SETNX and EXPIRE, after-acquire, "
-   "mid-release); its op ends info",
-   make_client_crash_nemesis};
+          "a client process dies without releasing (modes mid-acquire: between SETNX and EXPIRE, after-acquire, "
+          "mid-release); its op ends info",
+          make_client_crash_nemesis};
 }
 
 }  // namespace lockcheck

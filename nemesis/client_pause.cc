@@ -8,8 +8,8 @@
 // and reports, in detail.paused, which process paused and for how long (a pause in progress runs to its end).
 // Teardown ends every pause at once.
 #include "core/client_pauses.h"
-#include "nemesis/fault_util.h"
 #include "core/party.h"
+#include "nemesis/fault_util.h"
 
 namespace lockcheck {
 
@@ -57,7 +57,8 @@ class ClientPause : public Nemesis {
       }
       const int64_t pause_ms = detail.value("pause_ms", int64_t{2 * env.options.ttl_ms});
       std::optional<std::chrono::milliseconds> widen;
-      if (detail.contains("any_slot_after_ms")) widen = std::chrono::milliseconds(detail["any_slot_after_ms"].get<int64_t>());
+      if (detail.contains("any_slot_after_ms"))
+        widen = std::chrono::milliseconds(detail["any_slot_after_ms"].get<int64_t>());
       const int64_t id = pauses.arm(slots, std::chrono::milliseconds(pause_ms), widen);
       detail["arm"] = id;
       return u::complete(op, OpType::kOk, op.value.value("targets", json::array()), detail);
@@ -90,7 +91,7 @@ std::unique_ptr<Nemesis> make_client_pause_nemesis() { return std::make_unique<C
 // This nemesis's line in the registry (nemesis/registry.cc): its name, what `lockcheck list` says of it, its factory.
 NemesisInfo client_pause_nemesis() {
   return {"client-pause", "the lock holder stops right after its acquire for 2x the TTL, then carries on (GC pause)",
-   make_client_pause_nemesis};
+          make_client_pause_nemesis};
 }
 
 }  // namespace lockcheck

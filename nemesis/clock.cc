@@ -67,8 +67,8 @@ class Clock : public Nemesis {
     const Holding& h = held.back();
     const auto& nodes = env.cluster.nodes();
     const auto holding = nodes_holding(env.cluster, h.key);
-    const size_t k = std::max(plan.targets.size(),
-                              nemesis_util::aimed_count(plan.targets.size(), holding.size(), nodes.size()));
+    const size_t k =
+        std::max(plan.targets.size(), nemesis_util::aimed_count(plan.targets.size(), holding.size(), nodes.size()));
     std::vector<std::string> chosen;
     for (size_t n : holding) {
       if (chosen.size() < k) chosen.push_back(nodes[n].name);
@@ -186,7 +186,7 @@ std::unique_ptr<Nemesis> make_clock_nemesis() { return std::make_unique<Clock>()
 // This nemesis's line in the registry (nemesis/registry.cc): its name, what `lockcheck list` says of it, its factory.
 NemesisInfo clock_nemesis() {
   return {"clock", "jump node wall clocks by +-delta or flip them back and forth, then reset (modes bump, strobe)",
-   make_clock_nemesis};
+          make_clock_nemesis};
 }
 
 }  // namespace lockcheck

@@ -120,8 +120,8 @@ class Delay : public Nemesis {
   }
 
  private:
-  static FaultPlan make_plan(const PlanContext& ctx, const std::string& mode, const std::string& who,
-                             int64_t delay_ms, int64_t jitter_ms) {
+  static FaultPlan make_plan(const PlanContext& ctx, const std::string& mode, const std::string& who, int64_t delay_ms,
+                             int64_t jitter_ms) {
     FaultPlan p;
     p.f = "delay";
     p.stop_f = "heal-delay";
@@ -142,7 +142,7 @@ std::unique_ptr<Nemesis> make_delay_nemesis() { return std::make_unique<Delay>()
 // This nemesis's line in the registry (nemesis/registry.cc): its name, what `lockcheck list` says of it, its factory.
 NemesisInfo delay_nemesis() {
   return {"delay", "latency + jitter on the links of a node, a client slot or all clients (modes node, client, all)",
-   make_delay_nemesis};
+          make_delay_nemesis};
 }
 
 }  // namespace lockcheck

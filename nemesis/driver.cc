@@ -7,10 +7,14 @@
 
 namespace lockcheck {
 
-
 NemesisDriver::NemesisDriver(const RunConfig& cfg, Cluster& cluster, HistoryWriter& history, ClientPauses& pauses,
                              RunLog* log)
-    : cfg_(cfg), cluster_(cluster), history_(history), pauses_(pauses), log_(log), env_{NemesisOptions::from(cfg), cluster, history} {
+    : cfg_(cfg),
+      cluster_(cluster),
+      history_(history),
+      pauses_(pauses),
+      log_(log),
+      env_{NemesisOptions::from(cfg), cluster, history} {
   for (const auto& name : cfg.nemesis) {
     auto n = make_nemesis(name);
     if (!n) throw ConfigError("--nemesis: unknown nemesis '" + name + "' (see lockcheck list)");
@@ -216,8 +220,12 @@ void NemesisDriver::apply_start(const ScheduleEntry& e) {
   f.due_ms = at + std::max<int64_t>(0, plan.duration_ms);
   {
     std::lock_guard<std::mutex> lock(mu_);
-    executed_.push_back({{"step", e.step}, {"at_ms", at}, {"phase", "start"}, {"f", plan.f},
-                         {"targets", f.targets}, {"outcome", to_string(done.type)}});
+    executed_.push_back({{"step", e.step},
+                         {"at_ms", at},
+                         {"phase", "start"},
+                         {"f", plan.f},
+                         {"targets", f.targets},
+                         {"outcome", to_string(done.type)}});
   }
   log("nemesis: " + plan.f + " " + f.targets.dump() + " -> " + to_string(done.type) +
       (done.error.empty() ? "" : " (" + done.error + ")"));
@@ -236,7 +244,10 @@ void NemesisDriver::apply_stop(size_t k, int64_t step) {
   f.active = false;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    executed_.push_back({{"step", detail["step"]}, {"at_ms", at}, {"phase", "stop"}, {"f", f.stop_f},
+    executed_.push_back({{"step", detail["step"]},
+                         {"at_ms", at},
+                         {"phase", "stop"},
+                         {"f", f.stop_f},
                          {"targets", done.value.value("targets", nlohmann::json::array())},
                          {"outcome", to_string(done.type)}});
   }

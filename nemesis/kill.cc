@@ -35,7 +35,7 @@ std::unique_ptr<Nemesis> make_kill_nemesis() { return std::make_unique<Kill>(); 
 // This nemesis's line in the registry (nemesis/registry.cc): its name, what `lockcheck list` says of it, its factory.
 NemesisInfo kill_nemesis() {
   return {"kill", "SIGKILL of nodes, restart after --restart-delay ms with the run's persistence (modes as pause)",
-   make_kill_nemesis};
+          make_kill_nemesis};
 }
 
 }  // namespace lockcheck

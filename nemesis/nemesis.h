@@ -21,8 +21,8 @@
 
 #include "core/cluster.h"
 #include "core/config.h"
-#include "core/registry.h"
 #include "core/history.h"
+#include "core/registry.h"
 
 namespace lockcheck {
 
@@ -32,13 +32,13 @@ class LinkFaults;
 
 // What a nemesis is told of the run when it applies faults: its own options, not the whole RunConfig.
 struct NemesisOptions {
-  int concurrency = 5;                          // client slots c0 .. c(concurrency-1)
-  int64_t ttl_ms = 1000;                        // the lock's TTL (pauses and clock jumps are sized from it)
+  int concurrency = 5;    // client slots c0 .. c(concurrency-1)
+  int64_t ttl_ms = 1000;  // the lock's TTL (pauses and clock jumps are sized from it)
   Topology topology = Topology::kIndependent;
-  int64_t interval_ms = 5000;                   // between a fault and its heal
-  int64_t restart_delay_ms = 0;                 // how long a killed node stays down
-  int64_t hold_ms_max = 800;                    // the workload's longest hold (a holder's release is awaited)
-  int64_t op_timeout_ms = 500;                  // the clients' per-request timeout
+  int64_t interval_ms = 5000;    // between a fault and its heal
+  int64_t restart_delay_ms = 0;  // how long a killed node stays down
+  int64_t hold_ms_max = 800;     // the workload's longest hold (a holder's release is awaited)
+  int64_t op_timeout_ms = 500;   // the clients' per-request timeout
   static NemesisOptions from(const RunConfig& c);
 };
 
@@ -47,9 +47,9 @@ struct NemesisEnv {
   Cluster& cluster;
   HistoryWriter& history;
   // Optional collaborators (all owned by the caller, outliving the env; the run's NemesisDriver sets them all):
-  ClientPauses* client_pauses = nullptr;  // where client-pause arms its pauses; null: client-pause answers info
-  HolderTracker* holders = nullptr;       // the live lock holders (holder targeting); null: aim keeps the plan
-  LinkFaults* links = nullptr;            // network faults shared by every nemesis; null: each keeps its own
+  ClientPauses* client_pauses = nullptr;        // where client-pause arms its pauses; null: client-pause answers info
+  HolderTracker* holders = nullptr;             // the live lock holders (holder targeting); null: aim keeps the plan
+  LinkFaults* links = nullptr;                  // network faults shared by every nemesis; null: each keeps its own
   const std::atomic<bool>* stopping = nullptr;  // set when the run ends: long waits inside invoke return early
 };
 
@@ -72,11 +72,11 @@ struct PlanContext {
 
 // One planned fault: the start op's f, targets and detail, how long until its stop, and the stop op's f.
 struct FaultPlan {
-  std::string f;                                          // e.g. "partition", "kill", "clock-bump"
-  nlohmann::json targets = nlohmann::json::array();       // node names, client slots ("c2") or processes ("p7")
-  nlohmann::json detail = nlohmann::json::object();       // everything invoke needs to apply it (mode, links ...)
-  int64_t duration_ms = 0;                                // from the start to the stop op
-  std::string stop_f;                                     // e.g. "heal", "restart", "clock-reset"
+  std::string f;                                     // e.g. "partition", "kill", "clock-bump"
+  nlohmann::json targets = nlohmann::json::array();  // node names, client slots ("c2") or processes ("p7")
+  nlohmann::json detail = nlohmann::json::object();  // everything invoke needs to apply it (mode, links ...)
+  int64_t duration_ms = 0;                           // from the start to the stop op
+  std::string stop_f;                                // e.g. "heal", "restart", "clock-reset"
 };
 
 class Nemesis {
@@ -100,7 +100,10 @@ class Nemesis {
   // two op timeouts); the default keeps the plan.
   virtual void aim(NemesisEnv& env, FaultPlan& plan) const { (void)env, (void)plan; }
   // Restricts plan() to one of this nemesis's modes ("partition:client-split"). False for an unknown mode.
-  virtual bool select_mode(const std::string& mode) { (void)mode; return false; }
+  virtual bool select_mode(const std::string& mode) {
+    (void)mode;
+    return false;
+  }
 };
 
 struct NemesisInfo {

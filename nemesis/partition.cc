@@ -15,10 +15,10 @@
 #include <map>
 #include <set>
 
+#include "core/party.h"
 #include "nemesis/fault_util.h"
 #include "nemesis/holders.h"
 #include "nemesis/link_faults.h"
-#include "core/party.h"
 
 namespace lockcheck {
 
@@ -28,8 +28,8 @@ using nlohmann::json;
 namespace u = nemesis_util;
 
 const std::vector<std::string>& partition_modes() {
-  static const std::vector<std::string> m = {"isolate", "halves", "majority-ring", "bridge", "client-cut",
-                                             "client-split"};
+  static const std::vector<std::string> m = {"isolate", "halves",     "majority-ring",
+                                             "bridge",  "client-cut", "client-split"};
   return m;
 }
 
@@ -300,7 +300,7 @@ std::unique_ptr<Nemesis> make_partition_nemesis() { return std::make_unique<Part
 // This nemesis's line in the registry (nemesis/registry.cc): its name, what `lockcheck list` says of it, its factory.
 NemesisInfo partition_nemesis() {
   return {"partition", "cut links (modes isolate, halves, majority-ring, bridge, client-cut, client-split), then heal",
-   make_partition_nemesis};
+          make_partition_nemesis};
 }
 
 }  // namespace lockcheck

@@ -4,17 +4,12 @@
 
 namespace lockcheck {
 
-
 const Registry<NemesisInfo>& nemesis_registry() {
   static const Registry<NemesisInfo> registry = {
-      LOCKCHECK_ENTRY(NemesisInfo, partition_nemesis),
-      LOCKCHECK_ENTRY(NemesisInfo, delay_nemesis),
-      LOCKCHECK_ENTRY(NemesisInfo, pause_nemesis),
-      LOCKCHECK_ENTRY(NemesisInfo, kill_nemesis),
-      LOCKCHECK_ENTRY(NemesisInfo, clock_nemesis),
-      LOCKCHECK_ENTRY(NemesisInfo, client_pause_nemesis),
-      LOCKCHECK_ENTRY(NemesisInfo, client_crash_nemesis),
-      LOCKCHECK_ENTRY(NemesisInfo, failover_nemesis),
+      LOCKCHECK_ENTRY(NemesisInfo, partition_nemesis),    LOCKCHECK_ENTRY(NemesisInfo, delay_nemesis),
+      LOCKCHECK_ENTRY(NemesisInfo, pause_nemesis),        LOCKCHECK_ENTRY(NemesisInfo, kill_nemesis),
+      LOCKCHECK_ENTRY(NemesisInfo, clock_nemesis),        LOCKCHECK_ENTRY(NemesisInfo, client_pause_nemesis),
+      LOCKCHECK_ENTRY(NemesisInfo, client_crash_nemesis), LOCKCHECK_ENTRY(NemesisInfo, failover_nemesis),
   };
   return registry;
 }

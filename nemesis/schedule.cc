@@ -5,8 +5,8 @@
 #include <random>
 #include <stdexcept>
 
-#include "core/random.h"
 #include "core/party.h"
+#include "core/random.h"
 
 namespace lockcheck {
 
@@ -111,8 +111,12 @@ nlohmann::json to_json(const ScheduleEntry& e) {
 nlohmann::json to_json(const Schedule& s) {
   nlohmann::json plan = nlohmann::json::array();
   for (const auto& e : s.plan) plan.push_back(to_json(e));
-  return {{"seed", s.seed},           {"targeting", s.targeting}, {"interval_s", s.interval_s},
-          {"time_limit_s", s.time_limit_s}, {"nemesis", s.nemesis}, {"plan", plan}};
+  return {{"seed", s.seed},
+          {"targeting", s.targeting},
+          {"interval_s", s.interval_s},
+          {"time_limit_s", s.time_limit_s},
+          {"nemesis", s.nemesis},
+          {"plan", plan}};
 }
 
 }  // namespace lockcheck

@@ -28,8 +28,8 @@ struct IndexRow {
   std::string dir;         // folder name
   std::string started_at;  // ISO-8601, may be empty
   std::string lock, workload, nemesis;
-  std::string verdict;     // valid / invalid / unknown / unreadable
-  std::string problem;     // why unreadable
+  std::string verdict;  // valid / invalid / unknown / unreadable
+  std::string problem;  // why unreadable
   size_t anomalies = 0;
   bool has_report = false;
 };

@@ -38,8 +38,8 @@ Frame frame_of(const PlotOptions& o, int64_t span_ns) {
 }
 
 void open_svg(std::ostringstream& s, const Frame& f, const std::string& cls, const std::string& extra_attrs) {
-  s << "<svg class=\"plot " << cls << "\" xmlns=\"http://www.w3.org/2000/svg\" width=\"" << f.W << "\" height=\""
-    << f.H << "\" viewBox=\"0 0 " << f.W << " " << f.H << "\"" << extra_attrs << ">\n";
+  s << "<svg class=\"plot " << cls << "\" xmlns=\"http://www.w3.org/2000/svg\" width=\"" << f.W << "\" height=\"" << f.H
+    << "\" viewBox=\"0 0 " << f.W << " " << f.H << "\"" << extra_attrs << ">\n";
   s << "<rect class=\"plot-bg\" x=\"" << f.L << "\" y=\"" << f.y0() << "\" width=\"" << f.P << "\" height=\"" << f.PH
     << "\"/>\n";
 }
@@ -50,9 +50,9 @@ void bands_and_time_axis(std::ostringstream& s, const Frame& f, const std::vecto
     x1 = std::min<double>(x1, f.L + f.P);
     if (x0 >= f.L + f.P) continue;
     s << "<rect class=\"plot-band\" data-fault=\"" << escape(b.fault) << "\" x=\"" << fixed(x0, 1) << "\" y=\""
-      << f.y0() << "\" width=\"" << fixed(x1 - x0, 1) << "\" height=\"" << f.PH << "\" fill=\""
-      << fault_color(b.fault) << "\" data-tip=\""
-      << escape(b.fault + ": " + seconds_label(b.from_ns) + " to " + seconds_label(b.to_ns)) << "\"/>\n";
+      << f.y0() << "\" width=\"" << fixed(x1 - x0, 1) << "\" height=\"" << f.PH << "\" fill=\"" << fault_color(b.fault)
+      << "\" data-tip=\"" << escape(b.fault + ": " + seconds_label(b.from_ns) + " to " + seconds_label(b.to_ns))
+      << "\"/>\n";
   }
   s << "<g class=\"axis\">\n";
   s << "<line x1=\"" << f.L << "\" y1=\"" << f.y1() << "\" x2=\"" << (f.L + f.P) << "\" y2=\"" << f.y1() << "\"/>\n";
@@ -61,11 +61,11 @@ void bands_and_time_axis(std::ostringstream& s, const Frame& f, const std::vecto
   const int decimals = step >= 1 ? 0 : step >= 0.1 ? 1 : step >= 0.01 ? 2 : 3;
   for (double t : nice_ticks(0, span_s, 10)) {
     const double x = f.L + t / span_s * f.P;
-    s << "<line x1=\"" << fixed(x, 1) << "\" y1=\"" << f.y1() << "\" x2=\"" << fixed(x, 1) << "\" y2=\""
-      << (f.y1() + 5) << "\"/><text x=\"" << fixed(x, 1) << "\" y=\"" << (f.y1() + 17) << "\">"
-      << fixed(t, decimals) << "</text>\n";
+    s << "<line x1=\"" << fixed(x, 1) << "\" y1=\"" << f.y1() << "\" x2=\"" << fixed(x, 1) << "\" y2=\"" << (f.y1() + 5)
+      << "\"/><text x=\"" << fixed(x, 1) << "\" y=\"" << (f.y1() + 17) << "\">" << fixed(t, decimals) << "</text>\n";
   }
-  s << "<text class=\"axis-unit\" x=\"" << (f.L + f.P) << "\" y=\"" << (f.y1() + 29) << "\">seconds since start</text>\n";
+  s << "<text class=\"axis-unit\" x=\"" << (f.L + f.P) << "\" y=\"" << (f.y1() + 29)
+    << "\">seconds since start</text>\n";
   s << "</g>\n";
 }
 
@@ -301,8 +301,8 @@ std::string render_lost_updates_plot(const LostUpdates& lost, const std::vector<
   const double max = std::max<double>(1, static_cast<double>(n));
   const double ymax = nice_ticks(0, max, 4).back() < max ? max * 1.1 : max;
   std::ostringstream s;
-  open_svg(s, f, "plot-lost", " data-lost=\"" + std::to_string(n) + "\" data-acknowledged=\"" +
-                                  std::to_string(lost.acknowledged) + "\"");
+  open_svg(s, f, "plot-lost",
+           " data-lost=\"" + std::to_string(n) + "\" data-acknowledged=\"" + std::to_string(lost.acknowledged) + "\"");
   bands_and_time_axis(s, f, bands);
   linear_y_axis(s, f, ymax, "lost adds");
   legend(s, f, {{"sw-lost", "cumulative acknowledged adds missing from the final read"}});

@@ -16,6 +16,7 @@
 #include "checkers/checker.h"
 #include "core/config.h"
 #include "core/history.h"
+#include "core/run_files.h"
 #include "report/anomalies.h"
 #include "report/assets.h"
 #include "report/html.h"
@@ -24,7 +25,6 @@
 #include "report/run_model.h"
 #include "report/svg_common.h"
 #include "report/timeline_svg.h"
-#include "core/run_files.h"
 
 namespace lockcheck {
 
@@ -122,8 +122,8 @@ void render_verdict(Page& pg) {
       const std::string v = checker_verdict(c);
       const json* an = find(c, "anomalies");
       s << "<tr><td>" << text(c, "checker") << "</td><td><span class=\"pill " << v << "\">" << v << "</span></td><td>"
-        << (an && an->is_array() ? std::to_string(an->size()) : std::string("0")) << "</td><td>"
-        << text(c, "summary") << "</td></tr>\n";
+        << (an && an->is_array() ? std::to_string(an->size()) : std::string("0")) << "</td><td>" << text(c, "summary")
+        << "</td></tr>\n";
     }
     s << "</table>\n";
   }
@@ -273,8 +273,8 @@ void render_op_rows(std::ostringstream& s, const History& h, const std::vector<i
     }
     s << "<tr" << (cls.empty() ? "" : " class=\"" + cls + "\"") << " data-index=\"" << i << "\"><td>" << i
       << "</td><td>" << escape(report::fixed(static_cast<double>(op.time_ns) / 1e9, 6)) << "</td><td>"
-      << escape(process_label(op.process)) << "</td><td class=\"t-" << to_string(op.type) << "\">"
-      << to_string(op.type) << "</td><td>" << escape(op.f) << "</td><td>" << escape(op.key) << "</td><td>"
+      << escape(process_label(op.process)) << "</td><td class=\"t-" << to_string(op.type) << "\">" << to_string(op.type)
+      << "</td><td>" << escape(op.f) << "</td><td>" << escape(op.key) << "</td><td>"
       << (op.token ? std::to_string(*op.token) : "") << "</td><td>"
       << (op.validity_ms ? std::to_string(*op.validity_ms) : "") << "</td><td>" << escape(op_value_short(op))
       << "</td><td>" << escape(op.error) << "</td></tr>\n";
@@ -355,10 +355,9 @@ void render_plots(Page& pg) {
     if (!lost.has_final_read) {
       s << "<p class=\"note\">No final read (an ok read of a set of integers): lost updates cannot be counted.</p>\n";
     } else {
-      const double pct = lost.acknowledged
-                             ? 100.0 * static_cast<double>(lost.lost_completion_ns.size()) /
-                                   static_cast<double>(lost.acknowledged)
-                             : 0.0;
+      const double pct = lost.acknowledged ? 100.0 * static_cast<double>(lost.lost_completion_ns.size()) /
+                                                 static_cast<double>(lost.acknowledged)
+                                           : 0.0;
       std::string reads;
       for (size_t i = 0; i < lost.final_read_indices.size() && i < 10; ++i) {
         reads += (i ? ", " : "") + std::to_string(lost.final_read_indices[i]);
@@ -410,8 +409,8 @@ void render_nodes(Page& pg) {
       if (const json* log = find(node, "log"); log && log->is_string()) {
         const std::string path = log->get<std::string>();
         if (report::is_safe_relative_link(path)) {
-          log_cell = "<a class=\"node-log\" href=\"" + escape(report::url_path_encode(path)) + "\">" + escape(path) +
-                     "</a>";
+          log_cell =
+              "<a class=\"node-log\" href=\"" + escape(report::url_path_encode(path)) + "\">" + escape(path) + "</a>";
         } else {
           log_cell = "<span class=\"mono\">" + escape(path) + "</span>";
         }

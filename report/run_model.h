@@ -77,10 +77,10 @@ std::vector<LatencyPoint> acquire_latencies(const History& h, const std::vector<
 // "resource:lock-0"). Adds that completed after that final read was invoked are concurrent with it, and adds on
 // a key without a final read cannot be judged: neither is counted.
 struct LostUpdates {
-  bool has_final_read = false;           // at least one key has a final read
+  bool has_final_read = false;              // at least one key has a final read
   std::vector<int64_t> final_read_indices;  // history indices of the final reads, ascending
-  int64_t acknowledged = 0;              // judged ok adds
-  int64_t unjudged = 0;                  // ok adds not judged (concurrent with the final read, or no final read)
+  int64_t acknowledged = 0;                 // judged ok adds
+  int64_t unjudged = 0;                     // ok adds not judged (concurrent with the final read, or no final read)
   std::vector<int64_t> lost_completion_ns;  // completion times of the lost adds, ascending
   std::vector<int64_t> lost_elements;       // in the same order
 };

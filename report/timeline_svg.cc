@@ -152,8 +152,7 @@ void widen(const Anomaly& a, const Hold* begin, const Hold* end, int64_t from, i
   for (const Hold* h = begin; h != end; ++h) {
     if (h->from_ns > to || h->to_ns < from) continue;
     if (!a.key.empty() && h->key != a.key) continue;
-    if (!a.processes.empty() &&
-        std::find(a.processes.begin(), a.processes.end(), h->process) == a.processes.end()) {
+    if (!a.processes.empty() && std::find(a.processes.begin(), a.processes.end(), h->process) == a.processes.end()) {
       continue;
     }
     *lo = std::min(*lo, h->from_ns);
@@ -317,9 +316,9 @@ std::string render_timeline(const std::vector<Hold>& holds, const HoldIndex& ind
 
   SvgOut out;
   auto& s = out.s();
-  s << "<svg id=\"timeline\" class=\"timeline\" xmlns=\"http://www.w3.org/2000/svg\" width=\"" << W
-    << "\" height=\"" << H << "\" viewBox=\"0 0 " << W << " " << H << "\" data-left=\"" << L << "\" data-plotw=\""
-    << P << "\" data-span-ms=\"" << span_ms << "\" data-lanes=\"" << lanes.size() << "\"";
+  s << "<svg id=\"timeline\" class=\"timeline\" xmlns=\"http://www.w3.org/2000/svg\" width=\"" << W << "\" height=\""
+    << H << "\" viewBox=\"0 0 " << W << " " << H << "\" data-left=\"" << L << "\" data-plotw=\"" << P
+    << "\" data-span-ms=\"" << span_ms << "\" data-lanes=\"" << lanes.size() << "\"";
   if (!views.empty()) {
     s << " data-init-a=\"" << ms_coord(views[0].from_ns) << "\" data-init-b=\"" << ms_coord(views[0].to_ns) << "\"";
   }
@@ -344,14 +343,13 @@ std::string render_timeline(const std::vector<Hold>& holds, const HoldIndex& ind
 
   // Fault rows: one per kind of fault, a strip per period, its label above the lanes.
   if (!fault_rows.empty()) {
-    s << "<svg class=\"zoomable tl-faultrows\" x=\"" << L << "\" y=\"" << rows_y << "\" width=\"" << P
-      << "\" height=\"" << rows_h << "\" viewBox=\"0 0 " << span_ms << " " << rows_h
-      << "\" preserveAspectRatio=\"none\">\n";
+    s << "<svg class=\"zoomable tl-faultrows\" x=\"" << L << "\" y=\"" << rows_y << "\" width=\"" << P << "\" height=\""
+      << rows_h << "\" viewBox=\"0 0 " << span_ms << " " << rows_h << "\" preserveAspectRatio=\"none\">\n";
     for (const FaultBand& b : bands) {
       size_t row = std::find(fault_rows.begin(), fault_rows.end(), b.fault) - fault_rows.begin();
-      s << "<rect class=\"band-strip\" x=\"" << ms_coord(b.from_ns) << "\" y=\"" << (row * row_h + 2)
-        << "\" width=\"" << min_w(b.from_ns, b.to_ns) << "\" height=\"" << (row_h - 3) << "\" fill=\""
-        << fault_color(b.fault) << "\"/>\n";
+      s << "<rect class=\"band-strip\" x=\"" << ms_coord(b.from_ns) << "\" y=\"" << (row * row_h + 2) << "\" width=\""
+        << min_w(b.from_ns, b.to_ns) << "\" height=\"" << (row_h - 3) << "\" fill=\"" << fault_color(b.fault)
+        << "\"/>\n";
     }
     s << "</svg>\n";
     for (size_t r = 0; r < fault_rows.size(); ++r) {
@@ -389,8 +387,9 @@ std::string render_timeline(const std::vector<Hold>& holds, const HoldIndex& ind
     s << "<rect class=\"lane-bg" << (i % 2 ? " odd" : "") << "\" x=\"" << L << "\" y=\"" << (lanes_y + i * lane_h)
       << "\" width=\"" << P << "\" height=\"" << lane_h << "\"/>\n";
     if (i % label_every == 0) {
-      s << "<text class=\"lane-label\" x=\"" << (L - 6) << "\" y=\"" << (lanes_y + i * lane_h + lane_h / 2 + label_font / 2 - 1)
-        << "\" font-size=\"" << label_font << "\">p" << lanes[i] << "</text>\n";
+      s << "<text class=\"lane-label\" x=\"" << (L - 6) << "\" y=\""
+        << (lanes_y + i * lane_h + lane_h / 2 + label_font / 2 - 1) << "\" font-size=\"" << label_font << "\">p"
+        << lanes[i] << "</text>\n";
     }
   }
 
@@ -455,8 +454,8 @@ std::string render_timeline(const std::vector<Hold>& holds, const HoldIndex& ind
         const int64_t lease_end = std::min(*h.lease_end_ns, span_ns);
         if (lease_end <= h.invoke_ns) continue;
         s << "<rect class=\"lease\" x=\"" << ms_coord(h.invoke_ns) << "\" y=\"" << y << "\" width=\""
-          << ms_coord(lease_end - h.invoke_ns) << "\" height=\"" << bh << "\" fill=\""
-          << key_color(key_index[h.key]) << "\"/>\n";
+          << ms_coord(lease_end - h.invoke_ns) << "\" height=\"" << bh << "\" fill=\"" << key_color(key_index[h.key])
+          << "\"/>\n";
       }
       for (const DrawnBar& d : drawn) {
         const Hold* h = d.hold;
@@ -486,9 +485,9 @@ std::string render_timeline(const std::vector<Hold>& holds, const HoldIndex& ind
         }
         s << "<rect class=\"" << cls << "\" data-process=\"" << p << "\" data-key=\"" << escape(keyname) << "\"";
         if (d.n != 1) s << " data-n=\"" << d.n << "\"";
-        s << " x=\"" << ms_coord(d.from_ns) << "\" y=\"" << y << "\" width=\"" << ms_coord(std::max<int64_t>(0, d.to_ns - d.from_ns))
-          << "\" height=\"" << bh << "\" fill=\"" << key_color(key_index[keyname]) << "\" data-tip=\"" << escape(tip)
-          << "\"/>\n";
+        s << " x=\"" << ms_coord(d.from_ns) << "\" y=\"" << y << "\" width=\""
+          << ms_coord(std::max<int64_t>(0, d.to_ns - d.from_ns)) << "\" height=\"" << bh << "\" fill=\""
+          << key_color(key_index[keyname]) << "\" data-tip=\"" << escape(tip) << "\"/>\n";
         if (d.n == 1 && h->kind == HoldKind::kHeld && h->lease_end_ns && *h->lease_end_ns < h->to_ns) {
           const int64_t from = std::max(*h->lease_end_ns, h->from_ns);
           s << "<rect class=\"overrun\" data-process=\"" << p << "\" x=\"" << ms_coord(from) << "\" y=\"" << y
@@ -512,14 +511,14 @@ std::string render_timeline(const std::vector<Hold>& holds, const HoldIndex& ind
       if (lit == lane_of.end()) continue;
       s << "<rect class=\"violation\" data-anomaly=\"" << a->number << "\" data-process=\"" << p << "\" x=\""
         << ms_coord(*a->from_ns) << "\" y=\"" << (lit->second * lane_h + 1) << "\" width=\""
-        << min_w(*a->from_ns, *a->to_ns) << "\" height=\"" << std::max(2, lane_h - 2) << "\" data-tip=\""
-        << escape(tip) << "\"/>\n";
+        << min_w(*a->from_ns, *a->to_ns) << "\" height=\"" << std::max(2, lane_h - 2) << "\" data-tip=\"" << escape(tip)
+        << "\"/>\n";
       drawn = true;
     }
     if (!drawn) {
       s << "<rect class=\"violation\" data-anomaly=\"" << a->number << "\" data-process=\"all\" x=\""
-        << ms_coord(*a->from_ns) << "\" y=\"0\" width=\"" << min_w(*a->from_ns, *a->to_ns) << "\" height=\""
-        << lh_total << "\" data-tip=\"" << escape(tip) << "\"/>\n";
+        << ms_coord(*a->from_ns) << "\" y=\"0\" width=\"" << min_w(*a->from_ns, *a->to_ns) << "\" height=\"" << lh_total
+        << "\" data-tip=\"" << escape(tip) << "\"/>\n";
     }
   }
   s << "</g>\n";
@@ -533,9 +532,8 @@ std::string render_timeline(const std::vector<Hold>& holds, const HoldIndex& ind
   const int decimals = step >= 1 ? 0 : step >= 0.1 ? 1 : step >= 0.01 ? 2 : 3;
   for (double t : nice_ticks(0, span_s, 10)) {
     const double x = L + t / span_s * P;
-    s << "<line x1=\"" << fixed(x, 1) << "\" y1=\"" << axis_y << "\" x2=\"" << fixed(x, 1) << "\" y2=\""
-      << (axis_y + 5) << "\"/><text x=\"" << fixed(x, 1) << "\" y=\"" << (axis_y + 17) << "\">" << fixed(t, decimals)
-      << "</text>\n";
+    s << "<line x1=\"" << fixed(x, 1) << "\" y1=\"" << axis_y << "\" x2=\"" << fixed(x, 1) << "\" y2=\"" << (axis_y + 5)
+      << "\"/><text x=\"" << fixed(x, 1) << "\" y=\"" << (axis_y + 17) << "\">" << fixed(t, decimals) << "</text>\n";
   }
   s << "<text class=\"axis-unit\" x=\"" << (L + P) << "\" y=\"" << (axis_y + 28) << "\">seconds since start</text>\n";
   s << "</g>\n";

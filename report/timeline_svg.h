@@ -22,8 +22,8 @@ namespace lockcheck {
 namespace report {
 
 struct TimelineOptions {
-  int width_px = 1200;   // the whole drawing
-  int label_px = 64;     // the lane label column on the left
+  int width_px = 1200;  // the whole drawing
+  int label_px = 64;    // the lane label column on the left
   int right_px = 24;
   // Above this many holds, holds of one lane and key closer than one pixel at full width are merged into one
   // bar (except around anomalies), so that the drawing stays small for long runs.
@@ -33,7 +33,7 @@ struct TimelineOptions {
   // are never merged.
   size_t max_bars = 4000;
   size_t max_violations = 1000;  // anomalies outlined at most
-  size_t max_lanes = 32;          // process lanes drawn at most (anomalies' processes first, then the busiest)
+  size_t max_lanes = 32;         // process lanes drawn at most (anomalies' processes first, then the busiest)
 };
 
 struct TimeWindow {
@@ -62,8 +62,7 @@ class HoldIndex {
 
 // The <svg> element, or a short <p> saying there is nothing to draw.
 std::string render_timeline(const std::vector<Hold>& holds, const std::vector<FaultBand>& bands,
-                            const std::vector<Anomaly>& anomalies, int64_t end_ns,
-                            const TimelineOptions& opts = {});
+                            const std::vector<Anomaly>& anomalies, int64_t end_ns, const TimelineOptions& opts = {});
 // The same with an index of the holds (a report builds it once for every anomaly view).
 std::string render_timeline(const std::vector<Hold>& holds, const HoldIndex& index, const std::vector<FaultBand>& bands,
                             const std::vector<Anomaly>& anomalies, int64_t end_ns, const TimelineOptions& opts = {});

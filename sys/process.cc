@@ -145,8 +145,8 @@ ChildProcess::ChildProcess(const ProcessSpec& spec) {
     sigprocmask(SIG_SETMASK, &all, nullptr);  // the harness blocks SIGINT/SIGTERM; the child must not
     ::signal(SIGPIPE, SIG_DFL);               // the harness ignores SIGPIPE; the child gets the default back
     prctl(PR_SET_PDEATHSIG, SIGKILL);
-    if (own_group) setpgid(0, 0);             // a terminal's Ctrl-C reaches the harness, not this child
-    if (getppid() != parent) _exit(127);      // the harness died before prctl took effect
+    if (own_group) setpgid(0, 0);         // a terminal's Ctrl-C reaches the harness, not this child
+    if (getppid() != parent) _exit(127);  // the harness died before prctl took effect
     // Nothing but 0, 1, 2 survives exec: the harness's sockets (hiredis connections are not close-on-exec) must
     // not stay open in a child, or a connection the harness closes would not look closed to its peer.
     if (close_range(3, ~0U, CLOSE_RANGE_CLOEXEC) != 0) {
@@ -157,9 +157,10 @@ ChildProcess::ChildProcess(const ProcessSpec& spec) {
     dup2(err_fd >= 0 ? err_fd : out_fd, 2);
   };
   try {
-    bp::child c(bp::exe = *exe, bp::args = args, env,
-                bp::start_dir = spec.cwd.empty() ? boost::filesystem::current_path() : boost::filesystem::path(spec.cwd),
-                bp::extend::on_exec_setup = setup);
+    bp::child c(
+        bp::exe = *exe, bp::args = args, env,
+        bp::start_dir = spec.cwd.empty() ? boost::filesystem::current_path() : boost::filesystem::path(spec.cwd),
+        bp::extend::on_exec_setup = setup);
     pid_ = c.id();
     c.detach();  // we reap it ourselves with waitpid: bounded waits, no surprises from the destructor
   } catch (const std::exception& e) {
@@ -227,7 +228,7 @@ void ChildProcess::kill_and_reap() {
 }
 
 CommandResult run_command(const std::vector<std::string>& argv, const CommandOptions& options) {
-  constexpr size_t kCap = 16u << 20;  // per stream; what is past it is read and dropped
+  constexpr size_t kCap = 16u << 20;                  // per stream; what is past it is read and dropped
   if (!options.stdin_data.empty()) ignore_sigpipe();  // a program that exits without reading its input
   ProcessSpec spec;
   spec.argv = argv;
@@ -272,8 +273,8 @@ CommandResult run_command(const std::vector<std::string>& argv, const CommandOpt
     drain(child.stdout_fd(), result.out, out_open);
     drain(child.stderr_fd(), result.err, err_open);
     if (feeding) {
-      const ssize_t w = ::write(child.stdin_fd(), options.stdin_data.data() + written,
-                                options.stdin_data.size() - written);
+      const ssize_t w =
+          ::write(child.stdin_fd(), options.stdin_data.data() + written, options.stdin_data.size() - written);
       if (w > 0) written += static_cast<size_t>(w);
       if ((w < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) ||
           written == options.stdin_data.size()) {
@@ -288,8 +289,8 @@ CommandResult run_command(const std::vector<std::string>& argv, const CommandOpt
     }
   }
   const auto left = deadline - std::chrono::steady_clock::now();
-  auto st = child.wait_for(std::max(std::chrono::duration_cast<std::chrono::milliseconds>(left),
-                                    std::chrono::milliseconds(0)));
+  auto st = child.wait_for(
+      std::max(std::chrono::duration_cast<std::chrono::milliseconds>(left), std::chrono::milliseconds(0)));
   if (!st) {
     result.timed_out = true;
     result.exit_code = -1;

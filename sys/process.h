@@ -23,11 +23,11 @@
 namespace lockcheck {
 
 struct ProcessSpec {
-  std::vector<std::string> argv;                  // argv[0] is looked up in PATH unless it contains '/'
-  std::map<std::string, std::string> env;         // added to (or replacing in) the harness's environment
-  std::string cwd;                                // empty: the harness's
-  std::string stdout_path;                        // empty: /dev/null; otherwise appended to
-  std::string stderr_path;                        // empty: /dev/null; "=stdout" joins stdout
+  std::vector<std::string> argv;           // argv[0] is looked up in PATH unless it contains '/'
+  std::map<std::string, std::string> env;  // added to (or replacing in) the harness's environment
+  std::string cwd;                         // empty: the harness's
+  std::string stdout_path;                 // empty: /dev/null; otherwise appended to
+  std::string stderr_path;                 // empty: /dev/null; "=stdout" joins stdout
   // Pipes for programs the harness talks to (external lock clients). With pipe_stdin the child's stdin is a
   // pipe whose write end is ChildProcess::stdin_fd(); with pipe_stdout its stdout is a pipe whose read end is
   // ChildProcess::stdout_fd() (stdout_path is then ignored, and "=stdout" for stderr joins that pipe).
@@ -89,18 +89,18 @@ class ChildProcess {
 // A program run to completion: every shell-out (redis-cli, docker, ssh, ldd) goes through run_command, the one
 // spawner, so each gets PDEATHSIG, the child table, close-on-exec of the harness's descriptors and a bound.
 struct CommandResult {
-  int exit_code = -1;          // the exit status; 128+signal when a signal ended it; -1 when it timed out
-  bool timed_out = false;      // the deadline passed and the program was killed (SIGKILL)
-  std::string out;             // stdout (each stream capped at 16 MiB)
-  std::string err;             // stderr
+  int exit_code = -1;      // the exit status; 128+signal when a signal ended it; -1 when it timed out
+  bool timed_out = false;  // the deadline passed and the program was killed (SIGKILL)
+  std::string out;         // stdout (each stream capped at 16 MiB)
+  std::string err;         // stderr
   bool ok() const { return exit_code == 0 && !timed_out; }
 };
 
 struct CommandOptions {
-  std::chrono::milliseconds timeout{30000};   // the program is killed when it has not exited by then
-  std::map<std::string, std::string> env;     // added to (or replacing in) the harness's environment
-  std::string stdin_data;                     // written to its stdin, then closed (empty: stdin is at EOF)
-  bool own_process_group = false;             // see ProcessSpec::own_process_group
+  std::chrono::milliseconds timeout{30000};  // the program is killed when it has not exited by then
+  std::map<std::string, std::string> env;    // added to (or replacing in) the harness's environment
+  std::string stdin_data;                    // written to its stdin, then closed (empty: stdin is at EOF)
+  bool own_process_group = false;            // see ProcessSpec::own_process_group
 };
 
 // Runs argv (argv[0] looked up in PATH unless it has a '/') and waits at most options.timeout, reading stdout

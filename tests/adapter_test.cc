@@ -11,16 +11,16 @@
 #include <sstream>
 #include <thread>
 
-#include "harness/cli.h"
+#include "core/client_pauses.h"
 #include "core/config.h"
-#include "harness/plan.h"
+#include "harness/cli.h"
 #include "harness/matrix.h"
-#include "sys/process.h"
+#include "harness/plan.h"
 #include "harness/runner.h"
 #include "locks/adapters.h"
-#include "tests/support/lock_test_util.h"
-#include "core/client_pauses.h"
+#include "sys/process.h"
 #include "tests/support/ci.h"
+#include "tests/support/lock_test_util.h"
 
 #ifndef LOCKCHECK_CLIENTS_DIR
 #define LOCKCHECK_CLIENTS_DIR ""
@@ -49,7 +49,8 @@ class AdapterTest : public ::testing::TestWithParam<std::string> {
     ASSERT_NE(a, nullptr);
     std::ifstream probe(adapter_program(*a));
     if (!probe) {
-      if (testing_util::in_ci()) FAIL() << adapter_program(*a) << " is not built (CI=true: scripts/build-clients must build it)";
+      if (testing_util::in_ci())
+        FAIL() << adapter_program(*a) << " is not built (CI=true: scripts/build-clients must build it)";
       GTEST_SKIP() << adapter_program(*a) << " is not built (scripts/build-clients; needs " << a->toolchain << ")";
     }
   }
@@ -94,7 +95,8 @@ TEST_P(AdapterTest, AcquiresExcludesExtendsAndReleases) {
 TEST_P(AdapterTest, ExtendAfterExpiryFails) {
   TestCluster c(nodes());
   nlohmann::json opts = nlohmann::json::object();
-  if (GetParam() == "redsync") opts["timeout_factor"] = 0.5;  // a per-try context of 0.05 x 300 ms is too short under load
+  if (GetParam() == "redsync")
+    opts["timeout_factor"] = 0.5;  // a per-try context of 0.05 x 300 ms is too short under load
   auto a = make_lock(GetParam(), adapter_options(c, GetParam(), opts));
   LockResult r = a->acquire("lock-0", milliseconds(300));
   ASSERT_EQ(r.outcome, OpType::kOk) << r.error;
@@ -137,7 +139,8 @@ TEST_P(AdapterTest, DeadNodesAreADefiniteFail) {
     auto d = make_lock(GetParam(), adapter_options(c, GetParam()));  // go-redis's default retries
     LockResult rd = d->acquire("lock-1", milliseconds(5000));
     EXPECT_NE(rd.outcome, OpType::kOk) << rd.error;
-    std::cout << "[ adapter  ] redsync, dead quorum, go-redis retries: " << to_string(rd.outcome) << " (" << rd.error << ")\n";
+    std::cout << "[ adapter  ] redsync, dead quorum, go-redis retries: " << to_string(rd.outcome) << " (" << rd.error
+              << ")\n";
   }
   for (int n = 0; n < to_break(); ++n) c.cluster->restart(n);
   LockResult again = a->acquire("lock-0", milliseconds(5000));
@@ -178,8 +181,8 @@ int run_adapter(const std::string& lock, int nodes, bool kill, uint64_t seed, co
   validate(cfg);
   std::ostringstream out;
   RunOutcome o = run_test(cfg, out);
-  std::cout << "[ adapter  ] " << lock << (kill ? " kill-fast-restart" : " healthy") << " seed " << seed
-            << ": exit " << o.exit_code << "\n";
+  std::cout << "[ adapter  ] " << lock << (kill ? " kill-fast-restart" : " healthy") << " seed " << seed << ": exit "
+            << o.exit_code << "\n";
   return o.exit_code;
 }
 
@@ -204,7 +207,8 @@ INSTANTIATE_TEST_SUITE_P(Shipped, AdapterTest, ::testing::ValuesIn(testing_util:
 TEST(AdapterRegistry, OptionsBecomeFlagsAndUnknownKeysNameTheKnownOnes) {
   const LockAdapter* rs = find_lock_adapter("redsync");
   ASSERT_NE(rs, nullptr);
-  auto argv = adapter_argv(*rs, {{"tries", 3}, {"drift_factor", "0.02"}, {"setnx_on_extend", true}, {"fail_fast", false}});
+  auto argv =
+      adapter_argv(*rs, {{"tries", 3}, {"drift_factor", "0.02"}, {"setnx_on_extend", true}, {"fail_fast", false}});
   std::string joined;
   for (const auto& a : argv) joined += a + " ";
   EXPECT_NE(joined.find("--tries 3"), std::string::npos) << joined;
@@ -295,9 +299,11 @@ TEST(LockOpts, CommandLineErrorsAreExit2NamingTheKnownKeys) {
 // "lock_opts" in a matrix entry: resolved into the adapter's command line; an unknown key names the entry.
 TEST(LockOpts, MatrixEntriesCarryLockOpts) {
   ::setenv("LOCKCHECK_CLIENTS_DIR", LOCKCHECK_CLIENTS_DIR, 1);
-  LOCKCHECK_NEED(std::ifstream(std::string(LOCKCHECK_CLIENTS_DIR) + "/redsync").good(), "the redsync adapter is not built");
-  nlohmann::json m = {{"name", "t"},
-                      {"entries", {{{"name", "rs"}, {"lock", "redsync"}, {"lock_opts", {{"tries", 2}}}, {"expect", "valid"}}}}};
+  LOCKCHECK_NEED(std::ifstream(std::string(LOCKCHECK_CLIENTS_DIR) + "/redsync").good(),
+                 "the redsync adapter is not built");
+  nlohmann::json m = {
+      {"name", "t"},
+      {"entries", {{{"name", "rs"}, {"lock", "redsync"}, {"lock_opts", {{"tries", 2}}}, {"expect", "valid"}}}}};
   Matrix parsed = parse_matrix(m, "/tmp");
   EXPECT_NE(parsed.entries[0].config.client_cmd.find("'--tries' '2'"), std::string::npos);
   m["entries"][0]["lock_opts"] = {{"bogus", 1}};
@@ -313,7 +319,8 @@ TEST(LockOpts, MatrixEntriesCarryLockOpts) {
 // An external client's stderr goes to client_stderr_path, its folder made if missing.
 TEST(ExternalStderr, KeptWhereTheOptionSays) {
   ::setenv("LOCKCHECK_CLIENTS_DIR", LOCKCHECK_CLIENTS_DIR, 1);
-  LOCKCHECK_NEED(std::ifstream(std::string(LOCKCHECK_CLIENTS_DIR) + "/redis-py.py").good(), "the redis-py adapter is not built");
+  LOCKCHECK_NEED(std::ifstream(std::string(LOCKCHECK_CLIENTS_DIR) + "/redis-py.py").good(),
+                 "the redis-py adapter is not built");
   TempDir tmp;
   LockOptions o;
   o.nodes.push_back(Endpoint{"127.0.0.1", 1});

@@ -15,7 +15,8 @@ CheckResult check(const History& h) {
 }
 
 // An acquire by p on key: invoke at inv_ms, ok at ok_ms with validity v_ms (none when v_ms < 0).
-void acquire(HistoryBuilder& b, Process p, int64_t inv_ms, int64_t ok_ms, int64_t v_ms, const std::string& key = "lock-0") {
+void acquire(HistoryBuilder& b, Process p, int64_t inv_ms, int64_t ok_ms, int64_t v_ms,
+             const std::string& key = "lock-0") {
   b.at_ms(inv_ms).invoke(p, "acquire", key);
   b.at_ms(ok_ms).ok(p, "acquire", key);
   if (v_ms >= 0) b.validity_ms(v_ms);
@@ -75,7 +76,7 @@ TEST(LeaseChecker, AnExpiredLeaseDoesNotOverlap) {
 // windows were measured from the invoke).
 TEST(LeaseChecker, AWindowIsMeasuredFromTheAcquireOk) {
   HistoryBuilder b;
-  acquire(b, 0, 0, 8, 10);   // [8, 18]
+  acquire(b, 0, 0, 8, 10);  // [8, 18]
   acquire(b, 1, 11, 12, 10);
   CheckResult r = check(b.history());
   ASSERT_EQ(r.valid, Validity::kInvalid);
@@ -102,7 +103,7 @@ TEST(LeaseChecker, AnExtendStretchesTheWindow) {
   acquire(b, 0, 0, 1, 3);  // [1, 4]
   b.at_ms(2).invoke(0, "extend");
   b.at_ms(3).ok(0, "extend");
-  b.validity_ms(10);       // -> [1, 13]
+  b.validity_ms(10);  // -> [1, 13]
   acquire(b, 1, 5, 6, 100);
   CheckResult r = check(b.history());
   ASSERT_EQ(r.valid, Validity::kInvalid);
@@ -113,20 +114,20 @@ TEST(LeaseChecker, AnExtendStretchesTheWindow) {
 
 TEST(LeaseChecker, AnExtendAfterExpiryOpensANewWindow) {
   HistoryBuilder b;
-  acquire(b, 0, 0, 1, 1);     // [1, 2]
-  acquire(b, 1, 3, 4, 4);     // [4, 8]
+  acquire(b, 0, 0, 1, 1);  // [1, 2]
+  acquire(b, 1, 3, 4, 4);  // [4, 8]
   release(b, 1, 9, 10);
   b.at_ms(10).invoke(0, "extend");
   b.at_ms(11).ok(0, "extend");
-  b.validity_ms(5);           // new window [11, 15]: after 1's
+  b.validity_ms(5);  // new window [11, 15]: after 1's
   EXPECT_EQ(check(b.history()).valid, Validity::kValid);
 
   HistoryBuilder c;
-  acquire(c, 0, 0, 1, 1);     // [1, 2]
-  acquire(c, 1, 3, 4, 4);     // [4, 8]
+  acquire(c, 0, 0, 1, 1);  // [1, 2]
+  acquire(c, 1, 3, 4, 4);  // [4, 8]
   c.at_ms(5).invoke(0, "extend");
   c.at_ms(6).ok(0, "extend");
-  c.validity_ms(10);          // new window [6, 15] overlaps 1's
+  c.validity_ms(10);  // new window [6, 15] overlaps 1's
   CheckResult r = check(c.history());
   ASSERT_EQ(r.valid, Validity::kInvalid);
   EXPECT_EQ(r.anomalies[0]["from_ns"], 6000000);
@@ -245,7 +246,7 @@ TEST(LeaseChecker, WithoutValidityTheTtlGivesTheLease) {
   EXPECT_EQ(r.anomalies[0]["to_ns"], 50000000);
   EXPECT_EQ(r.stats["validity_from_ttl"], 2);
   HistoryBuilder c;
-  acquire(c, 0, 0, 10, -1);   // [10, 50]
+  acquire(c, 0, 0, 10, -1);  // [10, 50]
   acquire(c, 1, 49, 51, -1);
   CheckResult r2 = run_checker(*make_checker("lease"), c.history(), o);
   EXPECT_EQ(r2.valid, Validity::kValid) << r2.summary;

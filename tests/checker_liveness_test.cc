@@ -110,7 +110,7 @@ TEST(LivenessChecker, AClientThatDiedMidAcquireLeavesAStuckLock) {
   release_ok(b, 0, 50);
   b.at_ms(60).invoke(3, "acquire");
   const int64_t crashed = b.at_ms(62).info(3, "acquire");  // died between SETNX and EXPIRE
-  keep_failing(b, 70, 1000);                                // nobody ever gets it again
+  keep_failing(b, 70, 1000);                               // nobody ever gets it again
   CheckResult r = check(b.history());
   ASSERT_EQ(r.valid, Validity::kInvalid) << r.summary;
   ASSERT_EQ(r.anomalies.size(), 1u);
@@ -154,7 +154,7 @@ TEST(LivenessChecker, AHolderThatCrashedHoldsItForOneTtl) {
   acquire_ok(b, 0, 0);
   b.at_ms(10).invoke(0, "release");
   b.at_ms(12).info(0, "release");  // may not have deleted it: busy until 1 + 100 ms
-  keep_failing(b, 20, 340);         // last fail at 320 < 101 + 250
+  keep_failing(b, 20, 340);        // last fail at 320 < 101 + 250
   acquire_ok(b, 1, 340);
   EXPECT_EQ(check(b.history()).valid, Validity::kValid) << check(b.history()).summary;
   // And a holder that never released at all: until its acquire + TTL.

@@ -7,8 +7,8 @@
 namespace lockcheck {
 namespace {
 
-using testing::HistoryBuilder;
 using nlohmann::json;
+using testing::HistoryBuilder;
 
 CheckResult check(const History& h) {
   auto c = make_checker("lost-updates");
@@ -111,7 +111,7 @@ TEST(LostUpdates, AnElementNeverAddedIsUnexpected) {
 TEST(LostUpdates, AStaleReadIsFound) {
   HistoryBuilder b;
   add(b, 0, 1);
-  read(b, 1, json::array());   // 1 was acknowledged before this read was invoked
+  read(b, 1, json::array());  // 1 was acknowledged before this read was invoked
   read(b, 2, json::array({1}));
   CheckResult r = check(b.history());
   ASSERT_EQ(r.valid, Validity::kInvalid);
@@ -141,7 +141,7 @@ TEST(LostUpdates, ConcurrentReadsAndAddsAreNotStaleOrLost) {
   b.ok(0, "add", "set", 1);
   b.ok(1, "read", "set", json::array());  // concurrent with the add: fine
   b.invoke(0, "add", "set", 2);
-  b.invoke(2, "read", "set");              // the final read
+  b.invoke(2, "read", "set");  // the final read
   b.ok(0, "add", "set", 2);
   b.ok(2, "read", "set", json::array({1}));  // 2 completed while the final read ran: unconfirmed, not lost
   CheckResult r = check(b.history());

@@ -11,7 +11,8 @@ namespace {
 
 using testing::HistoryBuilder;
 
-CheckResult check(const History& h, MutexOptions mo = {}, std::chrono::milliseconds timeout = std::chrono::seconds(60)) {
+CheckResult check(const History& h, MutexOptions mo = {},
+                  std::chrono::milliseconds timeout = std::chrono::seconds(60)) {
   MutexChecker c(mo);
   CheckOptions opts;
   opts.timeout = timeout;
@@ -49,7 +50,7 @@ TEST(MutexChecker, ConcurrentAcquireCompletingAfterReleaseInvokeIsValid) {
   b.invoke(1, "acquire");  // waits
   b.ok(0, "acquire");
   b.invoke(0, "release");
-  b.ok(1, "acquire");      // granted once 0's release took effect
+  b.ok(1, "acquire");  // granted once 0's release took effect
   b.ok(0, "release");
   b.invoke(2, "acquire");
   b.invoke(1, "release");
@@ -188,7 +189,7 @@ TEST(MutexChecker, InfoReleaseCannotTakeEffectBeforeItsInvoke) {
   b.invoke(0, "acquire");
   b.ok(0, "acquire");
   b.invoke(1, "acquire");
-  b.ok(1, "acquire");    // before 0 even tried to release
+  b.ok(1, "acquire");  // before 0 even tried to release
   b.invoke(0, "release");
   b.info(0, "release");
   CheckResult r = check(b.history());
@@ -401,11 +402,11 @@ TEST(MutexUseView, AHolderPastItsLeaseIsAStaleHolder) {
   HistoryBuilder b;
   b.at_ms(0).invoke(0, "acquire");
   b.at_ms(1).ok(0, "acquire");
-  b.validity_ms(10);                       // lease to 11 ms
+  b.validity_ms(10);  // lease to 11 ms
   b.at_ms(19).invoke(1, "acquire");
   b.at_ms(20).ok(1, "acquire");
   b.validity_ms(10);
-  b.at_ms(30).invoke(0, "release");        // 0 woke up at 30 ms
+  b.at_ms(30).invoke(0, "release");  // 0 woke up at 30 ms
   b.at_ms(31).fail(0, "release");
   b.error("not held (expired or taken)");
   CheckResult r = check_use_view(b.history());
@@ -441,7 +442,7 @@ TEST(MutexUseView, AReleaseMadeLateByTheHarnessIsAStallNotAnAnomaly) {
   HistoryBuilder b;
   b.at_ms(0).invoke(0, "acquire");
   b.at_ms(1).ok(0, "acquire");
-  b.validity_ms(10);                                        // lease to 11 ms
+  b.validity_ms(10);  // lease to 11 ms
   b.at_ms(19).invoke(1, "acquire");
   b.at_ms(20).ok(1, "acquire");
   b.validity_ms(10);

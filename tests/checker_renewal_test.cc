@@ -48,7 +48,7 @@ TEST(RenewalChecker, AnExtendThatFailsAfterAnotherHolderIsHonest) {
   op(b, 0, "acquire", 0, OpType::kOk, 100);
   op(b, 1, "acquire", 150, OpType::kOk, 100);  // 0 was paused past its TTL
   op(b, 1, "release", 200, OpType::kOk);
-  op(b, 0, "extend", 250, OpType::kFail);       // compare-and-pexpire: not ours any more
+  op(b, 0, "extend", 250, OpType::kFail);  // compare-and-pexpire: not ours any more
   CheckResult r = check(b.history());
   EXPECT_EQ(r.valid, Validity::kValid) << r.summary;
   EXPECT_EQ(r.stats["failed_extends"], 1);
@@ -57,8 +57,8 @@ TEST(RenewalChecker, AnExtendThatFailsAfterAnotherHolderIsHonest) {
 
 TEST(RenewalChecker, AnExtendThatSucceedsAfterAnotherHolderIsAResurrectedLock) {
   HistoryBuilder b;
-  op(b, 0, "acquire", 0, OpType::kOk, 100);   // ops 0, 1
-  op(b, 0, "extend", 60, OpType::kOk, 100);   // ops 2, 3: 0's last lease
+  op(b, 0, "acquire", 0, OpType::kOk, 100);    // ops 0, 1
+  op(b, 0, "extend", 60, OpType::kOk, 100);    // ops 2, 3: 0's last lease
   op(b, 1, "acquire", 200, OpType::kOk, 100);  // ops 4, 5
   op(b, 1, "release", 250, OpType::kOk);       // ops 6, 7
   op(b, 0, "extend", 300, OpType::kOk, 100);   // ops 8, 9: SET NX re-created it

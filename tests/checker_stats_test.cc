@@ -79,7 +79,7 @@ TEST(StatsChecker, PerProcessTableIsCapped) {
   EXPECT_EQ(s["processes"], 250);
   ASSERT_EQ(s["by_process"].size(), 100u);
   EXPECT_EQ(s["by_process"]["249"]["ok"], 3);
-  EXPECT_EQ(s["by_process"]["0"]["ok"], 1);   // the 50 kept among the single-op ones: the lowest ids
+  EXPECT_EQ(s["by_process"]["0"]["ok"], 1);  // the 50 kept among the single-op ones: the lowest ids
   EXPECT_EQ(s["by_process"]["49"]["ok"], 1);
   EXPECT_FALSE(s["by_process"].contains("50"));
   EXPECT_EQ(s["by_process_omitted"]["processes"], 150);

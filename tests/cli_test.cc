@@ -53,7 +53,8 @@ TEST(CliTest, UnknownFlagsAndBadValuesNameTheFlag) {
   expect_usage_error({"run", "--persistence", "sometimes"}, "--persistence");
   expect_usage_error({"run", "--topology", "ring"}, "--topology");
   expect_usage_error({"run", "--cluster", "cloud"}, "--cluster");
-  expect_usage_error({"run", "--topology", "cluster", "--nodes", "5"}, "--nodes: the cluster topology needs at least 6");
+  expect_usage_error({"run", "--topology", "cluster", "--nodes", "5"},
+                     "--nodes: the cluster topology needs at least 6");
   expect_usage_error({"run", "--nemesis-targeting", "everyone"}, "--nemesis-targeting");
   expect_usage_error({"run", "stray"}, "stray");
   expect_usage_error({"check"}, "RUN_DIR is required");

@@ -8,12 +8,12 @@
 #include <thread>
 
 #include "cluster/local_cluster.h"
-#include "sys/process.h"
-#include "sys/redis_conn.h"
-#include "locks/lock_client.h"
 #include "core/client_pauses.h"
+#include "locks/lock_client.h"
 #include "nemesis/nemesis.h"
 #include "nemesis/schedule.h"
+#include "sys/process.h"
+#include "sys/redis_conn.h"
 #include "tests/support/test_util.h"
 #include "workloads/workload.h"
 
@@ -26,7 +26,7 @@ TEST(ClientCrashes, OneArmOneCrashAtItsPointAndSlot) {
   ClientCrashes c(3);
   const int64_t id = c.arm({1}, "mid-acquire");
   EXPECT_TRUE(c.pending(id));
-  EXPECT_FALSE(c.crash_point(0, "mid-acquire"));   // slot 0
+  EXPECT_FALSE(c.crash_point(0, "mid-acquire"));    // slot 0
   EXPECT_FALSE(c.crash_point(1, "after-acquire"));  // other point
   EXPECT_TRUE(c.crash_point(4, "mid-acquire"));     // process 4 runs in slot 1
   EXPECT_FALSE(c.crash_point(4, "mid-acquire"));    // used up
@@ -133,8 +133,8 @@ TEST_F(ClientCrashRedisTest, SetnxExpireCrashedBetweenItsCommandsLeavesAKeyWitho
   arm(*n, "mid-acquire");
   auto lock = client("setnx-expire");
   ProcessEnv env{0, *lock, *history_, std::mt19937_64(1), stop_, WorkloadOptions::from(cfg_), &pauses_};
-  LockResult r = record_lock_op(env, "acquire", "lock-0",
-                                [&] { return lock->acquire("lock-0", std::chrono::milliseconds(500)); });
+  LockResult r =
+      record_lock_op(env, "acquire", "lock-0", [&] { return lock->acquire("lock-0", std::chrono::milliseconds(500)); });
   EXPECT_EQ(r.outcome, OpType::kInfo);
   EXPECT_NE(r.error.find("between SETNX and EXPIRE"), std::string::npos) << r.error;
   RedisConn c(cluster_->nodes()[0].endpoint, std::chrono::milliseconds(500), std::chrono::milliseconds(500));

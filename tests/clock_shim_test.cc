@@ -2,8 +2,8 @@
 
 #include <dlfcn.h>
 #include <gtest/gtest.h>
-#include <sys/time.h>
 #include <sys/stat.h>
+#include <sys/time.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -148,8 +148,7 @@ TEST(ClockShimInProcessTest, OffsetsTheRealtimeClocksOnlyAndFollowsRewrites) {
     SCOPED_TRACE(offset.count());
     write_clock_offset(path, offset);
     EXPECT_NEAR(static_cast<double>(skew_ns(CLOCK_REALTIME)), static_cast<double>(offset.count()), kSlackNs);
-    EXPECT_NEAR(static_cast<double>(skew_ns(CLOCK_REALTIME_COARSE)), static_cast<double>(offset.count()),
-                kSlackNs);
+    EXPECT_NEAR(static_cast<double>(skew_ns(CLOCK_REALTIME_COARSE)), static_cast<double>(offset.count()), kSlackNs);
     EXPECT_NEAR(static_cast<double>(skew_ns(CLOCK_MONOTONIC)), 0.0, kSlackNs);
     EXPECT_NEAR(static_cast<double>(skew_ns(CLOCK_BOOTTIME)), 0.0, kSlackNs);
     timeval tv;

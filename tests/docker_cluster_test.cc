@@ -17,13 +17,13 @@
 #include <thread>
 #include <vector>
 
-#include <boost/filesystem.hpp>
 #include <gtest/gtest.h>
 #include <hiredis/hiredis.h>
+#include <boost/filesystem.hpp>
 
+#include "cluster/clock_shim.h"
 #include "docker/docker_cli.h"
 #include "docker/node_image.h"
-#include "cluster/clock_shim.h"
 #include "tests/support/ci.h"
 
 namespace lockcheck {
@@ -204,9 +204,9 @@ TEST_F(DockerClusterTest, ImageIsTaggedByItsInputsAndReused) {
   EXPECT_TRUE(has_server);
 
   docker::DockerCli cli;
-  docker::ensure_node_image(cli, inputs);            // built or already there
+  docker::ensure_node_image(cli, inputs);  // built or already there
   docker::NodeImage again = docker::ensure_node_image(cli, inputs);
-  EXPECT_FALSE(again.built);                         // cached: same inputs, same tag
+  EXPECT_FALSE(again.built);  // cached: same inputs, same tag
   EXPECT_EQ(again.tag, a.tag);
 }
 
@@ -236,8 +236,8 @@ TEST_F(DockerClusterTest, IndependentClusterComesUpAndIsRemovedAtStop) {
     EXPECT_EQ(node.name, "n" + std::to_string(n + 1));
     EXPECT_EQ(node.role, NodeRole::kMaster);
     EXPECT_TRUE(pings(node.endpoint)) << node.name << " at " << node.endpoint.str();
-    EXPECT_EQ(c.endpoint_for("n2", n), node.endpoint);       // a node reaches a node directly
-    Endpoint via_proxy = c.endpoint_for("c1", n);            // a client slot through its proxy
+    EXPECT_EQ(c.endpoint_for("n2", n), node.endpoint);  // a node reaches a node directly
+    Endpoint via_proxy = c.endpoint_for("c1", n);       // a client slot through its proxy
     EXPECT_EQ(via_proxy.host, "127.0.0.1");
     EXPECT_TRUE(pings(via_proxy)) << node.name << " via " << via_proxy.str();
     EXPECT_TRUE(c.is_running(n));
@@ -320,9 +320,11 @@ TEST_F(DockerClusterTest, NodeCutBlocksReplicationBetweenContainersUntilHealed) 
   const NodeInfo& n2 = c.nodes()[1];
   // Make n2 a replica of n1 so that the two containers talk to each other.
   ASSERT_EQ(command(n2.endpoint, {"REPLICAOF", n1.endpoint.host, "6379"}).str, "OK");
-  ASSERT_TRUE(eventually([&] { return command(n2.endpoint, {"INFO", "replication"}).str.find(
-                                          "master_link_status:up") != std::string::npos; },
-                         seconds(15)));
+  ASSERT_TRUE(eventually(
+      [&] {
+        return command(n2.endpoint, {"INFO", "replication"}).str.find("master_link_status:up") != std::string::npos;
+      },
+      seconds(15)));
   ASSERT_EQ(command(n1.endpoint, {"SET", "a", "1"}).str, "OK");
   ASSERT_TRUE(eventually([&] { return command(n2.endpoint, {"GET", "a"}).str == "1"; }, seconds(5)));
 
@@ -339,7 +341,11 @@ TEST_F(DockerClusterTest, NodeCutBlocksReplicationBetweenContainersUntilHealed) 
 
   c.heal("n2", "n1");
   EXPECT_EQ(c.iptables_rules(0).find("DROP"), std::string::npos);
-  EXPECT_TRUE(eventually([&] { return command(n2.endpoint, {"GET", "b"}).str == "2"; }, seconds(30)))
+  EXPECT_TRUE(eventually(
+      [&] {
+        return command(n2.endpoint, {"GET", "b"}).str == "2";
+      },
+      seconds(30)))
       << "held bytes must flow again after heal";
 
   // A cut outlives a restart of one side: the fresh namespace gets the rules again.
@@ -393,7 +399,11 @@ TEST_F(DockerClusterTest, ReplicatedTopologyHasAMasterReplicasAndSentinels) {
   }
   ASSERT_EQ(command(c.nodes()[0].endpoint, {"SET", "k", "v"}).str, "OK");
   for (size_t n = 1; n < 3; ++n) {
-    EXPECT_TRUE(eventually([&] { return command(c.nodes()[n].endpoint, {"GET", "k"}).str == "v"; }, seconds(5)))
+    EXPECT_TRUE(eventually(
+        [&] {
+          return command(c.nodes()[n].endpoint, {"GET", "k"}).str == "v";
+        },
+        seconds(5)))
         << c.nodes()[n].name;
   }
 }
@@ -480,13 +490,15 @@ TEST_F(DockerClusterTest, ClusterTopologyFormsARedisClusterAndASplitBrainPromote
   if (Clock::now() - cut_at < milliseconds(800)) EXPECT_EQ(early.str, "OK") << early.error;
   // ... the majority promotes the replica ...
   const size_t other = old == 0 ? 1 : 0;
-  EXPECT_TRUE(eventually([&] { return slot_master(c.nodes()[other].endpoint, key) == c.nodes()[replica].endpoint.host; },
-                         seconds(30)))
+  EXPECT_TRUE(eventually(
+      [&] { return slot_master(c.nodes()[other].endpoint, key) == c.nodes()[replica].endpoint.host; }, seconds(30)))
       << "no promotion: " << slot_master(c.nodes()[other].endpoint, key);
   EXPECT_EQ(command(c.nodes()[replica].endpoint, {"SET", key, "new-master"}).str, "OK");
   // ... and the old master, alone, refuses writes once its node-timeout ran out.
   EXPECT_TRUE(eventually(
-      [&] { return command(c.nodes()[old].endpoint, {"SET", "{lock-0}x", "v"}).str.rfind("CLUSTERDOWN", 0) == 0; },
+      [&] {
+        return command(c.nodes()[old].endpoint, {"SET", "{lock-0}x", "v"}).str.rfind("CLUSTERDOWN", 0) == 0;
+      },
       seconds(10)));
   c.heal_all();
   EXPECT_EQ(c.iptables_rules(old).find("DROP"), std::string::npos);
@@ -497,9 +509,11 @@ TEST_F(DockerClusterTest, ClusterTopologyFormsARedisClusterAndASplitBrainPromote
       },
       seconds(30)))
       << "the old master did not rejoin as a replica";
-  EXPECT_TRUE(eventually([&] { return command(c.nodes()[old].endpoint, {"CLUSTER", "INFO"}).str.find("cluster_state:ok") !=
-                                      std::string::npos; },
-                         seconds(30)));
+  EXPECT_TRUE(eventually(
+      [&] {
+        return command(c.nodes()[old].endpoint, {"CLUSTER", "INFO"}).str.find("cluster_state:ok") != std::string::npos;
+      },
+      seconds(30)));
 }
 
 // A run killed with SIGKILL leaves its containers; `lockcheck clean` (docker_clean) finds them by label.

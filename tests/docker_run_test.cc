@@ -5,14 +5,14 @@
 #include <cstdlib>
 #include <sstream>
 
-#include "docker/docker_cli.h"
-#include "docker/docker_cluster.h"
 #include "core/exit_codes.h"
 #include "core/history.h"
-#include "sys/process.h"
+#include "docker/docker_cli.h"
+#include "docker/docker_cluster.h"
 #include "harness/runner.h"
-#include "tests/support/test_util.h"
+#include "sys/process.h"
 #include "tests/support/ci.h"
+#include "tests/support/test_util.h"
 
 namespace lockcheck {
 namespace {

@@ -7,8 +7,8 @@
 #include <sstream>
 
 #include "core/history.h"
-#include "sys/process.h"
 #include "harness/runner.h"
+#include "sys/process.h"
 #include "tests/support/lock_test_util.h"
 
 #ifndef LOCKCHECK_PYTHON

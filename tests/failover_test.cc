@@ -52,13 +52,13 @@ TEST(PeerLinksTest, ReplicationGoesThroughTheProxyAndACutStopsIt) {
     c.cluster->cut("n1", "n2");
     ASSERT_TRUE(master.command({"SET", "k", "during-cut"}).is_status("OK"));
   }
-  EXPECT_TRUE(eventually([&] { return get(nodes[2].own_endpoint(), "k") == std::string("during-cut"); },
-                         milliseconds(3000)));
+  EXPECT_TRUE(
+      eventually([&] { return get(nodes[2].own_endpoint(), "k") == std::string("during-cut"); }, milliseconds(3000)));
   std::this_thread::sleep_for(milliseconds(300));
   EXPECT_FALSE(get(nodes[1].own_endpoint(), "k").has_value()) << "n2 replicated across the cut";
   c.cluster->heal_all();
-  EXPECT_TRUE(eventually([&] { return get(nodes[1].own_endpoint(), "k") == std::string("during-cut"); },
-                         milliseconds(5000)));
+  EXPECT_TRUE(
+      eventually([&] { return get(nodes[1].own_endpoint(), "k") == std::string("during-cut"); }, milliseconds(5000)));
 }
 
 TEST(PeerLinksTest, AKilledNodeBehindTheProxyRefusesConnections) {

@@ -33,8 +33,7 @@ void loop_under_kill_and_restart(Proxy proxy, const char* algorithm) {
         } else {
           lock->release("lock-0");
         }
-        const int64_t ms =
-            std::chrono::duration_cast<milliseconds>(std::chrono::steady_clock::now() - t0).count();
+        const int64_t ms = std::chrono::duration_cast<milliseconds>(std::chrono::steady_clock::now() - t0).count();
         if (ms > slowest_ms.load()) slowest_ms.store(ms);
         ++calls;
       }

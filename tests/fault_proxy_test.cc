@@ -46,7 +46,8 @@ std::string read_raw(int fd, size_t expected, std::chrono::milliseconds limit) {
   std::string got;
   const auto deadline = std::chrono::steady_clock::now() + limit;
   while (got.size() < expected) {
-    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+    const auto left =
+        std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
     if (left.count() <= 0) break;
     pollfd p{fd, POLLIN, 0};
     if (::poll(&p, 1, static_cast<int>(left.count())) <= 0) break;
@@ -227,8 +228,8 @@ TEST(FaultProxyNoServerTest, AnUpstreamThatRefusesTakesTheLinkDownSoConnectingIs
   ASSERT_TRUE(c && c->err == 0);  // the first one is accepted (the proxy cannot know yet) ...
   Reply r = command(c.get(), {"PING"});
   EXPECT_EQ(r, nullptr);  // ... and reset once upstream refuses
-  EXPECT_TRUE(c->err == REDIS_ERR_EOF || (c->err == REDIS_ERR_IO && std::string(c->errstr).find("reset") !=
-                                                                          std::string::npos))
+  EXPECT_TRUE(c->err == REDIS_ERR_EOF ||
+              (c->err == REDIS_ERR_IO && std::string(c->errstr).find("reset") != std::string::npos))
       << c->err << " " << c->errstr;
   // From then on connecting is refused, as by the dead node itself: a definite failure for a client.
   EXPECT_TRUE(eventually([&] { return connection_refused(at); }, kLongTimeout));

@@ -11,13 +11,13 @@
 #include <thread>
 
 #include "checkers/checker.h"
+#include "cluster/local_cluster.h"
+#include "core/client_pauses.h"
 #include "core/exit_codes.h"
 #include "core/history.h"
-#include "cluster/local_cluster.h"
-#include "sys/redis_conn.h"
 #include "harness/runner.h"
 #include "locks/lock_client.h"
-#include "core/client_pauses.h"
+#include "sys/redis_conn.h"
 #include "tests/support/test_util.h"
 #include "workloads/workload.h"
 
@@ -122,7 +122,8 @@ class LivelockScenario : public ::testing::Test {
     o.nodes = {cluster_->nodes()[0].endpoint};
     o.op_timeout = milliseconds(150);
     Proc c{find_lock_algorithm(algo)->make(o), nullptr};
-    c.env.reset(new ProcessEnv{p, *c.lock, *history_, std::mt19937_64(p), stop_, WorkloadOptions::from(cfg_), &pauses_});
+    c.env.reset(
+        new ProcessEnv{p, *c.lock, *history_, std::mt19937_64(p), stop_, WorkloadOptions::from(cfg_), &pauses_});
     return c;
   }
   // Processes 1 and 2 try every 20 ms for `ms`; true when one got the lock.

@@ -85,7 +85,8 @@ TEST(HistoryTest, ReaderRejectsMalformedLinesWithTheLineNumber) {
     }
   };
   expect_error(good + "\n{not json\n", "h:2:");
-  expect_error(good + "\n\n" + R"({"index":1,"time":1,"process":0,"type":"maybe","f":"acquire"})", "h:3: field \"type\"");
+  expect_error(good + "\n\n" + R"({"index":1,"time":1,"process":0,"type":"maybe","f":"acquire"})",
+               "h:3: field \"type\"");
   expect_error(R"({"index":0,"time":1,"type":"ok","f":"acquire"})", "missing field \"process\"");
   expect_error(R"({"index":0,"time":1,"process":-4,"type":"ok","f":"acquire"})", "\"process\"");
   expect_error(R"({"index":5,"time":1,"process":1,"type":"ok","f":"acquire"})", "index 5 out of order");
@@ -95,11 +96,16 @@ TEST(HistoryTest, ReaderRejectsMalformedLinesWithTheLineNumber) {
 
 TEST(HistoryTest, PairIndexMatchesInvokesWithCompletionsPerProcess) {
   History h(5);
-  h[0].process = 1; h[0].type = OpType::kInvoke;
-  h[1].process = 2; h[1].type = OpType::kInvoke;
-  h[2].process = 1; h[2].type = OpType::kOk;
-  h[3].process = 1; h[3].type = OpType::kInvoke;  // crashed: never completes
-  h[4].process = 2; h[4].type = OpType::kInfo;
+  h[0].process = 1;
+  h[0].type = OpType::kInvoke;
+  h[1].process = 2;
+  h[1].type = OpType::kInvoke;
+  h[2].process = 1;
+  h[2].type = OpType::kOk;
+  h[3].process = 1;
+  h[3].type = OpType::kInvoke;  // crashed: never completes
+  h[4].process = 2;
+  h[4].type = OpType::kInfo;
   auto p = pair_index(h);
   EXPECT_EQ(p, (std::vector<int64_t>{2, 4, 0, -1, 1}));
 }
@@ -108,7 +114,8 @@ TEST(HistoryTest, PairIndexMatchesInvokesWithCompletionsPerProcess) {
 std::string line(int64_t index, const std::string& process, const std::string& type, const std::string& f,
                  int64_t time = -1) {
   return "{\"index\":" + std::to_string(index) + ",\"time\":" + std::to_string(time < 0 ? index * 10 : time) +
-         ",\"process\":" + process + ",\"type\":\"" + type + "\",\"f\":\"" + f + "\",\"key\":\"lock-0\",\"value\":null}\n";
+         ",\"process\":" + process + ",\"type\":\"" + type + "\",\"f\":\"" + f +
+         "\",\"key\":\"lock-0\",\"value\":null}\n";
 }
 
 std::string error_of(const std::string& text) {
@@ -121,8 +128,8 @@ std::string error_of(const std::string& text) {
 }
 
 TEST(HistoryRulesTest, CompletionWithoutInvokeIsRejectedWithItsLine) {
-  const std::string e = error_of(line(0, "1", "invoke", "acquire") + line(1, "1", "ok", "acquire") +
-                                 line(2, "2", "ok", "release"));
+  const std::string e =
+      error_of(line(0, "1", "invoke", "acquire") + line(1, "1", "ok", "acquire") + line(2, "2", "ok", "release"));
   EXPECT_NE(e.find("h:3:"), std::string::npos) << e;
   EXPECT_NE(e.find("no open invoke"), std::string::npos) << e;
 }
@@ -168,17 +175,21 @@ TEST(HistoryRulesTest, UnknownTypeOrClientFIsRejected) {
 }
 
 TEST(HistoryRulesTest, WrongFieldTypesAreRejected) {
-  EXPECT_NE(error_of(R"({"index":0,"time":"1","process":0,"type":"invoke","f":"acquire"})").find("h:1: field \"time\" must be an integer"),
+  EXPECT_NE(error_of(R"({"index":0,"time":"1","process":0,"type":"invoke","f":"acquire"})")
+                .find("h:1: field \"time\" must be an integer"),
             std::string::npos);
   EXPECT_NE(error_of(R"({"index":0,"time":1,"process":0,"type":"invoke","f":7})").find("field \"f\" must be a string"),
             std::string::npos);
   EXPECT_NE(error_of(R"({"index":0,"time":1,"process":0,"type":"invoke","f":"acquire","key":3})").find("field \"key\""),
             std::string::npos);
-  EXPECT_NE(error_of(R"({"index":0,"time":1,"process":0,"type":"invoke","f":"acquire","token":"41"})").find("field \"token\""),
+  EXPECT_NE(error_of(R"({"index":0,"time":1,"process":0,"type":"invoke","f":"acquire","token":"41"})")
+                .find("field \"token\""),
             std::string::npos);
-  EXPECT_NE(error_of(R"({"index":0,"time":1,"process":0,"type":"invoke","f":"acquire","validity_ms":1.5})").find("field \"validity_ms\""),
+  EXPECT_NE(error_of(R"({"index":0,"time":1,"process":0,"type":"invoke","f":"acquire","validity_ms":1.5})")
+                .find("field \"validity_ms\""),
             std::string::npos);
-  EXPECT_NE(error_of(R"({"index":0,"time":1,"process":0,"type":"invoke","f":"acquire","error":false})").find("field \"error\""),
+  EXPECT_NE(error_of(R"({"index":0,"time":1,"process":0,"type":"invoke","f":"acquire","error":false})")
+                .find("field \"error\""),
             std::string::npos);
   EXPECT_NE(error_of(R"({"index":0,"time":1,"process":1.5,"type":"invoke","f":"acquire"})").find("field \"process\""),
             std::string::npos);
@@ -192,7 +203,8 @@ TEST(HistoryRulesTest, TornLastLineIsSkippedWithAWarning) {
   ASSERT_EQ(warnings.size(), 1u);
   EXPECT_NE(warnings[0].find("h:3: torn last line"), std::string::npos) << warnings[0];
   // The same line in the middle of the file (followed by a newline) is an error.
-  EXPECT_NE(error_of(good + "{\"index\":2,\"time\":30,\"proc\n" + line(2, "1", "invoke", "release")).find("h:3: not valid JSON"),
+  EXPECT_NE(error_of(good + "{\"index\":2,\"time\":30,\"proc\n" + line(2, "1", "invoke", "release"))
+                .find("h:3: not valid JSON"),
             std::string::npos);
   // A complete last line without its newline is read.
   warnings.clear();
@@ -283,13 +295,47 @@ TEST(HistoryTest, JsonlLineIsTheOrderedJsonDumpOfTheOp) {
 // on the op or on the error.
 TEST(HistoryReaderTest, LineScanAgreesWithTheJsonParser) {
   std::mt19937_64 rng(14);
-  const std::vector<std::string> numbers = {
-      "0", "1", "7", "12", "123456", "1234567", "12345678", "123456789", "1234567890", "12345678901234567",
-      "123456789012345678", "999999999999999999", "1234567890123456789", "12345678901234567890", "-1", "-0", "00",
-      "01", "-", "", "1.5", "1e3", "+1", "- 1", "2147483647", "2147483648", "99999999", "100000000"};
-  const std::vector<std::string> strings = {"\"acquire\"", "\"release\"", "\"lock-0\"", "\"\"", "\"a\\\"b\"",
-                                            "\"tab\\tx\"", "\"caf\xc3\xa9\"", "\"12345678abcdefgh\"", "\"x\"",
-                                            "\"not held on a quorum (expired)\"", "\"abc", "null", "3"};
+  const std::vector<std::string> numbers = {"0",
+                                            "1",
+                                            "7",
+                                            "12",
+                                            "123456",
+                                            "1234567",
+                                            "12345678",
+                                            "123456789",
+                                            "1234567890",
+                                            "12345678901234567",
+                                            "123456789012345678",
+                                            "999999999999999999",
+                                            "1234567890123456789",
+                                            "12345678901234567890",
+                                            "-1",
+                                            "-0",
+                                            "00",
+                                            "01",
+                                            "-",
+                                            "",
+                                            "1.5",
+                                            "1e3",
+                                            "+1",
+                                            "- 1",
+                                            "2147483647",
+                                            "2147483648",
+                                            "99999999",
+                                            "100000000"};
+  const std::vector<std::string> strings = {"\"acquire\"",
+                                            "\"release\"",
+                                            "\"lock-0\"",
+                                            "\"\"",
+                                            "\"a\\\"b\"",
+                                            "\"tab\\tx\"",
+                                            "\"caf\xc3\xa9\"",
+                                            "\"12345678abcdefgh\"",
+                                            "\"x\"",
+                                            "\"not held on a quorum (expired)\"",
+                                            "\"abc",
+                                            "null",
+                                            "3"};
   auto pick = [&](const std::vector<std::string>& v) { return v[rng() % v.size()]; };
   int scanned_and_parsed = 0;
   for (int round = 0; round < 4000; ++round) {

@@ -67,8 +67,8 @@ INSTANTIATE_TEST_SUITE_P(Locks, EveryAlgorithmTest, ::testing::ValuesIn(testing_
                          [](const auto& p) { return testing_util::param_name(p.param); });
 
 TEST_F(LockEvolutionTest, ListedWithADescriptionAndAKnownDefect) {
-  for (const char* name : {"setnx-expire", "getset", "set-nx-ex-del", "set-nx-timestamp", "single",
-                           "single-failover", "redlock", "redlock-sequential", "external"}) {
+  for (const char* name : {"setnx-expire", "getset", "set-nx-ex-del", "set-nx-timestamp", "single", "single-failover",
+                           "redlock", "redlock-sequential", "external"}) {
     EXPECT_NE(find_lock_algorithm(name), nullptr) << name;
   }
   for (const auto& a : lock_registry()) {
@@ -113,7 +113,7 @@ TEST_F(LockEvolutionTest, SetnxExpireClientDyingBetweenTheCommandsLeavesALockTha
   EXPECT_EQ(r.outcome, OpType::kInfo);
   auto ttl = cluster_->conn(0)->command({"PTTL", "lock-0"}).integer();
   ASSERT_TRUE(ttl.has_value());
-  EXPECT_EQ(*ttl, -1);  // exists, no expiry
+  EXPECT_EQ(*ttl, -1);                             // exists, no expiry
   std::this_thread::sleep_for(milliseconds(250));  // well past the TTL the client asked for
   auto other = make_lock("setnx-expire", cluster_->options());
   EXPECT_EQ(other->acquire("lock-0", milliseconds(100)).outcome, OpType::kFail);
@@ -133,10 +133,10 @@ TEST_F(LockEvolutionTest, GetsetStealsAnExpiredLockAndTheOldHolderDeletesIt) {
   auto b = make_lock("getset", cluster_->options());
   ASSERT_EQ(a->acquire("lock-0", milliseconds(100)).outcome, OpType::kOk);
   EXPECT_EQ(cluster_->conn(0)->command({"PTTL", "lock-0"}).integer().value_or(0), -1);  // Redis never expires it
-  EXPECT_EQ(b->acquire("lock-0", milliseconds(10000)).outcome, OpType::kFail);    // not expired yet
+  EXPECT_EQ(b->acquire("lock-0", milliseconds(10000)).outcome, OpType::kFail);          // not expired yet
   std::this_thread::sleep_for(milliseconds(250));
-  ASSERT_EQ(b->acquire("lock-0", milliseconds(10000)).outcome, OpType::kOk);       // stolen with GETSET
-  EXPECT_EQ(a->release("lock-0").outcome, OpType::kOk);                            // DEL: b's lock is gone
+  ASSERT_EQ(b->acquire("lock-0", milliseconds(10000)).outcome, OpType::kOk);  // stolen with GETSET
+  EXPECT_EQ(a->release("lock-0").outcome, OpType::kOk);                       // DEL: b's lock is gone
   EXPECT_FALSE(cluster_->exists(0, "lock-0"));
 }
 

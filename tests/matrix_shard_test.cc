@@ -9,9 +9,9 @@
 #include <regex>
 #include <sstream>
 
-#include "harness/cli.h"
 #include "core/config.h"
 #include "core/exit_codes.h"
+#include "harness/cli.h"
 #include "harness/matrix.h"
 #include "tests/support/test_util.h"
 
@@ -74,7 +74,8 @@ std::string only_test_all_dir(const std::string& results) {
 TEST(MatrixShardTest, TwoShardsMergedEqualTheUnshardedRun) {
   TempDir dir;
   const std::string file = dir.str() + "/tiny.json";
-  std::ofstream(file) << R"({"name": "tiny", "defaults": {"time_limit_s": 2, "concurrency": 2, "ttl_ms": 5000, "hold_ms_max": 50},
+  std::ofstream(file)
+      << R"({"name": "tiny", "defaults": {"time_limit_s": 2, "concurrency": 2, "ttl_ms": 5000, "hold_ms_max": 50},
     "entries": [{"name": "healthy", "seeds": 2, "expect": "valid"},
                 {"name": "claimed-invalid", "expect": "invalid"},
                 {"name": "redlock-healthy", "lock": "redlock", "nodes": 3, "expect": "valid"}]})";

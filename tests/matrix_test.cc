@@ -7,13 +7,12 @@
 
 #include "core/exit_codes.h"
 #include "core/history.h"
+#include "harness/rerun.h"
 #include "harness/runner.h"
 #include "tests/support/test_util.h"
-#include "harness/rerun.h"
 
 namespace lockcheck {
 namespace {
-
 
 void expect_matrix_error(const std::string& text, const std::string& needle) {
   try {
@@ -53,7 +52,8 @@ TEST(MatrixTest, RejectsBadMatricesNamingTheEntry) {
   expect_matrix_error(R"({"entries": [{"name": "x"}]})", "'x': expect is required");
   expect_matrix_error(R"({"entries": [{"name": "x", "expect": "maybe"}]})", "'x': expect must be");
   expect_matrix_error(R"({"entries": [{"name": "x", "lock": "nope", "expect": "valid"}]})", "'x': --lock");
-  expect_matrix_error(R"({"entries": [{"name": "x", "colour": "red", "expect": "valid"}]})", "unknown field \"colour\"");
+  expect_matrix_error(R"({"entries": [{"name": "x", "colour": "red", "expect": "valid"}]})",
+                      "unknown field \"colour\"");
   expect_matrix_error(R"({"entries": [{"name": "x", "seeds": 0, "expect": "valid"}]})", "seeds");
   expect_matrix_error(R"({"entries": [{"name": "x", "expect": {"nochecker": "valid"}}]})", "unknown checker");
   expect_matrix_error(R"({"entries": [{"name": "x", "expect": "valid"}, {"name": "x", "expect": "valid"}]})", "twice");
@@ -89,7 +89,8 @@ TEST(MatrixTest, MinFoundDemandsThatManySeedsFindTheAnomaly) {
   };
   EntryJudgement eight = judge_entry(m.entries[0], runs(8));
   EXPECT_FALSE(eight.met) << eight.finding;
-  EXPECT_NE(eight.finding.find("expected invalid in >= 9 of 10, found 8/10 invalid"), std::string::npos) << eight.finding;
+  EXPECT_NE(eight.finding.find("expected invalid in >= 9 of 10, found 8/10 invalid"), std::string::npos)
+      << eight.finding;
   EXPECT_NE(eight.finding.find("median first anomaly 9.0 s"), std::string::npos) << eight.finding;
   EXPECT_TRUE(judge_entry(m.entries[0], runs(9)).met);
   EXPECT_FALSE(judge_entry(m.entries[1], runs(8)).met);
@@ -139,7 +140,8 @@ TEST(MatrixTest, AWrongExpectationFailsTheMatrixAndShowsInJUnit) {
   junit << in.rdbuf();
   EXPECT_NE(junit.str().find("tests=\"2\" failures=\"1\""), std::string::npos) << junit.str();
   EXPECT_NE(junit.str().find("name=\"healthy-claimed-invalid\""), std::string::npos);
-  EXPECT_NE(junit.str().find("<failure message=\"expected invalid, found 0/1 invalid"), std::string::npos) << junit.str();
+  EXPECT_NE(junit.str().find("<failure message=\"expected invalid, found 0/1 invalid"), std::string::npos)
+      << junit.str();
 }
 
 TEST(MatrixTest, RerunReproducesTheFaultSchedule) {
@@ -161,8 +163,8 @@ TEST(MatrixTest, RerunReproducesTheFaultSchedule) {
   EXPECT_NE(again.str().find("fault timeline matched"), std::string::npos) << again.str();
   const std::string second = testing_util::latest_run(c.results_dir);
   ASSERT_NE(second, boost::filesystem::canonical(first.run_dir).string());
-  auto [matched, total] = fault_timeline_match(read_history(first.run_dir + "/history.jsonl"),
-                                               read_history(second + "/history.jsonl"));
+  auto [matched, total] =
+      fault_timeline_match(read_history(first.run_dir + "/history.jsonl"), read_history(second + "/history.jsonl"));
   EXPECT_GT(total, 2u);
   // The last fault may be cut by the time limit in one run and not the other.
   EXPECT_GE(matched + 1, total) << again.str();

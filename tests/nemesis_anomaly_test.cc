@@ -15,13 +15,13 @@
 #include <thread>
 
 #include "checkers/checker.h"
-#include "harness/cluster_factory.h"
 #include "cluster/local_cluster.h"
-#include "sys/redis_conn.h"
-#include "locks/lock_client.h"
 #include "core/client_pauses.h"
+#include "harness/cluster_factory.h"
+#include "locks/lock_client.h"
 #include "nemesis/link_faults.h"
 #include "nemesis/nemesis.h"
+#include "sys/redis_conn.h"
 #include "tests/support/test_util.h"
 #include "workloads/workload.h"
 
@@ -68,7 +68,8 @@ class AnomalyTest : public ::testing::Test {
     o.seed = static_cast<uint64_t>(p) + 1;
     o.extra = {{"wait_replicas", 0}};
     Client c{p, a->make(o), nullptr};
-    c.env.reset(new ProcessEnv{p, *c.lock, *history_, std::mt19937_64(p), stop_, WorkloadOptions::from(cfg_), &pauses_});
+    c.env.reset(
+        new ProcessEnv{p, *c.lock, *history_, std::mt19937_64(p), stop_, WorkloadOptions::from(cfg_), &pauses_});
     return c;
   }
 
@@ -93,8 +94,8 @@ class AnomalyTest : public ::testing::Test {
 
   // Kleppmann's shape on 5 nodes: slot c0 reaches n1,n2,n3; slot c1 reaches n3,n4,n5.
   void split_clients(Nemesis& partition) {
-    json links = json::array({json::array({"c0", "n4"}), json::array({"c0", "n5"}), json::array({"c1", "n1"}),
-                              json::array({"c1", "n2"})});
+    json links = json::array(
+        {json::array({"c0", "n4"}), json::array({"c0", "n5"}), json::array({"c1", "n1"}), json::array({"c1", "n2"})});
     Op done = nemesis_op(partition, "partition", "start", {"n1", "n2", "n4", "n5", "c0", "c1"},
                          {{"mode", "client-split"}, {"links", links}});
     ASSERT_TRUE(done.is_ok()) << done.error;
@@ -195,8 +196,8 @@ class RedlockRestartTest : public AnomalyTest {
     LockResult got = a.acquire("lock-0", ttl);
     EXPECT_EQ(got.outcome, OpType::kOk);
     EXPECT_GT(got.validity_ms.value_or(0), hold.count());
-    Op killed = nemesis_op(*kill, "kill", "start", {"n3"},
-                           {{"mode", "one"}, {"restart_delay_ms", restart_delay.count()}});
+    Op killed =
+        nemesis_op(*kill, "kill", "start", {"n3"}, {{"mode", "one"}, {"restart_delay_ms", restart_delay.count()}});
     EXPECT_TRUE(killed.is_ok()) << killed.error;
     const auto killed_at = std::chrono::steady_clock::now();
     if (restart_delay.count() == 0) EXPECT_TRUE(nemesis_op(*kill, "restart", "stop", json::array()).is_ok());

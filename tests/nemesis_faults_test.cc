@@ -11,11 +11,11 @@
 #include <thread>
 
 #include "cluster/local_cluster.h"
-#include "sys/redis_conn.h"
 #include "core/client_pauses.h"
 #include "nemesis/driver.h"
 #include "nemesis/link_faults.h"
 #include "nemesis/schedule.h"
+#include "sys/redis_conn.h"
 #include "tests/support/test_util.h"
 
 namespace lockcheck {
@@ -161,14 +161,14 @@ TEST_F(NemesisFaultsTest, DelaySlowsTheLinkUntilHealed) {
   FaultPlan plan;
   plan.f = "delay";
   plan.targets = {"c0"};
-  plan.detail = {{"mode", "client"}, {"delay_ms", 600}, {"jitter_ms", 0},
-                 {"links", json::array({json::array({"c0", "n1"})})}};
+  plan.detail = {
+      {"mode", "client"}, {"delay_ms", 600}, {"jitter_ms", 0}, {"links", json::array({json::array({"c0", "n1"})})}};
   ASSERT_TRUE(answers(via("c0", 0)));
   ASSERT_TRUE(start_fault(*n, plan).is_ok());
   auto t0 = std::chrono::steady_clock::now();
   EXPECT_TRUE(answers(via("c0", 0), milliseconds(5000)));
   EXPECT_GE(std::chrono::steady_clock::now() - t0, milliseconds(600));  // the injected delay, a lower bound
-  EXPECT_TRUE(answers(via("c1", 0), milliseconds(5000)));                 // another slot's link is not delayed
+  EXPECT_TRUE(answers(via("c1", 0), milliseconds(5000)));               // another slot's link is not delayed
   ASSERT_TRUE(stop_fault(*n, "heal-delay").is_ok());
   t0 = std::chrono::steady_clock::now();
   EXPECT_TRUE(answers(via("c0", 0), milliseconds(5000)));

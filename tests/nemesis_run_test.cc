@@ -11,8 +11,8 @@
 
 #include "core/exit_codes.h"
 #include "core/history.h"
-#include "sys/process.h"
 #include "harness/runner.h"
+#include "sys/process.h"
 #include "tests/support/test_util.h"
 
 namespace lockcheck {
@@ -55,9 +55,23 @@ TEST(NemesisRunTest, SigtermDuringAPartitionAndAPauseLeavesNothingBehind) {
   const std::string results = dir.str() + "/results";
   ProcessSpec spec;
   // Both faults last an interval (4 s); their first starts fall in [2, 6) s, so they overlap.
-  spec.argv = {LOCKCHECK_BINARY, "run", "--time-limit", "60", "--concurrency", "3", "--ttl-ms", "300",
-               "--nemesis", "partition:isolate,pause:minority", "--nemesis-interval", "4", "--seed", "5",
-               "--results", results, "--no-progress"};
+  spec.argv = {LOCKCHECK_BINARY,
+               "run",
+               "--time-limit",
+               "60",
+               "--concurrency",
+               "3",
+               "--ttl-ms",
+               "300",
+               "--nemesis",
+               "partition:isolate,pause:minority",
+               "--nemesis-interval",
+               "4",
+               "--seed",
+               "5",
+               "--results",
+               results,
+               "--no-progress"};
   spec.stdout_path = dir.str() + "/out.txt";
   spec.stderr_path = "=stdout";
   ChildProcess child(spec);

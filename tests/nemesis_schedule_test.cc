@@ -268,7 +268,7 @@ TEST(ClientPausesTest, AnArmedPauseIsTakenOnceByItsSlot) {
   std::atomic<bool> stop{false};
   EXPECT_EQ(p.pause_point(1, stop).count(), 0);  // nothing armed
   const int64_t id = p.arm({1}, std::chrono::milliseconds(50));
-  EXPECT_EQ(p.pause_point(0, stop).count(), 0);  // another slot
+  EXPECT_EQ(p.pause_point(0, stop).count(), 0);   // another slot
   EXPECT_GE(p.pause_point(4, stop).count(), 45);  // process 4 runs in slot 1
   EXPECT_EQ(p.pause_point(4, stop).count(), 0);   // one arm, one pause
   auto fired = p.fired();
@@ -396,7 +396,8 @@ TEST(HolderTrackerTest, AHoldingIsOverWhenItsReleaseCompletesOrItsProcessRetires
   EXPECT_FALSE(t.wait_until_released(first, short_wait, &stop)) << "still held";
   t.on_op(client_op(1, OpType::kInvoke, "release", "lock-0"));
   EXPECT_TRUE(t.current().size() == 1u && t.current().front().process == 2) << "no longer held in its belief";
-  EXPECT_FALSE(t.wait_until_released(first, short_wait, &stop)) << "its release has not completed: the DEL may not have run";
+  EXPECT_FALSE(t.wait_until_released(first, short_wait, &stop))
+      << "its release has not completed: the DEL may not have run";
   std::thread later([&] {
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
     t.on_op(client_op(1, OpType::kFail, "release", "lock-0"));  // any outcome ends it
@@ -458,7 +459,10 @@ TEST(HolderTrackerTest, AReleaseActionRunsInsideTheRecordOfTheReleaseBeforeAnyOt
   EXPECT_EQ(runs, 1);
   history.record(client_op(5, OpType::kOk, "acquire", "lock-0"));
   const Holding third = t->current().back();
-  ASSERT_TRUE(t->on_release(third, [&] { ++runs; throw std::runtime_error("swallowed"); }));
+  ASSERT_TRUE(t->on_release(third, [&] {
+    ++runs;
+    throw std::runtime_error("swallowed");
+  }));
   history.record(client_op(5, OpType::kInfo, "acquire", "lock-1"));
   EXPECT_EQ(runs, 2);
   EXPECT_TRUE(t->wait_until_released(third, std::chrono::milliseconds(10), &stop));

@@ -32,7 +32,8 @@ TEST(SplitCommandLineTest, SplitsOnBlanksAndHonoursQuotes) {
   using V = std::vector<std::string>;
   EXPECT_EQ(split_command_line("python3 client.py"), (V{"python3", "client.py"}));
   EXPECT_EQ(split_command_line("  a\tb \n c  "), (V{"a", "b", "c"}));
-  EXPECT_EQ(split_command_line("python3 \"my client.py\" --flag 'a b'"), (V{"python3", "my client.py", "--flag", "a b"}));
+  EXPECT_EQ(split_command_line("python3 \"my client.py\" --flag 'a b'"),
+            (V{"python3", "my client.py", "--flag", "a b"}));
   EXPECT_EQ(split_command_line("x 'it''s' \"say \\\"hi\\\"\" a\\ b"), (V{"x", "its", "say \"hi\"", "a b"}));
   EXPECT_EQ(split_command_line("'' x"), (V{"", "x"}));
   EXPECT_EQ(split_command_line("'$HOME' \"*\""), (V{"$HOME", "*"}));  // no expansion of any kind

@@ -4,9 +4,9 @@
 
 #include <thread>
 
-#include "tests/support/lock_test_util.h"
 #include "locks/node_fanout.h"
 #include "locks/quorum.h"
+#include "tests/support/lock_test_util.h"
 
 namespace lockcheck {
 namespace {

@@ -147,8 +147,8 @@ TEST(SingleFailoverTest, AFailoverBeforeReplicationGrantsTheLockTwice) {
   c.cluster->resume(2);
   ASSERT_TRUE(wait_for_new_master(*c.cluster, old_master, std::chrono::seconds(30)).has_value());
   LockResult rb = acquire_within(*b, "lock-0", milliseconds(60000), std::chrono::seconds(10));
-  EXPECT_EQ(rb.outcome, OpType::kOk) << "b should get the lock a still holds (valid for "
-                                     << *ra.validity_ms << " ms): " << rb.error;
+  EXPECT_EQ(rb.outcome, OpType::kOk) << "b should get the lock a still holds (valid for " << *ra.validity_ms
+                                     << " ms): " << rb.error;
 }
 
 TEST(SingleFailoverTest, WaitRefusesALockTheReplicasDidNotAcknowledge) {

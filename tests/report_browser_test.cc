@@ -35,7 +35,7 @@ std::string read_text(const fs::path& p) {
 
 void write_run(const fs::path& dir, const json& config, const History& h, const json& results) {
   fs::create_directories(dir);
-  std::ofstream(( dir / "config.json").string()) << config.dump(2);
+  std::ofstream((dir / "config.json").string()) << config.dump(2);
   std::ofstream hist((dir / "history.jsonl").string());
   for (const Op& op : h) hist << json(op).dump() << "\n";
   hist.close();
@@ -108,7 +108,7 @@ BrowserRun run_chromium(const fs::path& chromium, const std::vector<std::string>
     if (std::getenv("CI") != nullptr) {                                                                   \
       FAIL() << "chromium is not installed but CI is set: install it with `apt-get install -y chromium`"; \
     }                                                                                                     \
-    GTEST_SKIP() << "chromium is not installed (apt-get install -y chromium); browser test skipped";     \
+    GTEST_SKIP() << "chromium is not installed (apt-get install -y chromium); browser test skipped";      \
   }
 
 std::string attr_of_body(const std::vector<report_test::Tag>& tags, const std::string& name) {
@@ -169,9 +169,9 @@ TEST(ReportBrowserTest, InvalidRunRendersWithItsVerdictAndViolationsAndNoScriptE
   EXPECT_NEAR(vw, 400, 1) << lanes[0].attrs["viewBox"];  // the run is 900 ms long
 
   const fs::path png = fs::path(dir.path()) / "report.png";
-  BrowserRun shot = run_chromium(chromium, {"--screenshot=" + png.string(), "--window-size=1400,2000",
-                                            "--hide-scrollbars"},
-                                 url, std::chrono::seconds(90));
+  BrowserRun shot =
+      run_chromium(chromium, {"--screenshot=" + png.string(), "--window-size=1400,2000", "--hide-scrollbars"}, url,
+                   std::chrono::seconds(90));
   ASSERT_TRUE(shot.finished) << shot.err;
   ASSERT_EQ(shot.exit_code, 0) << shot.err;
   ASSERT_TRUE(fs::exists(png));

@@ -161,7 +161,7 @@ TEST(ReportTest, FaultPeriodsAreBandsAcrossAllLanesAndInThePlots) {
   auto bands = select(tl, "rect", "band");
   ASSERT_EQ(bands.size(), 2u);
   EXPECT_EQ(bands[0].attrs["data-fault"], "partition");
-  EXPECT_EQ(bands[0].attrs["x"], "52");     // from the start's completion
+  EXPECT_EQ(bands[0].attrs["x"], "52");       // from the start's completion
   EXPECT_EQ(bands[0].attrs["width"], "150");  // to the stop's completion (202 ms)
   EXPECT_EQ(bands[1].attrs["data-fault"], "pause");
   EXPECT_EQ(bands[1].attrs["x"], "352");
@@ -178,8 +178,8 @@ TEST(ReportTest, FaultPeriodsAreBandsAcrossAllLanesAndInThePlots) {
   EXPECT_EQ(count(tags, "rect", "plot-band"), 4u);
   EXPECT_EQ(count(tags, "svg", "plot-latency"), 1u);
   EXPECT_EQ(count(tags, "svg", "plot-throughput"), 1u);
-  EXPECT_EQ(count(tags, "circle", "pt-ok"), 3u);   // three ok acquires (distinct pixels)
-  EXPECT_EQ(count(tags, "path", "pt-info"), 1u);   // p4's timeout
+  EXPECT_EQ(count(tags, "circle", "pt-ok"), 3u);  // three ok acquires (distinct pixels)
+  EXPECT_EQ(count(tags, "path", "pt-info"), 1u);  // p4's timeout
   // Nodes: n1 and n2 were partitioned, n3 paused; links to their logs.
   EXPECT_NE(html.find("href=\"nodes/n1.log\""), std::string::npos);
   EXPECT_NE(html.find("href=\"nodes/n3.log\""), std::string::npos);
@@ -200,8 +200,11 @@ TEST(ReportTest, EmptyEverythingStillRendersWellFormedHtml) {
   EXPECT_TRUE(subtree(tags, "timeline").empty());
   // Wrong types everywhere are tolerated too.
   json odd_config = {{"lock", 3}, {"nemesis", "x"}, {"argv", "not an array"}, {"ttl_ms", "soon"}};
-  json odd_results = {{"valid", 7}, {"checkers", {1, "two", {{"anomalies", {1, {{"ops", "x"}, {"from_ns", "y"}}}}}}},
-                      {"nodes", "n1"}, {"ops", 5}, {"versions", {1, 2}}};
+  json odd_results = {{"valid", 7},
+                      {"checkers", {1, "two", {{"anomalies", {1, {{"ops", "x"}, {"from_ns", "y"}}}}}}},
+                      {"nodes", "n1"},
+                      {"ops", 5},
+                      {"versions", {1, 2}}};
   const std::string odd = render_report(odd_config, report_test::valid_history(), odd_results);
   parse_ok(odd);
   // A run that stopped early says why.

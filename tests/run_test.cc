@@ -18,7 +18,6 @@
 namespace lockcheck {
 namespace {
 
-
 RunConfig base_config(const TempDir& dir) {
   RunConfig c;
   c.results_dir = dir.str() + "/results";
@@ -133,8 +132,8 @@ void interrupt_run(int sig, int expected_exit) {
   TempDir dir;
   const std::string results = dir.str() + "/results";
   ProcessSpec spec;
-  spec.argv = {LOCKCHECK_BINARY, "run", "--time-limit", "60", "--concurrency", "4", "--ttl-ms", "300",
-               "--results", results, "--no-progress"};
+  spec.argv = {LOCKCHECK_BINARY, "run", "--time-limit", "60",    "--concurrency", "4",
+               "--ttl-ms",       "300", "--results",    results, "--no-progress"};
   spec.stdout_path = dir.str() + "/out.txt";
   spec.stderr_path = "=stdout";
   ChildProcess child(spec);
@@ -176,8 +175,8 @@ TEST(RunTest, AStuckWorkerEndsTheRunWithinTheBound) {
   TempDir dir;
   const std::string results = dir.str() + "/results";
   ProcessSpec spec;
-  spec.argv = {LOCKCHECK_BINARY, "run", "--time-limit", "2", "--concurrency", "2", "--ttl-ms", "300",
-               "--op-timeout-ms", "200", "--results", results, "--no-progress"};
+  spec.argv = {LOCKCHECK_BINARY,  "run", "--time-limit", "2",     "--concurrency", "2", "--ttl-ms", "300",
+               "--op-timeout-ms", "200", "--results",    results, "--no-progress"};
   spec.env["LOCKCHECK_TEST_STUCK_WORKER"] = "1";
   spec.stdout_path = dir.str() + "/out.txt";
   spec.stderr_path = "=stdout";

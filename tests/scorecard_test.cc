@@ -23,8 +23,10 @@ std::string anomalous_run(const std::string& root, const std::string& name, doub
   const std::string dir = root + "/" + name;
   std::filesystem::create_directories(dir);
   nlohmann::json r = {{"valid", "invalid"},
-                      {"checkers", {{{"checker", "mutex"}, {"valid", "invalid"},
-                                     {"anomalies", {{{"from_ns", static_cast<int64_t>(from_s * 1e9)}}}}}}}};
+                      {"checkers",
+                       {{{"checker", "mutex"},
+                         {"valid", "invalid"},
+                         {"anomalies", {{{"from_ns", static_cast<int64_t>(from_s * 1e9)}}}}}}}};
   std::ofstream(dir + "/results.json") << r.dump();
   return dir;
 }
@@ -32,14 +34,19 @@ std::string anomalous_run(const std::string& root, const std::string& name, doub
 TEST(Scorecard, LaysOutLibrariesByScenarioWithSeedsAndMedianTimeToFirst) {
   TempDir tmp;
   Matrix m;
-  m.entries = {entry("redsync", "healthy"), entry("redsync", "kill"), entry("single", "healthy"), entry("single", "kill")};
+  m.entries = {entry("redsync", "healthy"), entry("redsync", "kill"), entry("single", "healthy"),
+               entry("single", "kill")};
   MatrixEntry plain;  // not in the scorecard
   plain.name = "other";
   m.entries.push_back(plain);
   std::vector<ScorecardRun> runs = {
-      {0, 1, 0, ""}, {0, 2, 0, ""},
-      {1, 1, 1, anomalous_run(tmp.path(), "a", 2.0)}, {1, 2, 0, ""}, {1, 3, 1, anomalous_run(tmp.path(), "b", 4.0)},
-      {2, 1, 0, ""}, {2, 2, 4, ""},
+      {0, 1, 0, ""},
+      {0, 2, 0, ""},
+      {1, 1, 1, anomalous_run(tmp.path(), "a", 2.0)},
+      {1, 2, 0, ""},
+      {1, 3, 1, anomalous_run(tmp.path(), "b", 4.0)},
+      {2, 1, 0, ""},
+      {2, 2, 4, ""},
       {3, 1, 3, ""},
       {4, 1, 1, ""},
   };

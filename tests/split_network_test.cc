@@ -52,8 +52,8 @@ TEST(SplitNetworkTest, UnknownPartiesAStoppedClusterAndProxyErrorsAreClusterErro
   RecordingPeers peers;
   SplitNetwork net("test cluster", 3, 0, 2, &peers);
   net.set_proxy(&proxy);
-  for (auto [a, b] : std::vector<std::pair<const char*, const char*>>{{"n4", "n1"}, {"c2", "n1"}, {"s1", "n1"},
-                                                                       {"x", "n1"}}) {
+  for (auto [a, b] :
+       std::vector<std::pair<const char*, const char*>>{{"n4", "n1"}, {"c2", "n1"}, {"s1", "n1"}, {"x", "n1"}}) {
     try {
       net.cut(a, b);
       FAIL() << a << " " << b;

@@ -8,19 +8,19 @@
 
 #include <gtest/gtest.h>
 
+#include <hiredis/hiredis.h>
 #include <boost/filesystem.hpp>
 #include <chrono>
 #include <cstdlib>
 #include <fstream>
-#include <hiredis/hiredis.h>
 #include <sstream>
 #include <thread>
 
-#include "harness/cli.h"
 #include "core/exit_codes.h"
+#include "harness/cli.h"
 #include "sys/process.h"
-#include "tests/support/test_util.h"
 #include "tests/support/ci.h"
+#include "tests/support/test_util.h"
 
 namespace lockcheck {
 namespace {
@@ -145,13 +145,13 @@ TEST_F(SshClusterTest, PrimitivesOnTheTestbedAndNothingLeft) {
     std::string rules = c.iptables_rules(0);
     EXPECT_NE(rules.find("-A " + c.chain() + " -s 10.213.0.12/32 -j DROP"), std::string::npos) << rules;
     EXPECT_NE(c.iptables_rules(1).find("10.213.0.11/32"), std::string::npos);
-    auto blocked = run_command({"ip", "netns", "exec", "lcssh-h1", "redis-cli", "-h", "10.213.0.12", "-p", "6379", "PING"},
-                               seconds(3));
+    auto blocked = run_command(
+        {"ip", "netns", "exec", "lcssh-h1", "redis-cli", "-h", "10.213.0.12", "-p", "6379", "PING"}, seconds(3));
     EXPECT_EQ(blocked.out.find("PONG"), std::string::npos) << "n1 still reaches n2";
     c.heal("n1", "n2");
     EXPECT_EQ(c.iptables_rules(0).find("10.213.0.12/32"), std::string::npos);
     auto open = run_command({"ip", "netns", "exec", "lcssh-h1", "redis-cli", "-h", "10.213.0.12", "-p", "6379", "PING"},
-                             seconds(10));
+                            seconds(10));
     EXPECT_NE(open.out.find("PONG"), std::string::npos) << open.out << open.err;
 
     // kill / restart / pause / resume.
@@ -194,10 +194,10 @@ TEST_F(SshClusterTest, PrimitivesOnTheTestbedAndNothingLeft) {
 TEST_F(SshClusterTest, RedlockUnderPartitionAndKillIsRecordedCheckedAndLeavesNothing) {
   TempDir results;
   std::ostringstream out, err;
-  int code = cli_main({"run", "--cluster", "ssh", "--hosts", hosts_, "--lock", "redlock", "--nemesis",
-                       "partition,kill", "--nemesis-interval", "2", "--time-limit", "10", "--seed", "7",
-                       "--no-progress", "--results", results.str()},
-                      out, err);
+  int code = cli_main(
+      {"run", "--cluster", "ssh", "--hosts", hosts_, "--lock", "redlock", "--nemesis", "partition,kill",
+       "--nemesis-interval", "2", "--time-limit", "10", "--seed", "7", "--no-progress", "--results", results.str()},
+      out, err);
   EXPECT_TRUE(code == kExitValid || code == kExitInvalid) << code << "\n" << out.str() << err.str();
   std::string run_dir;
   for (auto& e : fs::directory_iterator(results.str())) {
@@ -222,11 +222,31 @@ TEST_F(SshClusterTest, FailoverSplitBrainRunsOnTheHosts) {
   // Sentinel's down-after (3 s), so that a promotion happens even on a loaded machine.
   TempDir results;
   std::ostringstream out, err;
-  int code = cli_main({"run", "--cluster", "ssh", "--hosts", hosts_, "--topology", "replicated", "--nodes", "2",
-                       "--lock", "single-failover", "--nemesis", "failover:split-brain", "--nemesis-interval", "8",
-                       "--time-limit", "20", "--seed", "3", "--no-progress", "--results", results.str()},
+  int code = cli_main({"run",
+                       "--cluster",
+                       "ssh",
+                       "--hosts",
+                       hosts_,
+                       "--topology",
+                       "replicated",
+                       "--nodes",
+                       "2",
+                       "--lock",
+                       "single-failover",
+                       "--nemesis",
+                       "failover:split-brain",
+                       "--nemesis-interval",
+                       "8",
+                       "--time-limit",
+                       "20",
+                       "--seed",
+                       "3",
+                       "--no-progress",
+                       "--results",
+                       results.str()},
                       out, err);
-  EXPECT_TRUE(code == kExitValid || code == kExitInvalid || code == kExitUnknown) << code << "\n" << out.str() << err.str();
+  EXPECT_TRUE(code == kExitValid || code == kExitInvalid || code == kExitUnknown) << code << "\n"
+                                                                                  << out.str() << err.str();
   std::string run_dir;
   for (auto& e : fs::directory_iterator(results.str())) {
     if (fs::is_directory(e.path())) run_dir = e.path().string();
@@ -248,9 +268,10 @@ TEST_F(SshClusterTest, FailoverSplitBrainRunsOnTheHosts) {
 TEST_F(SshClusterTest, CleanRemovesWhatAKilledRunLeft) {
   TempDir results;
   ProcessSpec spec;
-  spec.argv = {LOCKCHECK_BINARY, "run", "--cluster", "ssh", "--hosts", hosts_, "--lock", "redlock", "--nemesis",
-               "partition", "--nemesis-interval", "1", "--time-limit", "60", "--no-progress", "--results",
-               results.str()};
+  spec.argv = {
+      LOCKCHECK_BINARY, "run",       "--cluster",          "ssh", "--hosts",      hosts_, "--lock",        "redlock",
+      "--nemesis",      "partition", "--nemesis-interval", "1",   "--time-limit", "60",   "--no-progress", "--results",
+      results.str()};
   spec.stdout_path = results.str() + "/out.log";
   spec.stderr_path = "=stdout";
   {

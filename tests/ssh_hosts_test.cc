@@ -6,10 +6,10 @@
 #include <algorithm>
 #include <fstream>
 
+#include "cluster/ssh_cluster.h"
 #include "core/config.h"
 #include "harness/plan.h"
 #include "sys/process.h"
-#include "cluster/ssh_cluster.h"
 #include "tests/support/test_util.h"
 
 namespace lockcheck {
@@ -32,7 +32,9 @@ std::string error_of(const json& j) {
   return "";
 }
 
-bool contains(const std::vector<std::string>& v, const std::string& s) { return std::find(v.begin(), v.end(), s) != v.end(); }
+bool contains(const std::vector<std::string>& v, const std::string& s) {
+  return std::find(v.begin(), v.end(), s) != v.end();
+}
 
 TEST(SshHostsTest, ParsesEveryField) {
   SshHosts h = parse_ssh_hosts(one_host(), "hosts.json");

@@ -41,7 +41,8 @@ const char* const kFencedWrite =
     "return 1";
 
 constexpr int kReadEvery = 10;
-constexpr int64_t kReadWriteMs = 5;  // kept out of the lease for the update's read and write (local Redis)  // a process reads the whole resource about once every kReadEvery loops
+constexpr int64_t kReadWriteMs = 5;  // kept out of the lease for the update's read and write (local Redis)  // a
+                                     // process reads the whole resource about once every kReadEvery loops
 
 class GuardedUpdate : public Workload {
  public:
@@ -199,22 +200,25 @@ std::unique_ptr<Workload> make_lock_set_workload() { return std::make_unique<Gua
 std::unique_ptr<Workload> make_fenced_set_workload() { return std::make_unique<GuardedUpdate>(Kind::kFencedSet); }
 std::unique_ptr<Workload> make_counter_workload() { return std::make_unique<GuardedUpdate>(Kind::kCounter); }
 
-// This workload's line in the registry (workloads/registry.cc): its name, what `lockcheck list` says of it, its factory.
+// This workload's line in the registry (workloads/registry.cc): its name, what `lockcheck list` says of it, its
+// factory.
 WorkloadInfo lock_set_workload() {
   return {"lock-set", "under the lock: read a set from a resource Redis, work, write it back with one new element",
-   make_lock_set_workload};
+          make_lock_set_workload};
 }
 
-// This workload's line in the registry (workloads/registry.cc): its name, what `lockcheck list` says of it, its factory.
+// This workload's line in the registry (workloads/registry.cc): its name, what `lockcheck list` says of it, its
+// factory.
 WorkloadInfo fenced_set_workload() {
   return {"fenced-set", "lock-set whose resource rejects reads and writes with a fencing token below the highest seen",
-   make_fenced_set_workload};
+          make_fenced_set_workload};
 }
 
-// This workload's line in the registry (workloads/registry.cc): its name, what `lockcheck list` says of it, its factory.
+// This workload's line in the registry (workloads/registry.cc): its name, what `lockcheck list` says of it, its
+// factory.
 WorkloadInfo counter_workload() {
   return {"counter", "under the lock: GET a counter from a resource Redis, work, SET it to one more",
-   make_counter_workload};
+          make_counter_workload};
 }
 
 }  // namespace lockcheck

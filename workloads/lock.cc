@@ -1,7 +1,7 @@
 // Workload `lock`: each process loops: acquire a random key, hold it for a random time (--hold-ms-min to --hold-ms-max,
-// and never past the validity the client reported: a careful client), release it, pause briefly. The history of acquires and releases is judged by the mutex checker (the strict view: a holder
-// believes it holds the lock until it releases) and the lease checker (the claimed view: only within the
-// validity the client reported).
+// and never past the validity the client reported: a careful client), release it, pause briefly. The history of
+// acquires and releases is judged by the mutex checker (the strict view: a holder believes it holds the lock until it
+// releases) and the lease checker (the claimed view: only within the validity the client reported).
 #include <algorithm>
 
 #include "core/random.h"
@@ -36,8 +36,8 @@ class LockWorkload : public Workload {
       // Hold: the process believes it holds the lock and uses the resource. Cut short at the end of the run.
       const HoldTimer timer(hold);
       sleep_unless_stopped(env.stop, hold);
-      LockResult r =
-          record_lock_op(env, "release", key, [&] { return env.client.release(key); }, timer.stalled(lease));
+      LockResult r = record_lock_op(
+          env, "release", key, [&] { return env.client.release(key); }, timer.stalled(lease));
       if (r.outcome == OpType::kInfo) return ProcessExit::kRetired;
       sleep_unless_stopped(env.stop, after_release_pause(env.rng));
     }
@@ -51,10 +51,11 @@ class LockWorkload : public Workload {
 
 std::unique_ptr<Workload> make_lock_workload() { return std::make_unique<LockWorkload>(); }
 
-// This workload's line in the registry (workloads/registry.cc): its name, what `lockcheck list` says of it, its factory.
+// This workload's line in the registry (workloads/registry.cc): its name, what `lockcheck list` says of it, its
+// factory.
 WorkloadInfo lock_workload() {
   return {"lock", "acquire a random key, hold it below the TTL, release; judged by mutex, lease and stats",
-   make_lock_workload};
+          make_lock_workload};
 }
 
 }  // namespace lockcheck

@@ -4,13 +4,10 @@
 
 namespace lockcheck {
 
-
 const Registry<WorkloadInfo>& workload_registry() {
   static const Registry<WorkloadInfo> registry = {
-      LOCKCHECK_ENTRY(WorkloadInfo, lock_workload),
-      LOCKCHECK_ENTRY(WorkloadInfo, lock_set_workload),
-      LOCKCHECK_ENTRY(WorkloadInfo, fenced_set_workload),
-      LOCKCHECK_ENTRY(WorkloadInfo, counter_workload),
+      LOCKCHECK_ENTRY(WorkloadInfo, lock_workload),       LOCKCHECK_ENTRY(WorkloadInfo, lock_set_workload),
+      LOCKCHECK_ENTRY(WorkloadInfo, fenced_set_workload), LOCKCHECK_ENTRY(WorkloadInfo, counter_workload),
       LOCKCHECK_ENTRY(WorkloadInfo, renew_workload),
   };
   return registry;

@@ -88,11 +88,13 @@ class RenewWorkload : public Workload {
 
 std::unique_ptr<Workload> make_renew_workload() { return std::make_unique<RenewWorkload>(); }
 
-// This workload's line in the registry (workloads/registry.cc): its name, what `lockcheck list` says of it, its factory.
+// This workload's line in the registry (workloads/registry.cc): its name, what `lockcheck list` says of it, its
+// factory.
 WorkloadInfo renew_workload() {
-  return {"renew", "hold a lock for 1-1.5 TTLs by extending it before its validity runs out (a watchdog); stop at a "
-   "failed extend; judged by mutex, lease, renewal, liveness and stats",
-   make_renew_workload};
+  return {"renew",
+          "hold a lock for 1-1.5 TTLs by extending it before its validity runs out (a watchdog); stop at a "
+          "failed extend; judged by mutex, lease, renewal, liveness and stats",
+          make_renew_workload};
 }
 
 }  // namespace lockcheck

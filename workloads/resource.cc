@@ -13,7 +13,7 @@ LocalClusterOptions resource_options(const WorkloadOptions& cfg, const std::stri
   o.redis_server = cfg.redis_server;
   o.nodes_dir = run_dir + "/nodes";
   o.name_prefix = "resource";
-  o.use_proxy = false;       // never faulted: the damage measured must be the lock's, not the resource's
+  o.use_proxy = false;  // never faulted: the damage measured must be the lock's, not the resource's
   o.use_clock_shim = false;
   return o;
 }

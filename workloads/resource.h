@@ -7,10 +7,10 @@
 #include <string>
 #include <vector>
 
-#include "core/config.h"
-#include "workloads/workload.h"
 #include "cluster/local_cluster.h"
+#include "core/config.h"
 #include "sys/redis_conn.h"
+#include "workloads/workload.h"
 
 namespace lockcheck {
 

@@ -12,12 +12,12 @@
 #include <string>
 #include <vector>
 
+#include "core/client_pauses.h"
 #include "core/cluster.h"
 #include "core/config.h"
 #include "core/history.h"
 #include "core/registry.h"
 #include "locks/lock_client.h"
-#include "core/client_pauses.h"
 
 namespace lockcheck {
 
@@ -31,8 +31,8 @@ struct WorkloadOptions {
   std::string redis_server = "redis-server";  // the binary of the resource server
   int64_t hold_ms_min = 0;                    // the shortest hold
   static WorkloadOptions from(const RunConfig& c) {
-    return {c.keys, c.ttl_ms, c.effective_hold_ms_max(), c.effective_work_ms(), c.op_timeout_ms, c.redis_server,
-            c.hold_ms_min};
+    return {c.keys,         c.ttl_ms,     c.effective_hold_ms_max(), c.effective_work_ms(), c.op_timeout_ms,
+            c.redis_server, c.hold_ms_min};
   }
 };
 
@@ -49,10 +49,10 @@ struct ProcessEnv {
   Process process;
   LockClient& client;
   HistoryWriter& history;
-  std::mt19937_64 rng;                  // seeded from the run seed and the process id
-  const std::atomic<bool>& stop;        // set when the time limit is reached or the run is interrupted
+  std::mt19937_64 rng;            // seeded from the run seed and the process id
+  const std::atomic<bool>& stop;  // set when the time limit is reached or the run is interrupted
   WorkloadOptions options;
-  ClientPauses* pauses = nullptr;       // the client-pause nemesis's hook; null: pause_point() does nothing
+  ClientPauses* pauses = nullptr;  // the client-pause nemesis's hook; null: pause_point() does nothing
 
   // The pause point of Kleppmann's "GC pause": call it right after an ok acquire, before the lock is used.
   // Blocks while the client-pause nemesis has a pause armed for this process's slot (bounded by the pause's
@@ -90,7 +90,6 @@ class Workload {
 LockResult record_lock_op(ProcessEnv& env, const std::string& f, const std::string& key,
                           const std::function<LockResult()>& call, nlohmann::json invoke_value = nullptr);
 
-
 // What a careful client knows after an ok acquire (or extend): until when it may use the lock. A client that
 // got validity_ms stays inside it: the lease ends validity_ms after the acquire returned (validity is what
 // remains at the end of the acquire). A client that got none assumes ttl - the acquire's own duration.
@@ -113,8 +112,7 @@ class Lease {
 // checker reports such a case as harness-stall (unknown), never as an anomaly of the lock.
 class HoldTimer {
  public:
-  explicit HoldTimer(std::chrono::milliseconds hold)
-      : planned_end_(std::chrono::steady_clock::now() + hold) {}
+  explicit HoldTimer(std::chrono::milliseconds hold) : planned_end_(std::chrono::steady_clock::now() + hold) {}
   // {"stalled_ms": N} when the thread woke more than 20 ms after the planned end and the lease had run out by
   // then; null otherwise.
   nlohmann::json stalled(const Lease& lease) const;

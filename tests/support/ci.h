@@ -21,10 +21,10 @@ inline bool in_ci() {
 }  // namespace lockcheck
 
 // Skips the test (or fails it under CI) with `why` unless `available`.
-#define LOCKCHECK_NEED(available, why)                                                        \
-  do {                                                                                        \
-    if (!(available)) {                                                                       \
-      if (::lockcheck::testing_util::in_ci()) FAIL() << "CI is set and " << why;              \
-      GTEST_SKIP() << why;                                                                    \
-    }                                                                                         \
+#define LOCKCHECK_NEED(available, why)                                           \
+  do {                                                                           \
+    if (!(available)) {                                                          \
+      if (::lockcheck::testing_util::in_ci()) FAIL() << "CI is set and " << why; \
+      GTEST_SKIP() << why;                                                       \
+    }                                                                            \
   } while (0)

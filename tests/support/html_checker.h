@@ -36,8 +36,8 @@ inline bool has_class(const Tag& t, const std::string& cls) {
 
 // Parses html into its tags. Returns false with a message in *error when it is not well-formed.
 inline bool parse_tags(const std::string& html, std::vector<Tag>* tags, std::string* error) {
-  static const std::set<std::string> kVoid = {"area", "base", "br", "col", "embed", "hr", "img", "input",
-                                              "link", "meta", "source", "track", "wbr"};
+  static const std::set<std::string> kVoid = {"area",  "base", "br",   "col",    "embed", "hr", "img",
+                                              "input", "link", "meta", "source", "track", "wbr"};
   std::vector<std::string> stack;
   size_t i = 0;
   auto fail = [&](const std::string& msg) {

@@ -11,9 +11,9 @@
 #include <string>
 
 #include "cluster/local_cluster.h"
-#include "sys/redis_conn.h"
 #include "locks/adapters.h"
 #include "locks/lock_client.h"
+#include "sys/redis_conn.h"
 #include "tests/support/temp_dir.h"
 
 namespace lockcheck {

@@ -81,8 +81,7 @@ inline Reply command(redisContext* c, const std::vector<std::string>& args) {
     argv.push_back(a.data());
     lens.push_back(a.size());
   }
-  return Reply(static_cast<redisReply*>(
-      redisCommandArgv(c, static_cast<int>(argv.size()), argv.data(), lens.data())));
+  return Reply(static_cast<redisReply*>(redisCommandArgv(c, static_cast<int>(argv.size()), argv.data(), lens.data())));
 }
 
 // True when a PING over c gets +PONG back (within c's timeout).
@@ -141,11 +140,11 @@ class RedisTestServer {
     bp::environment env = boost::this_process::environment();
     for (const auto& kv : extra_env_) env[kv.first] = kv.second;
     const std::string log = dir_ + "/redis.log";
-    std::vector<std::string> args = {"--port",       std::to_string(port_), "--bind", "127.0.0.1",
-                                     "--save",       "",                    "--appendonly", "no",
-                                     "--dir",        dir_,                  "--logfile", log};
-    child_ = bp::child(bp::search_path("redis-server"), bp::args(args), env, bp::std_in.close(),
-                       bp::std_out > bp::null, bp::std_err > bp::null);
+    std::vector<std::string> args = {
+        "--port", std::to_string(port_), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir",
+        dir_,     "--logfile",           log};
+    child_ = bp::child(bp::search_path("redis-server"), bp::args(args), env, bp::std_in.close(), bp::std_out > bp::null,
+                       bp::std_err > bp::null);
     const auto deadline = std::chrono::steady_clock::now() + kStartTimeout;
     while (std::chrono::steady_clock::now() < deadline) {
       if (!child_.running()) {

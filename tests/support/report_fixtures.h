@@ -86,26 +86,27 @@ inline History valid_history() {
 // process 3 never releases; process 4's acquire times out (info). In time order, indices as commented.
 inline History overlap_history() {
   HistoryBuilder b;
-  json part_start = {{"fault", "partition"}, {"phase", "start"}, {"targets", {"n1", "n2"}}, {"detail", {{"grudge", "n1,n2|n3"}}}};
+  json part_start = {
+      {"fault", "partition"}, {"phase", "start"}, {"targets", {"n1", "n2"}}, {"detail", {{"grudge", "n1,n2|n3"}}}};
   json part_stop = {{"fault", "partition"}, {"phase", "stop"}, {"targets", {"n1", "n2"}}};
   json pause_start = {{"fault", "pause"}, {"phase", "start"}, {"targets", {"n3"}}};
-  b.add(0, 1, OpType::kInvoke, "acquire", "lock-0");                          // 0
-  b.add(2, 1, OpType::kOk, "acquire", "lock-0", nullptr, 10, 100);            // 1
-  b.add(50, kNemesis, OpType::kInvoke, "partition", "", part_start);         // 2
-  b.add(52, kNemesis, OpType::kOk, "partition", "", part_start);             // 3
-  b.add(148, 2, OpType::kInvoke, "acquire", "lock-0");                        // 4
-  b.add(150, 2, OpType::kOk, "acquire", "lock-0", nullptr, 11, 100);          // 5
-  b.add(200, kNemesis, OpType::kInvoke, "heal", "", part_stop);              // 6
-  b.add(202, kNemesis, OpType::kOk, "heal", "", part_stop);                  // 7
-  b.add(300, 1, OpType::kInvoke, "release", "lock-0");                        // 8
-  b.add(301, 1, OpType::kOk, "release", "lock-0");                            // 9
-  b.add(320, 2, OpType::kInvoke, "release", "lock-0");                        // 10
-  b.add(321, 2, OpType::kOk, "release", "lock-0");                            // 11
-  b.add(330, 3, OpType::kInvoke, "acquire", "lock-0");                        // 12
-  b.add(332, 3, OpType::kOk, "acquire", "lock-0", nullptr, 12, 100);          // 13
-  b.add(350, kNemesis, OpType::kInvoke, "pause", "", pause_start);           // 14
-  b.add(352, kNemesis, OpType::kOk, "pause", "", pause_start);               // 15
-  b.add(400, 4, OpType::kInvoke, "acquire", "lock-0");                        // 16
+  b.add(0, 1, OpType::kInvoke, "acquire", "lock-0");                                                  // 0
+  b.add(2, 1, OpType::kOk, "acquire", "lock-0", nullptr, 10, 100);                                    // 1
+  b.add(50, kNemesis, OpType::kInvoke, "partition", "", part_start);                                  // 2
+  b.add(52, kNemesis, OpType::kOk, "partition", "", part_start);                                      // 3
+  b.add(148, 2, OpType::kInvoke, "acquire", "lock-0");                                                // 4
+  b.add(150, 2, OpType::kOk, "acquire", "lock-0", nullptr, 11, 100);                                  // 5
+  b.add(200, kNemesis, OpType::kInvoke, "heal", "", part_stop);                                       // 6
+  b.add(202, kNemesis, OpType::kOk, "heal", "", part_stop);                                           // 7
+  b.add(300, 1, OpType::kInvoke, "release", "lock-0");                                                // 8
+  b.add(301, 1, OpType::kOk, "release", "lock-0");                                                    // 9
+  b.add(320, 2, OpType::kInvoke, "release", "lock-0");                                                // 10
+  b.add(321, 2, OpType::kOk, "release", "lock-0");                                                    // 11
+  b.add(330, 3, OpType::kInvoke, "acquire", "lock-0");                                                // 12
+  b.add(332, 3, OpType::kOk, "acquire", "lock-0", nullptr, 12, 100);                                  // 13
+  b.add(350, kNemesis, OpType::kInvoke, "pause", "", pause_start);                                    // 14
+  b.add(352, kNemesis, OpType::kOk, "pause", "", pause_start);                                        // 15
+  b.add(400, 4, OpType::kInvoke, "acquire", "lock-0");                                                // 16
   b.add(900, 4, OpType::kInfo, "acquire", "lock-0", nullptr, std::nullopt, std::nullopt, "timeout");  // 17
   return b.history();
 }
@@ -138,22 +139,39 @@ inline json overlap_results() {
 }
 
 inline json valid_results() {
-  return json{{"run_id", "20261202T100000Z-valid"},
-              {"valid", "valid"},
-              {"started_at", "2026-12-02T10:00:00Z"},
-              {"checkers", {{{"checker", "mutex"}, {"valid", "valid"}, {"summary", "linearizable"},
-                             {"anomalies", json::array()}}}}};
+  return json{
+      {"run_id", "20261202T100000Z-valid"},
+      {"valid", "valid"},
+      {"started_at", "2026-12-02T10:00:00Z"},
+      {"checkers",
+       {{{"checker", "mutex"}, {"valid", "valid"}, {"summary", "linearizable"}, {"anomalies", json::array()}}}}};
 }
 
 inline json sample_config() {
-  return json{{"cluster", "local"},        {"topology", "independent"}, {"nodes", 3},
-              {"persistence", "none"},     {"lock", "single"},          {"workload", "lock"},
-              {"nemesis", {"partition", "pause"}}, {"nemesis_targeting", "random"}, {"nemesis_interval_s", 5.0},
-              {"restart_delay_ms", 0},     {"time_limit_s", 10.0},      {"concurrency", 5},
-              {"keys", 1},                 {"ttl_ms", 100},             {"hold_ms_max", -1},
-              {"work_ms", -1},             {"op_timeout_ms", 500},      {"fencing", false},
-              {"client_cmd", ""},          {"wait_replicas", 0},        {"checker_timeout_s", 60},
-              {"seed", 42},                {"results_dir", "results"},  {"redis_server", "redis-server"},
+  return json{{"cluster", "local"},
+              {"topology", "independent"},
+              {"nodes", 3},
+              {"persistence", "none"},
+              {"lock", "single"},
+              {"workload", "lock"},
+              {"nemesis", {"partition", "pause"}},
+              {"nemesis_targeting", "random"},
+              {"nemesis_interval_s", 5.0},
+              {"restart_delay_ms", 0},
+              {"time_limit_s", 10.0},
+              {"concurrency", 5},
+              {"keys", 1},
+              {"ttl_ms", 100},
+              {"hold_ms_max", -1},
+              {"work_ms", -1},
+              {"op_timeout_ms", 500},
+              {"fencing", false},
+              {"client_cmd", ""},
+              {"wait_replicas", 0},
+              {"checker_timeout_s", 60},
+              {"seed", 42},
+              {"results_dir", "results"},
+              {"redis_server", "redis-server"},
               {"argv", {"lockcheck", "run", "--lock", "single", "--nemesis", "partition,pause", "--seed", "42"}}};
 }
 
@@ -207,10 +225,11 @@ inline LargeRun large_run(size_t target_ops, int processes = 10, int keys = 4, u
   }
   json results = {{"run_id", "large"},
                   {"valid", anomalies.empty() ? "valid" : "invalid"},
-                  {"checkers", {{{"checker", "mutex"},
-                                 {"valid", anomalies.empty() ? "valid" : "invalid"},
-                                 {"summary", "generated"},
-                                 {"anomalies", anomalies}}}}};
+                  {"checkers",
+                   {{{"checker", "mutex"},
+                     {"valid", anomalies.empty() ? "valid" : "invalid"},
+                     {"summary", "generated"},
+                     {"anomalies", anomalies}}}}};
   return LargeRun{std::move(h), results};
 }
 

@@ -6,8 +6,8 @@
 #include <stdexcept>
 #include <string>
 
-#include <boost/filesystem.hpp>
 #include <gtest/gtest.h>
+#include <boost/filesystem.hpp>
 
 namespace lockcheck {
 

@@ -2,8 +2,8 @@
 #pragma once
 
 #include <signal.h>
-#include "tests/support/temp_dir.h"
 #include <sys/types.h>
+#include "tests/support/temp_dir.h"
 
 #include <boost/filesystem.hpp>
 #include <fstream>
