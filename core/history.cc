@@ -230,16 +230,9 @@ class LineScanner {
         !lit(",\"value\":null")) {
       return false;
     }
-    if (type.size() == 2 && type[0] == 'o' && type[1] == 'k')
-      op->type = OpType::kOk;
-    else if (type == "invoke")
-      op->type = OpType::kInvoke;
-    else if (type == "fail")
-      op->type = OpType::kFail;
-    else if (type == "info")
-      op->type = OpType::kInfo;
-    else
-      return false;
+    const std::optional<OpType> op_type = op_type_from_string(type);
+    if (!op_type) return false;
+    op->type = *op_type;
     op->f = atoms_->f.get(f);
     op->key = atoms_->key.get(key);
     if (lit(",\"token\":")) {
@@ -443,17 +436,9 @@ std::string parse_op(simdjson::dom::parser& parser, const char* p, size_t len, O
       }
       seen |= kProcess;
     } else if (name == "type") {
-      const std::string_view sv = t == Type::STRING ? std::string_view(v) : std::string_view();
-      if (sv == "invoke")
-        op->type = OpType::kInvoke;
-      else if (sv == "ok")
-        op->type = OpType::kOk;
-      else if (sv == "fail")
-        op->type = OpType::kFail;
-      else if (sv == "info")
-        op->type = OpType::kInfo;
-      else
-        return must(name, "one of invoke, ok, fail, info");
+      const std::optional<OpType> type = op_type_from_string(t == Type::STRING ? std::string_view(v) : std::string_view());
+      if (!type) return must(name, "one of invoke, ok, fail, info");
+      op->type = *type;
       seen |= kType;
     } else if (name == "f") {
       if (t != Type::STRING) return must(name, "a string");

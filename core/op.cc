@@ -21,7 +21,7 @@ const char* to_string(OpType t) {
   return "?";
 }
 
-std::optional<OpType> op_type_from_string(const std::string& s) {
+std::optional<OpType> op_type_from_string(std::string_view s) {
   if (s == "invoke") return OpType::kInvoke;
   if (s == "ok") return OpType::kOk;
   if (s == "fail") return OpType::kFail;

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -20,8 +21,8 @@ enum class OpType { kInvoke, kOk, kFail, kInfo };
 
 // "invoke", "ok", "fail", "info".
 const char* to_string(OpType t);
-// REQUIRES: s is one of the names above; otherwise returns std::nullopt.
-std::optional<OpType> op_type_from_string(const std::string& s);
+// The type named s (one of the names above); std::nullopt for anything else.
+std::optional<OpType> op_type_from_string(std::string_view s);
 
 // Process ids of clients are >= 0; the nemesis is kNemesis (written as "nemesis" in JSON).
 using Process = int;

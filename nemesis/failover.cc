@@ -143,6 +143,26 @@ std::optional<size_t> node_named(const Cluster& c, const std::string& name) {
   return std::nullopt;
 }
 
+// The data nodes to cut a master from, in order: its replicas first (their replication link is where a write
+// reaches the other side), those `replicas` names (a JSON array of node names, found earlier) or, when null,
+// those replicating from it now; then every other node. Never the master itself.
+std::vector<size_t> cut_order(const Cluster& c, size_t master, const nlohmann::json* replicas) {
+  std::vector<size_t> order;
+  if (replicas != nullptr && replicas->is_array()) {
+    for (const auto& r : *replicas) {
+      if (auto n = node_named(c, r.is_string() ? r.get<std::string>() : ""); n && *n != master) order.push_back(*n);
+    }
+  } else {
+    for (size_t n = 0; n < c.nodes().size(); ++n) {
+      if (n != master && replicates_from(c, n, master)) order.push_back(n);
+    }
+  }
+  for (size_t n = 0; n < c.nodes().size(); ++n) {
+    if (n != master && std::find(order.begin(), order.end(), n) == order.end()) order.push_back(n);
+  }
+  return order;
+}
+
 class Failover : public Nemesis {
  public:
   std::string name() const override { return "failover"; }
@@ -214,23 +234,9 @@ class Failover : public Nemesis {
           if (side.size() < 2) throw ClusterError("split-brain-with-replica: the master has no replica to keep");
           detail["kept"] = side[1];
         }
-        // The master's replicas first: their replication link is where a write reaches the other side (aim
-        // names them, found before its wait; else they are asked now).
-        std::vector<size_t> order;
-        if (detail.contains("replicas") && detail["replicas"].is_array()) {
-          for (const auto& r : detail["replicas"]) {
-            if (auto n = node_named(env.cluster, r.is_string() ? r.get<std::string>() : ""); n && *n != *master) {
-              order.push_back(*n);
-            }
-          }
-        } else {
-          for (size_t n = 0; n < nodes.size(); ++n) {
-            if (n != *master && replicates_from(env.cluster, n, *master)) order.push_back(n);
-          }
-        }
-        for (size_t n = 0; n < nodes.size(); ++n) {
-          if (std::find(order.begin(), order.end(), n) == order.end()) order.push_back(n);
-        }
+        // aim names the replicas, found before its wait; else they are asked now.
+        const std::vector<size_t> order =
+            cut_order(env.cluster, *master, detail.contains("replicas") ? &detail["replicas"] : nullptr);
         for (const auto& mine : side) {
           for (size_t n : order) {
             if (std::find(side.begin(), side.end(), nodes[n].name) == side.end()) {
@@ -305,15 +311,10 @@ class Failover : public Nemesis {
     // the 0.1-2 ms between). The Sentinel and cluster-bus links follow in invoke.
     LinkFaults& links = links_of(env);
     const std::string mname = env.cluster.nodes()[*master].name;
-    // Every other data node, its replicas first: a replica whose link is still syncing after an earlier heal
-    // is not named by replicates_from, yet its sync would carry the next grant across.
+    // Every other data node, not only the replicas: a replica whose link is still syncing after an earlier
+    // heal is not named by replicates_from, yet its sync would carry the next grant across.
     std::vector<std::string> cut_first;
-    for (const auto& r : replicas) cut_first.push_back(r.get<std::string>());
-    for (const auto& n : env.cluster.nodes()) {
-      if (n.name != mname && std::find(cut_first.begin(), cut_first.end(), n.name) == cut_first.end()) {
-        cut_first.push_back(n.name);
-      }
-    }
+    for (size_t n : cut_order(env.cluster, *master, &replicas)) cut_first.push_back(env.cluster.nodes()[n].name);
     auto cut_us = std::make_shared<std::atomic<int64_t>>(-1);
     auto cut_error = std::make_shared<std::string>();
     Cluster& cluster = env.cluster;

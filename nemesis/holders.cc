@@ -23,7 +23,8 @@ void HolderTracker::on_op(const Op& op) {
     const auto of_op = [&](bool any_key) {
       return [&op, any_key](const Holding& h) { return h.process == op.process && (any_key || h.key == op.key); };
     };
-    // Ends the holdings of v that match: their actions become due (they stay in force until those return).
+    // Ends the holdings of v that match: their actions become due (running_ keeps them in force until those
+    // return).
     const auto end = [&](std::vector<Holding>& v, bool any_key) {
       auto it = std::stable_partition(v.begin(), v.end(), [&](const Holding& h) { return !of_op(any_key)(h); });
       for (auto e = it; e != v.end(); ++e) {
@@ -34,7 +35,7 @@ void HolderTracker::on_op(const Op& op) {
         running_.insert(e->serial);
         actions_.erase(a);
       }
-      if (due.empty()) v.erase(it, v.end());
+      v.erase(it, v.end());
       changed = true;
     };
     if (op.is_ok() && op.f == "acquire") {
@@ -69,14 +70,6 @@ void HolderTracker::on_op(const Op& op) {
       }
     }
     std::lock_guard<std::mutex> lock(mu_);
-    const auto ends_now = [&](const Holding& h) {
-      return std::find(due_serials.begin(), due_serials.end(), h.serial) != due_serials.end() ||
-             (h.process == op.process && (op.is_info() || h.key == op.key));
-    };
-    for (auto* v : {&holdings_, &releasing_}) {
-      if (v == &holdings_ && !op.is_info()) continue;
-      v->erase(std::remove_if(v->begin(), v->end(), ends_now), v->end());
-    }
     for (uint64_t s : due_serials) {
       running_.erase(s);
       ran_.insert(s);
@@ -87,7 +80,7 @@ void HolderTracker::on_op(const Op& op) {
 
 bool HolderTracker::on_release(const Holding& h, std::function<void()> fn) {
   std::lock_guard<std::mutex> lock(mu_);
-  if (!in_force(h.serial) || running_.count(h.serial) || ran_.count(h.serial)) return false;
+  if (!in_force(h.serial) || running_.count(h.serial) > 0) return false;
   actions_[h.serial] = std::move(fn);
   return true;
 }
@@ -130,7 +123,8 @@ std::optional<Holding> HolderTracker::wait_for_fresh(uint64_t after_serial, std:
 
 bool HolderTracker::in_force(uint64_t serial) const {
   const auto is = [serial](const Holding& h) { return h.serial == serial; };
-  return std::any_of(holdings_.begin(), holdings_.end(), is) || std::any_of(releasing_.begin(), releasing_.end(), is);
+  return running_.count(serial) > 0 || std::any_of(holdings_.begin(), holdings_.end(), is) ||
+         std::any_of(releasing_.begin(), releasing_.end(), is);
 }
 
 bool HolderTracker::wait_until_released(const Holding& h, std::chrono::milliseconds timeout,
