@@ -201,7 +201,7 @@ void LocalCluster::write_node_config(size_t n) const {
   c += "logfile " + abs_path(nodes_[n].log_path) + "\n";
   c += "daemonize no\n";
   c += "protected-mode no\n";
-  c += persistence_conf(opts_.persistence);
+  c += node_conf(opts_.persistence);
   c += peer_link_config(nodes_[n], false);
   if (n > 0) {
     const Endpoint master = peer_endpoint(nodes_[n].name, 0);
@@ -273,8 +273,8 @@ std::vector<std::string> LocalCluster::argv_for(size_t n) const {
       "--protected-mode",
       "no",
   };
-  const auto persistence = persistence_args(opts_.persistence);
-  argv.insert(argv.end(), persistence.begin(), persistence.end());
+  const auto node = node_args(opts_.persistence);
+  argv.insert(argv.end(), node.begin(), node.end());
   argv.insert(argv.end(), cluster_args.begin(), cluster_args.end());
   return argv;
 }

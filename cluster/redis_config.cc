@@ -2,22 +2,22 @@
 
 namespace lockcheck {
 
-std::string persistence_conf(Persistence p) {
+std::vector<std::string> node_args(Persistence p) {
+  std::vector<std::string> a = {"--save", "", "--repl-diskless-sync-delay", "0"};
   switch (p) {
-    case Persistence::kNone: return "save \"\"\nappendonly no\n";
-    case Persistence::kAofEverysec: return "save \"\"\nappendonly yes\nappendfsync everysec\n";
-    case Persistence::kAofAlways: return "save \"\"\nappendonly yes\nappendfsync always\n";
+    case Persistence::kNone: a.insert(a.end(), {"--appendonly", "no"}); break;
+    case Persistence::kAofEverysec: a.insert(a.end(), {"--appendonly", "yes", "--appendfsync", "everysec"}); break;
+    case Persistence::kAofAlways: a.insert(a.end(), {"--appendonly", "yes", "--appendfsync", "always"}); break;
   }
-  return "save \"\"\nappendonly no\n";
+  return a;
 }
 
-std::vector<std::string> persistence_args(Persistence p) {
-  switch (p) {
-    case Persistence::kNone: return {"--save", "", "--appendonly", "no"};
-    case Persistence::kAofEverysec: return {"--save", "", "--appendonly", "yes", "--appendfsync", "everysec"};
-    case Persistence::kAofAlways: return {"--save", "", "--appendonly", "yes", "--appendfsync", "always"};
-  }
-  return {"--save", "", "--appendonly", "no"};
+std::string node_conf(Persistence p) {
+  const std::vector<std::string> a = node_args(p);
+  std::string c;
+  for (size_t i = 0; i + 1 < a.size(); i += 2)
+    c += a[i].substr(2) + " " + (a[i + 1].empty() ? std::string("\"\"") : a[i + 1]) + "\n";
+  return c;
 }
 
 std::string sentinel_monitor_conf(const Endpoint& master, int quorum, const SentinelTimings& t) {

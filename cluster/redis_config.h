@@ -1,5 +1,5 @@
 // The Redis and Sentinel configuration every backend (local, docker, ssh) gives its nodes, written once: the
-// persistence settings of --persistence and Sentinel's monitor block with one set of timings.
+// data nodes' persistence and replication settings and Sentinel's monitor block with one set of timings.
 #pragma once
 
 #include <cstdint>
@@ -23,10 +23,13 @@ struct SentinelTimings {
 // 3 s / 10 s does. The timings are written into each run's Sentinel config, so the report's node logs show them.
 inline constexpr SentinelTimings kRemoteSentinelTimings{3000, 10000};
 
-// --persistence as redis.conf lines ("appendonly no\n" ...; RDB snapshots are off on every backend).
-std::string persistence_conf(Persistence p);
-// The same as redis-server flags ({"--save", "", "--appendonly", "no"} ...).
-std::vector<std::string> persistence_args(Persistence p);
+// What every backend gives a data node, as redis-server flags ({"--save", "", "--appendonly", "no", ...}):
+// --persistence's settings (RDB snapshots are off on every backend) and replication's: a full resync starts at
+// once (repl-diskless-sync-delay 0; Redis 7 waits 5 s for more replicas by default, which made every start and
+// every resync after a failover 5 s late, and WAIT on a new master time out meanwhile).
+std::vector<std::string> node_args(Persistence p);
+// The same as redis.conf lines ("save \"\"\nappendonly no\n..."), from node_args.
+std::string node_conf(Persistence p);
 
 // Sentinel's block for the master at `master` under kSentinelMasterName: monitor (with quorum), down-after,
 // failover-timeout, parallel-syncs 1.

@@ -352,8 +352,7 @@ void SshCluster::setup_host(size_t h) {
       const NodeInfo& n = nodes_[i];
       conf << "port " << n.endpoint.port << "\nbind 0.0.0.0\nprotected-mode no\ndaemonize yes\n"
            << "pidfile " << rd << "/redis.pid\nlogfile " << rd << "/redis.log\ndir " << rd << "/data\n"
-           << "repl-diskless-sync-delay 0\n"
-           << persistence_conf(config_.persistence);
+           << node_conf(config_.persistence);
       if (n.role == NodeRole::kReplica)
         conf << "replicaof " << nodes_[0].endpoint.host << " " << nodes_[0].endpoint.port << "\n";
     } else {

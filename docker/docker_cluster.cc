@@ -339,17 +339,14 @@ void DockerCluster::run_data_node(size_t n) {
   args.insert(args.end(), {"--mount", bind_mount(clock_file, kContainerClockFile, true)});
   args.insert(args.end(), {"--env", std::string("LD_PRELOAD=") + docker::kImageClockShim, "--env",
                            std::string(kClockFileEnv) + "=" + kContainerClockFile});
-  std::vector<std::string> persistence;
   if (config_.persistence == Persistence::kNone) {
     // A tmpfs is mounted afresh at every container start: a restarted node comes back empty, even as a
     // replica that had written the master's RDB to its dir.
     args.insert(args.end(), {"--tmpfs", "/data:rw,mode=1777"});
-    persistence = persistence_args(config_.persistence);
   } else {
     const std::string data_dir = path("docker/data/" + node.name);
     fs::create_directories(data_dir);
     args.insert(args.end(), {"--mount", bind_mount(data_dir, "/data", false)});
-    persistence = persistence_args(config_.persistence);
   }
   const std::string cluster_dir = path("docker/cluster/" + node.name);
   if (config_.topology == Topology::kCluster) {
@@ -360,9 +357,9 @@ void DockerCluster::run_data_node(size_t n) {
   }
   args.push_back(image_tag_);
   args.insert(args.end(), {docker::kImageRedisServer, "--bind", "0.0.0.0", "--port", std::to_string(kRedisPort),
-                           "--protected-mode", "no", "--daemonize", "no", "--logfile", kContainerLog, "--dir", "/data",
-                           "--repl-diskless-sync-delay", "0"});
-  args.insert(args.end(), persistence.begin(), persistence.end());
+                           "--protected-mode", "no", "--daemonize", "no", "--logfile", kContainerLog, "--dir", "/data"});
+  const std::vector<std::string> node_flags = node_args(config_.persistence);
+  args.insert(args.end(), node_flags.begin(), node_flags.end());
   if (config_.topology == Topology::kCluster) {
     args.insert(
         args.end(),
