@@ -48,6 +48,7 @@ LocalClusterOptions LocalClusterOptions::from(const RunConfig& c, const std::str
   o.nodes = c.nodes;
   o.topology = c.topology;
   o.persistence = c.persistence;
+  o.sentinel_parallel_syncs = c.sentinel_parallel_syncs;
   o.redis_server = c.redis_server;
   o.nodes_dir = run_dir + "/nodes";
   o.seed = c.seed;
@@ -221,7 +222,7 @@ void LocalCluster::write_sentinel_config(size_t k) const {
   c += "daemonize no\n";
   c += "protected-mode no\n";
   c += peer_link_config(sentinels_[k], true);
-  c += sentinel_monitor_conf(master, opts_.sentinel_quorum, opts_.sentinel_timings);
+  c += sentinel_monitor_conf(master, opts_.sentinel_quorum, opts_.sentinel_timings, opts_.sentinel_parallel_syncs);
   write_file(config_path(opts_.nodes_dir, sentinels_[k].name), c);
 }
 

@@ -64,6 +64,7 @@ struct LocalClusterOptions {
   int sentinels = 3;
   int sentinel_quorum = 2;
   SentinelTimings sentinel_timings;                // the shared defaults (cluster/redis_config.h)
+  int sentinel_parallel_syncs = 1;                 // --sentinel-parallel-syncs
   std::chrono::milliseconds ready_timeout{30000};  // replication links up and Sentinels aware of each other
   // Cluster topology only: cluster-node-timeout (a master unreachable this long is failed over).
   std::chrono::milliseconds cluster_node_timeout{1000};

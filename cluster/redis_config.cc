@@ -20,12 +20,13 @@ std::string node_conf(Persistence p) {
   return c;
 }
 
-std::string sentinel_monitor_conf(const Endpoint& master, int quorum, const SentinelTimings& t) {
+std::string sentinel_monitor_conf(const Endpoint& master, int quorum, const SentinelTimings& t, int parallel_syncs) {
   const std::string m = kSentinelMasterName;
   return "sentinel monitor " + m + " " + master.host + " " + std::to_string(master.port) + " " +
          std::to_string(quorum) + "\n" + "sentinel down-after-milliseconds " + m + " " +
          std::to_string(t.down_after_ms) + "\n" + "sentinel failover-timeout " + m + " " +
-         std::to_string(t.failover_timeout_ms) + "\n" + "sentinel parallel-syncs " + m + " 1\n";
+         std::to_string(t.failover_timeout_ms) + "\n" + "sentinel parallel-syncs " + m + " " +
+         std::to_string(parallel_syncs) + "\n";
 }
 
 }  // namespace lockcheck

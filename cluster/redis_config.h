@@ -32,7 +32,9 @@ std::vector<std::string> node_args(Persistence p);
 std::string node_conf(Persistence p);
 
 // Sentinel's block for the master at `master` under kSentinelMasterName: monitor (with quorum), down-after,
-// failover-timeout, parallel-syncs 1.
-std::string sentinel_monitor_conf(const Endpoint& master, int quorum, const SentinelTimings& t);
+// failover-timeout, parallel-syncs (--sentinel-parallel-syncs). With parallel-syncs 1 (Redis' default) Sentinel
+// repoints the replicas to a promoted master one at a time, and one it cannot reach (cut off with the old master)
+// holds the others back until failover-timeout: the new master has no replica meanwhile.
+std::string sentinel_monitor_conf(const Endpoint& master, int quorum, const SentinelTimings& t, int parallel_syncs);
 
 }  // namespace lockcheck

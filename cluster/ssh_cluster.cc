@@ -359,7 +359,8 @@ void SshCluster::setup_host(size_t h) {
       const NodeInfo& s = sentinels_[i - nodes_.size()];
       conf << "port " << s.endpoint.port << "\nbind 0.0.0.0\nprotected-mode no\ndaemonize yes\n"
            << "pidfile " << rd << "/redis.pid\nlogfile " << rd << "/redis.log\ndir " << rd << "/data\n"
-           << sentinel_monitor_conf(nodes_[0].endpoint, options_.sentinels / 2 + 1, options_.sentinel_timings);
+           << sentinel_monitor_conf(nodes_[0].endpoint, options_.sentinels / 2 + 1, options_.sentinel_timings,
+                                    config_.sentinel_parallel_syncs);
     }
     if (!conf) throw ClusterError("ssh cluster: cannot write " + d + "/redis.conf");
   }

@@ -213,6 +213,8 @@ const std::vector<ConfigField>& config_fields() {
     row<&C::nodes>("nodes", "nodes", "number of Redis nodes", "cluster", "",
         [](const C& c) { require(c.nodes >= 1 && c.nodes <= 15, "--nodes", c.nodes, "must be between 1 and 15"); }),
     row<&C::persistence>("persistence", "persistence", "none, aof-everysec or aof-always", "cluster", ""),
+    row<&C::sentinel_parallel_syncs>("sentinel_parallel_syncs", "sentinel-parallel-syncs", "replicated: replicas Sentinel repoints to a promoted master at a time (parallel-syncs; 1 is Redis' default)", "cluster", "",
+        [](const C& c) { require(c.sentinel_parallel_syncs >= 1 && c.sentinel_parallel_syncs <= 14, "--sentinel-parallel-syncs", c.sentinel_parallel_syncs, "must be between 1 and 14"); }),
     row<&C::lock>("lock", "lock", "lock algorithm (see lockcheck list)", "lock", ""),
     row<&C::workload>("workload", "workload", "workload (see lockcheck list)", "workload", ""),
     row<&C::nemesis>("nemesis", "nemesis", "comma list of faults (see lockcheck list), or none", "nemesis", ""),

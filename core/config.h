@@ -26,6 +26,7 @@ struct RunConfig {
   Topology topology = Topology::kIndependent;    // --topology independent|replicated
   int nodes = 5;                                 // --nodes: lock nodes (replicated: master + replicas)
   Persistence persistence = Persistence::kNone;  // --persistence none|aof-everysec|aof-always
+  int sentinel_parallel_syncs = 1;               // --sentinel-parallel-syncs (replicated): Sentinel's parallel-syncs
   std::string lock = "single";                   // --lock: a name from lock_registry()
   std::string workload = "lock";                 // --workload
   std::vector<std::string> nemesis;              // --nemesis a,b,c; empty means none

@@ -356,8 +356,9 @@ void DockerCluster::run_data_node(size_t n) {
     args.insert(args.end(), {"--mount", bind_mount(cluster_dir, kContainerClusterDir, false)});
   }
   args.push_back(image_tag_);
-  args.insert(args.end(), {docker::kImageRedisServer, "--bind", "0.0.0.0", "--port", std::to_string(kRedisPort),
-                           "--protected-mode", "no", "--daemonize", "no", "--logfile", kContainerLog, "--dir", "/data"});
+  args.insert(args.end(),
+              {docker::kImageRedisServer, "--bind", "0.0.0.0", "--port", std::to_string(kRedisPort), "--protected-mode",
+               "no", "--daemonize", "no", "--logfile", kContainerLog, "--dir", "/data"});
   const std::vector<std::string> node_flags = node_args(config_.persistence);
   args.insert(args.end(), node_flags.begin(), node_flags.end());
   if (config_.topology == Topology::kCluster) {
@@ -388,7 +389,8 @@ void DockerCluster::run_sentinel(size_t s) {
          << "daemonize no\n"
          << "logfile " << kContainerLog << "\n"
          << "dir /tmp\n"
-         << sentinel_monitor_conf({nodes_[0].endpoint.host, kRedisPort}, quorum, options_.sentinel_timings);
+         << sentinel_monitor_conf({nodes_[0].endpoint.host, kRedisPort}, quorum, options_.sentinel_timings,
+                                  config_.sentinel_parallel_syncs);
     if (!conf) throw ClusterError("cannot write " + conf_dir + "/sentinel.conf");
   }
   std::vector<std::string> args = {"run",

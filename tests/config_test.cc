@@ -100,6 +100,14 @@ TEST(ConfigFieldsTest, RangeRulesNameTheFlag) {
   } catch (const ConfigError& e) {
     EXPECT_EQ(std::string(e.what()), "--hold-ms-min: 801 must be between 0 and the longest hold (800 ms)");
   }
+  c = RunConfig{};
+  c.sentinel_parallel_syncs = 0;
+  try {
+    validate_fields(c);
+    FAIL();
+  } catch (const ConfigError& e) {
+    EXPECT_EQ(std::string(e.what()), "--sentinel-parallel-syncs: 0 must be between 1 and 14");
+  }
 }
 
 }  // namespace

@@ -88,6 +88,37 @@ TEST(ReplicatedClusterTest, StartsAMasterReplicasAndThreeSentinels) {
   EXPECT_TRUE(w.is_error());
 }
 
+// What a run's config gives the nodes and Sentinels: --sentinel-parallel-syncs reaches Sentinel's monitor, and a
+// full resync starts at once (Redis 7's default diskless-sync delay of 5 s made every start and every resync
+// after a failover 5 s late, and WAIT on a promoted master time out meanwhile).
+TEST(ReplicatedClusterTest, TheRunConfigReachesSentinelAndTheNodesResyncAtOnce) {
+  TempDir dir;
+  RunConfig rc;
+  rc.topology = Topology::kReplicated;
+  rc.nodes = 3;
+  rc.sentinel_parallel_syncs = 2;
+  LocalClusterOptions o = LocalClusterOptions::from(rc, dir.path());
+  o.use_clock_shim = false;
+  LocalCluster cluster(o);
+  cluster.start();
+  RedisConn s(cluster.sentinels()[0].endpoint, milliseconds(300), milliseconds(1000));
+  Reply m = s.command({"SENTINEL", "master", kSentinelMasterName});
+  const redisReply* raw = m.raw();
+  ASSERT_TRUE(m.ok() && raw && raw->type == REDIS_REPLY_ARRAY) << m.error;
+  std::string parallel_syncs;
+  for (size_t i = 0; i + 1 < raw->elements; i += 2) {
+    if (std::string(raw->element[i]->str) == "parallel-syncs") parallel_syncs = raw->element[i + 1]->str;
+  }
+  EXPECT_EQ(parallel_syncs, "2");
+  for (size_t n = 0; n < cluster.nodes().size(); ++n) {
+    RedisConn c(cluster.nodes()[n].endpoint, milliseconds(300), milliseconds(1000));
+    Reply d = c.command({"CONFIG", "GET", "repl-diskless-sync-delay"});
+    ASSERT_TRUE(d.ok() && d.raw()->type == REDIS_REPLY_ARRAY && d.raw()->elements == 2) << d.error;
+    EXPECT_STREQ(d.raw()->element[1]->str, "0") << cluster.nodes()[n].name;
+  }
+  cluster.stop();
+}
+
 TEST(SingleFailoverTest, ReachesTheMasterThroughItsProxyLink) {
   // single-failover maps the address Sentinel reports (n1's own) to this client's fault-proxy link for n1:
   // cutting that link makes the client's SET time out instead of bypassing the proxy.
