@@ -292,6 +292,9 @@ void validate_fields(const RunConfig& c) {
   if (c.topology == Topology::kReplicated && c.nodes < 2) {
     throw ConfigError("--nodes: the replicated topology needs a master and at least one replica");
   }
+  if (c.topology != Topology::kReplicated && c.sentinel_parallel_syncs != 1) {
+    throw ConfigError("--sentinel-parallel-syncs: only with --topology replicated (the topology with Sentinels)");
+  }
   if (c.topology == Topology::kCluster && c.nodes < 6) {
     throw ConfigError("--nodes: the cluster topology needs at least 6 nodes (3 masters, each with a replica)");
   }

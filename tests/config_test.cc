@@ -108,6 +108,10 @@ TEST(ConfigFieldsTest, RangeRulesNameTheFlag) {
   } catch (const ConfigError& e) {
     EXPECT_EQ(std::string(e.what()), "--sentinel-parallel-syncs: 0 must be between 1 and 14");
   }
+  c.sentinel_parallel_syncs = 2;  // the independent topology has no Sentinel
+  EXPECT_THROW(validate_fields(c), ConfigError);
+  c.topology = Topology::kReplicated;
+  EXPECT_NO_THROW(validate_fields(c));
 }
 
 }  // namespace
