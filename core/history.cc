@@ -436,7 +436,8 @@ std::string parse_op(simdjson::dom::parser& parser, const char* p, size_t len, O
       }
       seen |= kProcess;
     } else if (name == "type") {
-      const std::optional<OpType> type = op_type_from_string(t == Type::STRING ? std::string_view(v) : std::string_view());
+      const std::optional<OpType> type =
+          op_type_from_string(t == Type::STRING ? std::string_view(v) : std::string_view());
       if (!type) return must(name, "one of invoke, ok, fail, info");
       op->type = *type;
       seen |= kType;
