@@ -12,6 +12,17 @@
 namespace lockcheck {
 namespace {
 
+// The message of the ConfigError that f throws, or "" when it throws none (an EXPECT on it then fails).
+template <typename F>
+std::string config_error(F f) {
+  try {
+    f();
+  } catch (const ConfigError& e) {
+    return e.what();
+  }
+  return "";
+}
+
 TEST(ConfigFieldsTest, EveryFieldRoundTripsThroughConfigJson) {
   RunConfig c;
   c.cluster = "docker";
@@ -38,18 +49,10 @@ TEST(ConfigFieldsTest, EveryFieldRoundTripsThroughConfigJson) {
 
 TEST(ConfigFieldsTest, UnknownFieldsAndWrongTypesNameTheField) {
   RunConfig c;
-  try {
-    from_json({{"ttl", 5}}, c);
-    FAIL();
-  } catch (const ConfigError& e) {
-    EXPECT_NE(std::string(e.what()).find("unknown field \"ttl\""), std::string::npos) << e.what();
-  }
-  try {
-    from_json({{"nodes", "five"}}, c);
-    FAIL();
-  } catch (const ConfigError& e) {
-    EXPECT_NE(std::string(e.what()).find("config field \"nodes\": wrong type"), std::string::npos) << e.what();
-  }
+  std::string error = config_error([&] { from_json({{"ttl", 5}}, c); });
+  EXPECT_NE(error.find("unknown field \"ttl\""), std::string::npos) << error;
+  error = config_error([&] { from_json({{"nodes", "five"}}, c); });
+  EXPECT_NE(error.find("config field \"nodes\": wrong type"), std::string::npos) << error;
   EXPECT_THROW(from_json({{"lock_opts", 3}}, c), ConfigError);
   EXPECT_THROW(from_json({{"topology", "ring"}}, c), ConfigError);
 }
@@ -80,12 +83,8 @@ TEST(ConfigFieldsTest, RangeRulesNameTheFlag) {
   RunConfig c;
   EXPECT_NO_THROW(validate_fields(c));
   c.concurrency = 0;
-  try {
-    validate_fields(c);
-    FAIL();
-  } catch (const ConfigError& e) {
-    EXPECT_NE(std::string(e.what()).find("--concurrency"), std::string::npos) << e.what();
-  }
+  const std::string error = config_error([&] { validate_fields(c); });
+  EXPECT_NE(error.find("--concurrency"), std::string::npos) << error;
   c = RunConfig{};
   c.topology = Topology::kCluster;
   EXPECT_THROW(validate_fields(c), ConfigError);  // 5 nodes: a Redis Cluster needs 6
@@ -94,20 +93,11 @@ TEST(ConfigFieldsTest, RangeRulesNameTheFlag) {
   c.hold_ms_min = 800;
   EXPECT_NO_THROW(validate_fields(c));
   c.hold_ms_min = 801;
-  try {
-    validate_fields(c);
-    FAIL();
-  } catch (const ConfigError& e) {
-    EXPECT_EQ(std::string(e.what()), "--hold-ms-min: 801 must be between 0 and the longest hold (800 ms)");
-  }
+  EXPECT_EQ(config_error([&] { validate_fields(c); }),
+            "--hold-ms-min: 801 must be between 0 and the longest hold (800 ms)");
   c = RunConfig{};
   c.sentinel_parallel_syncs = 0;
-  try {
-    validate_fields(c);
-    FAIL();
-  } catch (const ConfigError& e) {
-    EXPECT_EQ(std::string(e.what()), "--sentinel-parallel-syncs: 0 must be between 1 and 14");
-  }
+  EXPECT_EQ(config_error([&] { validate_fields(c); }), "--sentinel-parallel-syncs: 0 must be between 1 and 14");
   c.sentinel_parallel_syncs = 2;  // the independent topology has no Sentinel
   EXPECT_THROW(validate_fields(c), ConfigError);
   c.topology = Topology::kReplicated;
