@@ -63,6 +63,9 @@ class Checker {
   virtual CheckResult check(const History& h, const CheckOptions& opts) const = 0;
 };
 
+// How many anomalies of one kind a checker lists; the summary says how many there were in all.
+constexpr size_t kMaxAnomalies = 1000;
+
 // Runs c on h; an exception becomes an unknown verdict with the message in summary.
 CheckResult run_checker(const Checker& c, const History& h, const CheckOptions& opts);
 

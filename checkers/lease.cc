@@ -30,7 +30,6 @@ namespace lockcheck {
 
 namespace {
 
-constexpr size_t kMaxAnomalies = 1000;
 
 // ops: the acquire invoke and ok (op0, op1), then the extends and the release invoke that cut it, as a chain in
 // Windows::extra (no allocation per window).

@@ -36,7 +36,6 @@ namespace lockcheck {
 
 namespace {
 
-constexpr size_t kMaxAnomalies = 1000;
 constexpr size_t kOpsPerEnd = 5;  // failed acquires listed at each end of a stretch
 
 // [from, to): the key may be held by someone (or a fault suspends the judgement); cause: the op that began it.

@@ -30,7 +30,7 @@ namespace {
 constexpr size_t kMaxListed = 100;  // elements / ops listed in one anomaly
 constexpr size_t kMaxStaleReadAnomalies = 100;
 
-struct KeyOps {
+struct UpdateKeyOps {
   std::vector<size_t> adds, increments, reads;  // invoke indices
 };
 
@@ -71,7 +71,7 @@ class LostUpdatesChecker : public Checker {
   CheckResult check(const History& h, const CheckOptions&) const override {
     CheckResult r;
     const std::vector<int64_t> pairs = pair_index(h);
-    std::map<std::string, KeyOps> keys;
+    std::map<std::string, UpdateKeyOps> keys;
     for (size_t i = 0; i < h.size(); ++i) {
       const Op& op = h[i];
       if (!op.is_invoke() || !op.is_client()) continue;
@@ -133,7 +133,7 @@ class LostUpdatesChecker : public Checker {
 
  private:
   static Validity check_set(const History& h, const std::vector<int64_t>& pairs, const std::string& key,
-                            const KeyOps& ko, int64_t final_invoke, int64_t final_done, CheckResult* r,
+                            const UpdateKeyOps& ko, int64_t final_invoke, int64_t final_done, CheckResult* r,
                             nlohmann::json* ks, std::vector<std::string>* notes) {
     int64_t ok = 0, fail = 0, info = 0;
     for (size_t inv : ko.adds) {
@@ -307,7 +307,7 @@ class LostUpdatesChecker : public Checker {
   }
 
   static Validity check_counter(const History& h, const std::vector<int64_t>& pairs, const std::string& key,
-                                const KeyOps& ko, int64_t final_invoke, int64_t final_done, CheckResult* r,
+                                const UpdateKeyOps& ko, int64_t final_invoke, int64_t final_done, CheckResult* r,
                                 nlohmann::json* ks, std::vector<std::string>* notes) {
     int64_t ok = 0, fail = 0, info = 0, must = 0, may = 0;
     for (size_t inv : ko.increments) {

@@ -76,7 +76,7 @@ const char* kind_name(int kind) {
   }
 }
 
-struct KeyOps {
+struct MutexKeyOps {
   Atom key;
   std::vector<wgl::LinOp> ops;
   int64_t failed = 0;  // fail completions, removed
@@ -132,7 +132,7 @@ int64_t hold_end_ns(const History& h, Process p, const std::string& key, int64_t
   return end_ns;
 }
 
-nlohmann::json describe_violation(const History& h, const std::vector<int64_t>& pairs, const KeyOps& ko,
+nlohmann::json describe_violation(const History& h, const std::vector<int64_t>& pairs, const MutexKeyOps& ko,
                                   const wgl::SearchResult<MutexModel::State>& r) {
   const wgl::LinOp& s = ko.ops[static_cast<size_t>(r.stuck_op)];
   const Process q = s.process;
@@ -291,7 +291,7 @@ CheckResult MutexChecker::check(const History& h, const CheckOptions& opts) cons
 
   // Partition the lock ops by key in one pass, pairing each completion with its process's open invoke as
   // pair_index does (in order per process; an invoke overwritten by a later one stays unpaired).
-  std::vector<KeyOps> keys;
+  std::vector<MutexKeyOps> keys;
   std::unordered_map<Atom, size_t> key_ids;
   OpenInvokes open;
   // (process, key) pairs whose last completed lock op left the process believing it holds the key (an ok
@@ -308,7 +308,7 @@ CheckResult MutexChecker::check(const History& h, const CheckOptions& opts) cons
     if (!op.is_invoke()) {
       const OpenInvokes::Ref ref = open.take(op.process);
       if (ref.key < 0) continue;
-      KeyOps& ko = keys[static_cast<size_t>(ref.key)];
+      MutexKeyOps& ko = keys[static_cast<size_t>(ref.key)];
       wgl::LinOp& lo = ko.ops[static_cast<size_t>(ref.pos)];
       const bool holder = believes_held.contains(held_key(op.process, ref.key));
       if (lo.kind == MutexModel::kAcquire && op.is_ok()) believes_held[held_key(op.process, ref.key)] = 1;
@@ -352,14 +352,14 @@ CheckResult MutexChecker::check(const History& h, const CheckOptions& opts) cons
       auto it = key_ids.find(op.key);
       if (it == key_ids.end()) {
         it = key_ids.emplace(op.key, keys.size()).first;
-        keys.push_back(KeyOps{op.key, {}, 0});
+        keys.push_back(MutexKeyOps{op.key, {}, 0});
         // Most histories have one key: its ops are at most one per invoke. Reserved address space only, the
         // pages are touched as the ops come.
         if (keys.size() == 1) keys.back().ops.reserve(h.size() / 2 + 1);
       }
       last_key = it->second;
     }
-    KeyOps& ko = keys[last_key];
+    MutexKeyOps& ko = keys[last_key];
     ++lock_ops;
     wgl::LinOp lo;
     lo.call = static_cast<int64_t>(i);
@@ -371,7 +371,7 @@ CheckResult MutexChecker::check(const History& h, const CheckOptions& opts) cons
   // Removed: failed ops, and optional extends of every process (an extend never changes the state, so leaving
   // one out never makes another op illegal; the search drops them itself only for sequential processes).
   int64_t extends_dropped = 0;
-  for (KeyOps& ko : keys) {
+  for (MutexKeyOps& ko : keys) {
     const size_t before = ko.ops.size();
     ko.ops.erase(std::remove_if(
                      ko.ops.begin(), ko.ops.end(),
@@ -379,7 +379,7 @@ CheckResult MutexChecker::check(const History& h, const CheckOptions& opts) cons
                  ko.ops.end());
     extends_dropped += static_cast<int64_t>(before - ko.ops.size()) - ko.failed;
   }
-  std::sort(keys.begin(), keys.end(), [](const KeyOps& a, const KeyOps& b) { return a.key < b.key; });
+  std::sort(keys.begin(), keys.end(), [](const MutexKeyOps& a, const MutexKeyOps& b) { return a.key < b.key; });
 
   wgl::SearchLimits limits;
   limits.deadline = started + opts.timeout;
@@ -391,7 +391,7 @@ CheckResult MutexChecker::check(const History& h, const CheckOptions& opts) cons
   Validity verdict = Validity::kValid;
   std::vector<std::string> invalid_keys, unknown_reasons;
   size_t total_cache = 0;
-  for (KeyOps& ko : keys) {
+  for (MutexKeyOps& ko : keys) {
     const auto key_started = std::chrono::steady_clock::now();
     const size_t non_sequential = wgl::set_sequential_flags(&ko.ops);
     const wgl::SearchResult<MutexModel::State> r = wgl::search(ko.ops, model, limits);

@@ -18,7 +18,6 @@ namespace lockcheck {
 
 namespace {
 
-constexpr size_t kMaxAnomalies = 1000;
 
 struct Grant {
   int64_t ok_ns;

@@ -1,0 +1,1 @@
+// The precompiled header of the test suite (tests/CMakeLists.txt) is built with this file.
