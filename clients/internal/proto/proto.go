@@ -12,6 +12,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"sync"
 	"syscall"
 	"time"
 
@@ -26,6 +27,8 @@ type Request struct {
 	Nodes       []string `json:"nodes"`
 	OpTimeoutMs int64    `json:"op_timeout_ms"`
 	Fencing     bool     `json:"fencing"`
+	// Protocol is 2 from a harness that reads protocol-2 fields and event lines; 0 or 1 from an older one.
+	Protocol int `json:"protocol"`
 }
 
 // Answer is one client -> harness line.
@@ -34,7 +37,21 @@ type Answer struct {
 	Error         string `json:"error,omitempty"`
 	Indeterminate bool   `json:"indeterminate,omitempty"`
 	ValidityMs    *int64 `json:"validity_ms,omitempty"`
+	Token         *int64 `json:"token,omitempty"`
+	// Protocol 2: the Redis keys the op wrote (holder targeting finds the holder's nodes by them) and the typed
+	// failure reason (held, not_held, timeout, unreachable, error) next to the free-text Error.
+	Keys   []string `json:"keys,omitempty"`
+	Reason string   `json:"reason,omitempty"`
 }
+
+// Failure reasons of protocol 2 (locks/README-external.md).
+const (
+	ReasonHeld        = "held"        // another holder has the lock
+	ReasonNotHeld     = "not_held"    // release/extend: this client no longer holds it (expired or taken)
+	ReasonTimeout     = "timeout"     // no answer in time: the op may have happened
+	ReasonUnreachable = "unreachable" // the nodes (or a quorum of them) could not be reached
+	ReasonError       = "error"       // anything else
+)
 
 // OK is a plain success.
 func OK() Answer { return Answer{OK: true} }
@@ -47,6 +64,9 @@ func OKUntil(until time.Time) Answer {
 
 // Fail is a definite failure: it certainly did not happen.
 func Fail(why string) Answer { return Answer{OK: false, Error: why} }
+
+// FailBecause is a definite failure with its protocol-2 reason.
+func FailBecause(reason, why string) Answer { return Answer{OK: false, Error: why, Reason: reason} }
 
 // FromError maps a library error to fail (the request never reached Redis, or Redis answered) or indeterminate
 // (it may have reached Redis without an answer: a timeout, a connection lost after sending).
@@ -83,23 +103,60 @@ func Joined(err error) []error {
 	return []error{err}
 }
 
+var (
+	outMu     sync.Mutex
+	out       = bufio.NewWriter(os.Stdout)
+	v2        bool  // a protocol-2 request was seen: event lines may be written
+	maxCallMs int64 // SetMaxCall: announced in the hello event
+	helloSent bool
+)
+
+// SetMaxCall declares the longest one call of this client may block (protocol 2's hello event): the harness
+// then waits that long, plus its margin, before it gives up on an answer. Call before Serve.
+func SetMaxCall(d time.Duration) { maxCallMs = d.Milliseconds() }
+
+func writeLine(v any) {
+	b, _ := json.Marshal(v)
+	out.Write(append(b, '\n'))
+	out.Flush()
+}
+
+// Lost reports, from any goroutine, that the library told its caller the lock on key is gone (a cancelled
+// context, a callback). Written only to a protocol-2 harness, which stamps it on receipt.
+func Lost(key, detail string) {
+	outMu.Lock()
+	defer outMu.Unlock()
+	if v2 {
+		writeLine(map[string]string{"event": "lost", "key": key, "detail": detail})
+	}
+}
+
 // Serve answers requests until stdin ends. handle must return within the harness's deadline.
 func Serve(handle func(Request) Answer) {
 	in := bufio.NewReaderSize(os.Stdin, 1<<16)
-	out := bufio.NewWriter(os.Stdout)
 	for {
 		line, err := in.ReadBytes('\n')
 		if len(line) > 0 {
 			var req Request
 			var ans Answer
-			if jerr := json.Unmarshal(line, &req); jerr != nil {
-				ans = Fail("bad request: " + jerr.Error())
+			jerr := json.Unmarshal(line, &req)
+			if jerr == nil && req.Protocol >= 2 {
+				outMu.Lock()
+				v2 = true
+				if !helloSent && maxCallMs > 0 {
+					writeLine(map[string]any{"event": "hello", "max_call_ms": maxCallMs})
+				}
+				helloSent = true
+				outMu.Unlock()
+			}
+			if jerr != nil {
+				ans = FailBecause(ReasonError, "bad request: "+jerr.Error())
 			} else {
 				ans = handle(req)
 			}
-			b, _ := json.Marshal(ans)
-			out.Write(append(b, '\n'))
-			out.Flush()
+			outMu.Lock()
+			writeLine(ans)
+			outMu.Unlock()
 		}
 		if err == io.EOF {
 			return
