@@ -252,8 +252,8 @@ void render_timeline_section(Page& pg) {
        "<span class=\"sw\" style=\"background:#fff;border:2px solid #d11f1f\"></span>anomaly</div>\n";
   s << report::render_timeline(pg.holds, *pg.hold_index, pg.bands, pg.anomalies, pg.end_ns);
   s << "<p class=\"note\">A bar runs from an acquire's ok to the process's next release invoke on that key (or the "
-       "end of the history); the lighter box behind it is the lease the client was told (acquire invoke + "
-       "validity). Shaded bands are fault periods. Drag across the lanes to zoom; click the top strip to move; "
+       "end of the history); the lighter box behind it is the lease the client was told (acquire ok + "
+       "validity, moved by ok extends). Shaded bands are fault periods. Drag across the lanes to zoom; click the top strip to move; "
        "hover for details.</p>\n";
   s << "</section>\n";
 }
