@@ -196,6 +196,21 @@ TEST(ReportTest, FaultPeriodsAreBandsAcrossAllLanesAndInThePlots) {
   EXPECT_NE(html.find("lockcheck rerun results/20261202T101500Z-single-lock"), std::string::npos);
   EXPECT_NE(html.find("lockcheck run --lock single --nemesis partition,pause --seed 42"), std::string::npos);
   EXPECT_NE(html.find("redis 7.0.15"), std::string::npos);
+  // Unset fields say "default" with the value the run used (ttl_ms 100: 80 ms of hold, 33 ms of work), never -1.
+  EXPECT_NE(html.find("<span class=\"mono\">hold_ms_max</span> default (80 ms)"), std::string::npos);
+  EXPECT_NE(html.find("<span class=\"mono\">work_ms</span> default (33 ms)"), std::string::npos);
+  EXPECT_EQ(html.find("-1 ms"), std::string::npos);
+}
+
+TEST(ReportTest, ConfigurationShowsSetValuesAsTheyAreAndDefaultsWithoutAReadableConfig) {
+  json config = report_test::sample_config();
+  config["hold_ms_max"] = 70;
+  std::string html = render_report(config, report_test::valid_history(), report_test::valid_results());
+  EXPECT_NE(html.find("<span class=\"mono\">hold_ms_max</span> 70 ms"), std::string::npos);
+  EXPECT_NE(html.find("<span class=\"mono\">work_ms</span> default (33 ms)"), std::string::npos);
+  config["ttl_ms"] = "soon";  // not a config the run could have read: the value is unknown
+  html = render_report(config, report_test::valid_history(), report_test::valid_results());
+  EXPECT_NE(html.find("<span class=\"mono\">work_ms</span> default &middot;"), std::string::npos);
 }
 
 TEST(ReportTest, EmptyEverythingStillRendersWellFormedHtml) {
