@@ -18,12 +18,18 @@ bool MutexModel::step(const State& s, const wgl::LinOp& op, State* next) const {
       if (s != kFree) return false;
       *next = op.process;
       return true;
+    // A release or extend that takes effect is illegal only while another process holds the lock (then it
+    // removed or extended someone else's lock, or the service granted the lock twice). On a free lock it is a
+    // no-op: the process removed or extended its own key that the model no longer counts as a hold (its use
+    // ended at an earlier release, e.g. one that failed and was retried), or nothing (the key had expired).
+    // An optional release is kept to held by p: applying it to a free lock would change nothing, and the
+    // stricter step keeps its role kResolvedByState sound (below).
     case kRelease:
-      if (s != op.process) return false;
+      if (s != op.process && (s != kFree || op.optional())) return false;
       *next = kFree;
       return true;
     case kExtend:
-      if (s != op.process) return false;
+      if (s != op.process && s != kFree) return false;
       *next = s;
       return true;
     default: return false;
@@ -42,10 +48,11 @@ Process MutexModel::exclusive_owner(const State& s) const {
 //    that could come after it, so nothing can be linearized after it. It can only be last, where it helps no
 //    required op: drop it.
 //  - extend: never changes the state, so leaving it out never makes another op illegal: drop it.
-//  - release by p: legal exactly when the lock is held by p. Once p's other ops are linearized, no reachable
-//    state is held by p again unless this release is still pending and the state already is held by p (only an
-//    acquire by p leads there, and p has none left). So (a) rejected now => rejected forever, and (b) after it is
-//    applied the state is never held by p again: its pending-ness is a function of the state.
+//  - release by p: an optional one is legal exactly when the lock is held by p (see step). Once p's other ops
+//    are linearized, no reachable state is held by p again unless this release is still pending and the state
+//    already is held by p (only an acquire by p leads there, and p has none left). So (a) rejected now =>
+//    rejected forever, and (b) after it is applied the state is never held by p again: its pending-ness is a
+//    function of the state.
 wgl::OptionalRole MutexModel::optional_role(const wgl::LinOp& op) const {
   switch (op.kind) {
     case kAcquire:
@@ -66,15 +73,6 @@ int mutex_op_kind(const std::string& f) {
 }
 
 namespace {
-
-const char* kind_name(int kind) {
-  switch (kind) {
-    case MutexModel::kAcquire: return "acquire";
-    case MutexModel::kRelease: return "release";
-    case MutexModel::kExtend: return "extend";
-    default: return "op";
-  }
-}
 
 struct MutexKeyOps {
   Atom key;
@@ -252,11 +250,18 @@ nlohmann::json describe_violation(const History& h, const std::vector<int64_t>& 
            (holder == q ? std::string("succeeded while process ") + std::to_string(q) + " already held it"
                         : std::string("has no place in any order of the ops consistent with real time"));
   } else {
-    desc = "process " + std::to_string(q) + "'s " + kind_name(s.kind) + " of " + key + " succeeded (op " +
-           std::to_string(s.ret) + ", ok at t=" + format_time_s(to_ns) + ") but process " + std::to_string(q) +
-           " did not hold it in any order consistent with real time (" +
+    // A release or extend is illegal only while another process holds the lock.
+    const Op& done = h[static_cast<size_t>(s.ret)];
+    const std::string outcome = done.is_ok() ? "succeeded" : done.is_fail() ? "ended fail" : "ended info";
+    desc = "process " + std::to_string(q) + "'s " + h[static_cast<size_t>(s.call)].f.str() + " of " + key + " " +
+           outcome + " (op " + std::to_string(s.ret) + " at t=" + format_time_s(to_ns) + ") but process " +
+           std::to_string(q) + " did not hold it in any order consistent with real time (" +
            (holder == MutexModel::kFree ? std::string("it was free")
-                                        : "it was held by process " + std::to_string(holder)) +
+                                        : "it was held by process " + std::to_string(holder) +
+                                              (held_by != nullptr ? " from op " + std::to_string(held_by->call)
+                                                                  : std::string()) +
+                                              ": it removed or extended another process's lock, or the lock was "
+                                              "granted twice") +
            ")";
   }
 

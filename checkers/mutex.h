@@ -1,14 +1,34 @@
 // The `mutex` checker: linearizability of the lock ops (acquire / release / extend) against an owner-aware
 // mutex, checked independently per key with the WGL search (checkers/wgl.h).
 //
-// Model: state = free | held by p. acquire by p is legal only when free (-> held by p); release by p only when
-// held by p (-> free); extend by p only when held by p (no change). fail acquires are removed; info acquires and
-// invokes that never completed are optional (may take effect at any point after their invoke, or never).
-// The use view: a holder's use of the lock ends within its release whatever the release's outcome (a client
-// stops using the lock when it starts to release it; a release that fails because the lock already expired still
-// ended the use), and within an extend that did not end ok (a careful client stops the moment its extend fails).
-// So a violation means two processes *used* the lock at once; whether that happened within their leases (a double
-// grant) or because one outlived its lease (a paused holder) is named in the anomaly.
+// The semantics, exactly (the brute-force oracle in tests/checker_mutex_oracle_test.cc is written from this text):
+//
+// Model: state = free | held by p.
+//  - acquire by p: legal only when free (-> held by p).
+//  - release by p: illegal while another process holds the lock (p removed someone else's lock, or the service
+//    granted it twice); otherwise -> free. On a free lock that is a no-op: p removed its own key that no longer
+//    counts as a hold (its use ended at an earlier release that failed, and it retried), or nothing (the key
+//    had expired).
+//  - extend by p: illegal while another process holds the lock; otherwise no change (on a free lock: p extended
+//    its own leftover key, or nothing).
+// Which ops take effect, and when. An op takes effect at most once, at one instant; the instants of all ops on
+// a key form one order consistent with real time, in which every op that takes effect is legal.
+//  - ok: took effect, between its invoke and its completion;
+//  - fail: did not happen: removed (except the holder's ops below);
+//  - info, or invoked and never completed (a crashed client): may take effect at any instant after its invoke,
+//    or never.
+// The use view. Process p is a *holder* of key k from the completion of an ok acquire of k until the completion
+// of its next release of k (whatever its outcome) or of its next extend of k that does not end ok. A holder's
+// use of the lock ends within that release or extend, whatever its outcome: a client stops using the lock when
+// it starts to release it (a release that fails because the lock already expired still ended the use), and a
+// careful client stops the moment its extend fails. So a holder's release (ok, fail or info) and a holder's
+// extend that ends fail or info take effect as a *release* between their invoke and completion (one never
+// completed: at any instant after its invoke, or never). A release or extend by a process that is not a
+// holder (no ok acquire of its own before it, or a retry after its use ended) follows the completion rules
+// above: fail removed, ok taken effect, info optional.
+// Only client ops whose f is acquire, release or extend count; nemesis ops and other f's are ignored.
+// So a violation means two processes *used* the lock at once; whether that happened within their leases (a
+// double grant) or because one outlived its lease (a paused holder) is named in the anomaly.
 // Verdict per key: valid / invalid (one anomaly per key, at the deepest point the search reached) / unknown
 // (CheckOptions.timeout spent, or the cache memory cap reached). The overall verdict merges the keys.
 #pragma once

@@ -189,6 +189,12 @@ ConfigField row(const char* key, const char* flag, const char* help, const char*
                      check};
 }
 
+// A row whose -1 means a default derived from other fields: effective(c) is the value the run uses.
+ConfigField with_default(ConfigField f, int64_t (*effective)(const RunConfig&)) {
+  f.effective = effective;
+  return f;
+}
+
 void one_of(const std::string& value, const char* flag, std::initializer_list<const char*> allowed) {
   std::string list;
   for (const char* a : allowed) {
@@ -232,15 +238,17 @@ const std::vector<ConfigField>& config_fields() {
         [](const C& c) { require(c.keys >= 1 && c.keys <= 100000, "--keys", c.keys, "must be between 1 and 100000"); }),
     row<&C::ttl_ms>("ttl_ms", "ttl-ms", "lock TTL in ms", "timing", "ms",
         [](const C& c) { require(c.ttl_ms >= 10 && c.ttl_ms <= 24LL * 3600 * 1000, "--ttl-ms", c.ttl_ms, "must be between 10 and 86400000"); }),
-    row<&C::hold_ms_max>("hold_ms_max", "hold-ms-max", "longest hold in ms (-1: 80% of the TTL)", "timing", "ms",
+    with_default(row<&C::hold_ms_max>("hold_ms_max", "hold-ms-max", "longest hold in ms (-1: 80% of the TTL)", "timing", "ms",
         [](const C& c) { require(c.hold_ms_max >= -1, "--hold-ms-max", c.hold_ms_max, "must be >= 0 (or -1 for 80% of the TTL)"); }),
+        [](const C& c) { return c.effective_hold_ms_max(); }),
     row<&C::hold_ms_min>("hold_ms_min", "hold-ms-min", "shortest hold in ms (a hold is uniform between it and the longest)", "timing", "ms",
         [](const C& c) {
           require(c.hold_ms_min >= 0 && c.hold_ms_min <= c.effective_hold_ms_max(), "--hold-ms-min", c.hold_ms_min,
                   "must be between 0 and the longest hold (" + std::to_string(c.effective_hold_ms_max()) + " ms)");
         }),
-    row<&C::work_ms>("work_ms", "work-ms", "set workloads: ms between read and write under the lock (-1: TTL/3)", "timing", "ms",
+    with_default(row<&C::work_ms>("work_ms", "work-ms", "set workloads: ms between read and write under the lock (-1: TTL/3)", "timing", "ms",
         [](const C& c) { require(c.work_ms >= -1, "--work-ms", c.work_ms, "must be >= 0 (or -1 for a third of the TTL)"); }),
+        [](const C& c) { return c.effective_work_ms(); }),
     row<&C::op_timeout_ms>("op_timeout_ms", "op-timeout-ms", "per-request timeout of the lock clients", "timing", "ms",
         [](const C& c) { require(c.op_timeout_ms >= 1 && c.op_timeout_ms <= 600000, "--op-timeout-ms", c.op_timeout_ms, "must be between 1 and 600000"); }),
     row<&C::fencing>("fencing", "fencing", "hand out fencing tokens with each acquire", "lock", ""),
@@ -295,13 +303,22 @@ void validate_fields(const RunConfig& c) {
   if (c.topology != Topology::kReplicated && c.sentinel_parallel_syncs != 1) {
     throw ConfigError("--sentinel-parallel-syncs: only with --topology replicated (the topology with Sentinels)");
   }
-  if (c.topology == Topology::kCluster && c.nodes < 6) {
-    throw ConfigError("--nodes: the cluster topology needs at least 6 nodes (3 masters, each with a replica)");
+  if (c.topology == Topology::kCluster && c.nodes < kClusterMinNodes) {
+    throw ConfigError("--nodes " + std::to_string(c.nodes) + " with --topology cluster: Redis Cluster needs at least " +
+                      std::to_string(kClusterMinNodes) +
+                      " nodes (3 masters, each with a replica); leave --nodes out to get " +
+                      std::to_string(kClusterMinNodes));
   }
   if (c.topology == Topology::kCluster && c.cluster == "ssh") {
     throw ConfigError("--topology cluster: only on the local and docker backends (--cluster local|docker)");
   }
   if (c.lock == "external" && c.client_cmd.empty()) throw ConfigError("--client-cmd: required with --lock external");
+}
+
+void apply_topology_defaults(RunConfig& c, bool nodes_given) {
+  if (nodes_given || c.topology != Topology::kCluster || c.nodes >= kClusterMinNodes) return;
+  c.nodes = kClusterMinNodes;
+  c.nodes_from_topology = true;
 }
 
 void to_json(nlohmann::json& j, const RunConfig& c) {
@@ -318,6 +335,7 @@ void from_json(const nlohmann::json& j, RunConfig& c) {
     auto it = j.find(f.key);
     if (it != j.end()) f.set(c, *it, std::string("config field \"") + f.key + "\"");
   }
+  apply_topology_defaults(c, j.contains("nodes"));
 }
 
 Persistence persistence_from_string(const std::string& s) { return parse_persistence(s); }

@@ -52,10 +52,21 @@ struct RunConfig {
   std::string redis_server = "redis-server";            // --redis-server: binary to run (local cluster)
   bool progress = true;                                 // --no-progress turns the progress line off
   std::vector<std::string> argv;                        // the command line as given, for the report
+  // Not in config.json: true when nodes was not given (flag, config file or matrix entry) and the topology chose
+  // it (apply_topology_defaults); the run says so in its output.
+  bool nodes_from_topology = false;
 
   int64_t effective_hold_ms_max() const { return hold_ms_max >= 0 ? hold_ms_max : ttl_ms * 8 / 10; }
   int64_t effective_work_ms() const { return work_ms >= 0 ? work_ms : ttl_ms / 3; }
 };
+
+// Redis Cluster needs 3 masters, each with a replica.
+constexpr int kClusterMinNodes = 6;
+
+// The defaults that depend on another field: with --topology cluster and no --nodes given (nodes_given false),
+// nodes is kClusterMinNodes instead of the default 5 (too few for 3 masters + 3 replicas), and
+// nodes_from_topology says so. from_json applies it (nodes_given: the JSON has "nodes"); the CLI after its flags.
+void apply_topology_defaults(RunConfig& c, bool nodes_given);
 
 // Throws ConfigError naming the flag when a field is out of range (every field's own rule in config_fields(),
 // and the rules between fields: topology and nodes, hosts and cluster). Names of parts (lock, workload,
@@ -93,6 +104,9 @@ struct ConfigField {
   void (*parse_flag)(RunConfig&, const std::string& text, const std::string& name);
   // The field's own range rule: throws ConfigError naming `--flag` when the value is out of range.
   void (*check)(const RunConfig&);
+  // For a field whose -1 means "a default derived from other fields" (hold_ms_max, work_ms): the value the run
+  // uses (RunConfig's effective_*, which the workloads read). nullptr for the other fields.
+  int64_t (*effective)(const RunConfig&) = nullptr;
 };
 const std::vector<ConfigField>& config_fields();
 const ConfigField* find_config_field(const std::string& key);  // nullptr when unknown

@@ -156,6 +156,7 @@ int cmd_run(const std::vector<std::string>& args, std::ostream& out, std::ostrea
     return run_test(fc, out).exit_code;
   }
   apply_run_flags(vm, c);
+  apply_topology_defaults(c, vm.count("nodes") > 0 && !vm["nodes"].defaulted());
   c.progress = vm.count("no-progress") == 0;
   c.argv = {"lockcheck", "run"};
   c.argv.insert(c.argv.end(), args.begin(), args.end());

@@ -402,6 +402,10 @@ RunOutcome run_test(RunConfig given, std::ostream& out) {
   out << "lockcheck: run " << fs::path(dir).filename().string() << " (lock " << cfg.lock << ", workload "
       << cfg.workload << ", nemesis " << (cfg.nemesis.empty() ? "none" : nlohmann::json(cfg.nemesis).dump())
       << ", seed " << cfg.seed << ")\n";
+  if (cfg.nodes_from_topology) {
+    out << "lockcheck: --topology cluster: " << cfg.nodes << " nodes (the default " << RunConfig{}.nodes
+        << " is too few for 3 masters + 3 replicas; --nodes sets it)\n";
+  }
 
   MonotonicClock clock;
   std::unique_ptr<Cluster> cluster;

@@ -167,6 +167,13 @@ void render_config(Page& pg) {
   // is the one config.json, the flags and validation use, so a new field shows up here by itself.
   std::vector<std::string> groups;
   std::map<std::string, std::string> rows;
+  // The run's configuration as the run read it, for the values of unset fields (-1: a default derived from other
+  // fields); absent when config.json does not parse (an older or hand-edited file: then just "default").
+  std::optional<RunConfig> run_config;
+  try {
+    run_config = c.get<RunConfig>();
+  } catch (const std::exception&) {
+  }
   for (const auto& f : config_fields()) {
     if (!*f.group) continue;
     const json* v = find(c, f.key);
@@ -177,7 +184,12 @@ void render_config(Page& pg) {
     if (std::string(f.key) == "lock_opts" && (!v || !v->is_object() || v->empty())) continue;
     std::string value = text(c, f.key);
     if (std::string(f.key) == "nemesis" && v && v->is_array() && v->empty()) value = "none";
-    if (*f.unit && value != kDash) value += " " + std::string(f.unit);
+    if (f.effective && v && v->is_number_integer() && v->get<int64_t>() == -1) {
+      value = "default";
+      if (run_config) value += " (" + std::to_string(f.effective(*run_config)) + (*f.unit ? " " : "") + f.unit + ")";
+    } else if (*f.unit && value != kDash) {
+      value += " " + std::string(f.unit);
+    }
     if (!rows.count(f.group)) groups.push_back(f.group);
     std::string& row = rows[f.group];
     row += (row.empty() ? "" : " &middot; ") + std::string("<span class=\"mono\">") + f.key + "</span> " + value;
@@ -252,8 +264,8 @@ void render_timeline_section(Page& pg) {
        "<span class=\"sw\" style=\"background:#fff;border:2px solid #d11f1f\"></span>anomaly</div>\n";
   s << report::render_timeline(pg.holds, *pg.hold_index, pg.bands, pg.anomalies, pg.end_ns);
   s << "<p class=\"note\">A bar runs from an acquire's ok to the process's next release invoke on that key (or the "
-       "end of the history); the lighter box behind it is the lease the client was told (acquire invoke + "
-       "validity). Shaded bands are fault periods. Drag across the lanes to zoom; click the top strip to move; "
+       "end of the history); the lighter box behind it is the lease the client was told (acquire ok + "
+       "validity, moved by ok extends). Shaded bands are fault periods. Drag across the lanes to zoom; click the top strip to move; "
        "hover for details.</p>\n";
   s << "</section>\n";
 }

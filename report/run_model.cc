@@ -82,7 +82,9 @@ std::vector<Hold> lock_holds(const History& h, const HoldOptions& opts, const st
       hold.invoke_ns = invoke_ns;
       hold.acquire_index = op.index;
       hold.token = op.token;
-      if (op.validity_ms) hold.lease_end_ns = invoke_ns + *op.validity_ms * 1000000;
+      // The lease the client was told: validity is what remained at the end of the acquire (the lease checker's
+      // window [ok, ok + validity_ms]).
+      if (op.validity_ms) hold.lease_end_ns = op.time_ns + *op.validity_ms * 1000000;
       if (op.is_ok()) {
         hold.kind = HoldKind::kHeld;
         hold.from_ns = op.time_ns;
@@ -100,11 +102,7 @@ std::vector<Hold> lock_holds(const History& h, const HoldOptions& opts, const st
         holds.push_back(hold);
       }
     } else if (extend && op.is_ok() && op.validity_ms) {
-      if (const size_t* at = open.find(pk)) {
-        const Op* inv = invoke_of(h, pairs, i);
-        const int64_t invoke_ns = inv ? inv->time_ns : op.time_ns;
-        holds[*at].lease_end_ns = invoke_ns + *op.validity_ms * 1000000;
-      }
+      if (const size_t* at = open.find(pk)) holds[*at].lease_end_ns = op.time_ns + *op.validity_ms * 1000000;
     }
   }
   auto by_start = [](const Hold& a, const Hold& b) { return a.from_ns < b.from_ns; };

@@ -27,8 +27,8 @@ struct Hold {
   int64_t from_ns = 0;    // the acquire's completion (kIndeterminate: its invoke)
   int64_t to_ns = 0;      // the process's next release invoke on the key, or the end (see open)
   bool open = false;      // true when no release followed: to_ns is the end of the history (or of the TTL)
-  // invoke_ns + validity_ms of the acquire, moved by ok extends (their invoke + validity_ms); absent when the
-  // client reported no validity.
+  // The acquire's ok + its validity_ms, moved by ok extends (their ok + validity_ms), as the lease checker counts
+  // it; absent when the client reported no validity.
   std::optional<int64_t> lease_end_ns;
   std::optional<int64_t> token;
   int64_t acquire_index = -1;  // history index of the acquire's completion

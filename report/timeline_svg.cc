@@ -452,9 +452,9 @@ std::string render_timeline(const std::vector<Hold>& holds, const HoldIndex& ind
         if (d.n != 1 || !d.hold->lease_end_ns || d.hold->kind != HoldKind::kHeld) continue;
         const Hold& h = *d.hold;
         const int64_t lease_end = std::min(*h.lease_end_ns, span_ns);
-        if (lease_end <= h.invoke_ns) continue;
-        s << "<rect class=\"lease\" x=\"" << ms_coord(h.invoke_ns) << "\" y=\"" << y << "\" width=\""
-          << ms_coord(lease_end - h.invoke_ns) << "\" height=\"" << bh << "\" fill=\"" << key_color(key_index[h.key])
+        if (lease_end <= h.from_ns) continue;
+        s << "<rect class=\"lease\" x=\"" << ms_coord(h.from_ns) << "\" y=\"" << y << "\" width=\""
+          << ms_coord(lease_end - h.from_ns) << "\" height=\"" << bh << "\" fill=\"" << key_color(key_index[h.key])
           << "\"/>\n";
       }
       for (const DrawnBar& d : drawn) {

@@ -1,8 +1,13 @@
-// The mutex checker against brute force on thousands of small random lock histories.
+// The WGL search (checkers/wgl.h, with the mutex model's pruning: dropped and state-resolved optional ops,
+// exclusive owners, classes of interchangeable optional ops) against brute force on thousands of small random
+// lock histories.
 //
-// The brute force is written independently of checkers/wgl.h: it pairs ops itself, and enumerates every order
-// of every subset of the optional ops that respects real time (an op may come next only if it was called before
-// every unlinearized required op returned), with no pruning beyond a memo of (linearized set, holder).
+// This tests the search, not the semantics: the brute force uses the same model and the same reading of the
+// history as the checker (so it would agree with a wrong model). Whether the checker's semantics are the
+// documented ones is checked against an oracle written from the documentation, tests/checker_mutex_oracle_test.cc.
+// The brute force enumerates every order of every subset of the optional ops that respects real time (an op may
+// come next only if it was called before every unlinearized required op returned), with no pruning beyond a
+// memo of (linearized set, holder).
 #include <gtest/gtest.h>
 
 #include <map>
@@ -29,13 +34,14 @@ bool bf_step(int64_t holder, const BfOp& op, int64_t* next) {
     *next = op.process;
     return true;
   }
+  // A release or extend is illegal only while another process holds the lock (checkers/mutex.h).
   if (op.f == "release") {
-    if (holder != op.process) return false;
+    if (holder != -1 && holder != op.process) return false;
     *next = -1;
     return true;
   }
   if (op.f == "extend") {
-    if (holder != op.process) return false;
+    if (holder != -1 && holder != op.process) return false;
     *next = holder;
     return true;
   }
@@ -287,7 +293,7 @@ TEST(MutexCheckerRandom, AgreesWithBruteForce) {
   }
   // The generator must exercise both verdicts, info ops, and keys with processes searched without pruning.
   EXPECT_GT(valid, 1000);
-  EXPECT_GT(invalid, 1000);
+  EXPECT_GT(invalid, 400);  // a release or extend by a non-holder is legal on a free lock (since issue 24)
   EXPECT_GT(with_info, 1000);
   EXPECT_GT(non_sequential, 200);
   std::printf("valid %d invalid %d with info %d non-sequential keys %d\n", valid, invalid, with_info, non_sequential);
@@ -354,7 +360,7 @@ TEST(MutexCheckerRandom, AgreesWithBruteForceWithoutRetirement) {
     for (auto& [k, st] : r.stats["per_key"].items()) classed += st["optional_classes"] > 0 ? 1 : 0;
   }
   EXPECT_GT(valid, 500);
-  EXPECT_GT(invalid, 500);
+  EXPECT_GT(invalid, 300);
   EXPECT_GT(classed, 1000);
   std::printf("valid %d invalid %d keys with optional classes %d\n", valid, invalid, classed);
 }

@@ -4,7 +4,11 @@
 
 #include <sstream>
 
+#include <boost/filesystem.hpp>
+
+#include "core/config.h"
 #include "core/exit_codes.h"
+#include "tests/support/temp_dir.h"
 
 namespace lockcheck {
 namespace {
@@ -54,7 +58,7 @@ TEST(CliTest, UnknownFlagsAndBadValuesNameTheFlag) {
   expect_usage_error({"run", "--topology", "ring"}, "--topology");
   expect_usage_error({"run", "--cluster", "cloud"}, "--cluster");
   expect_usage_error({"run", "--topology", "cluster", "--nodes", "5"},
-                     "--nodes: the cluster topology needs at least 6");
+                     "--nodes 5 with --topology cluster: Redis Cluster needs at least 6 nodes");
   expect_usage_error({"run", "--nemesis-targeting", "everyone"}, "--nemesis-targeting");
   expect_usage_error({"run", "stray"}, "stray");
   expect_usage_error({"check"}, "RUN_DIR is required");
@@ -70,6 +74,52 @@ TEST(CliTest, UnknownFlagsAndBadValuesNameTheFlag) {
   // A fencing workload with a lock whose tokens the harness cannot vouch for: nothing would be checked.
   expect_usage_error({"run", "--workload", "fenced-set", "--lock", "external", "--client-cmd", "true"},
                      "--workload fenced-set: the resource accepts only writes that carry a fencing token");
+}
+
+// The config.json of the one run under results.
+nlohmann::json only_run_config(const std::string& results) {
+  namespace fs = boost::filesystem;
+  for (fs::recursive_directory_iterator it(results), end; it != end; ++it) {
+    if (it->path().filename() == "config.json" && !fs::is_symlink(it->path().parent_path())) {
+      return read_json_file(it->path().string());
+    }
+  }
+  ADD_FAILURE() << "no config.json under " << results;
+  return nlohmann::json();
+}
+
+// --topology cluster without --nodes: 6 nodes, said in the run's output (the run then stops at the missing
+// redis-server, before starting anything).
+TEST(CliTest, ClusterTopologyWithoutNodesUsesSixAndSaysSo) {
+  TempDir dir;
+  const std::string results = dir.file("results");
+  CliResult r = cli({"run", "--topology", "cluster", "--lock", "cluster", "--redis-server",
+                     "/nonexistent/redis-server", "--time-limit", "1", "--results", results, "--no-progress"});
+  EXPECT_EQ(r.code, kExitHarness) << r.out << r.err;
+  EXPECT_NE(r.out.find("lockcheck: --topology cluster: 6 nodes (the default 5 is too few for 3 masters + 3 replicas"),
+            std::string::npos)
+      << r.out;
+  EXPECT_EQ(only_run_config(results).at("nodes"), 6);  // rerun replays 6
+
+  // The same from a config file that does not set nodes.
+  const nlohmann::json file = {{"topology", "cluster"},
+                               {"lock", "cluster"},
+                               {"redis_server", "/nonexistent/redis-server"},
+                               {"time_limit_s", 1}};
+  TempDir dir2;
+  std::ofstream(dir2.file("config.json")) << file.dump();
+  CliResult f = cli({"run", "--config", dir2.file("config.json"), "--results", dir2.file("results"), "--no-progress"});
+  EXPECT_EQ(f.code, kExitHarness) << f.out << f.err;
+  EXPECT_NE(f.out.find("--topology cluster: 6 nodes"), std::string::npos) << f.out;
+
+  // Explicit nodes are kept, and said nothing of.
+  TempDir dir3;
+  CliResult e = cli({"run", "--topology", "cluster", "--lock", "cluster", "--nodes", "7", "--redis-server",
+                     "/nonexistent/redis-server", "--time-limit", "1", "--results", dir3.file("results"),
+                     "--no-progress"});
+  EXPECT_EQ(e.code, kExitHarness) << e.out << e.err;
+  EXPECT_EQ(e.out.find("--topology cluster: "), std::string::npos) << e.out;
+  EXPECT_EQ(only_run_config(dir3.file("results")).at("nodes"), 7);
 }
 
 TEST(CliTest, ListNamesTheRegisteredParts) {

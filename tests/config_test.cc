@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "harness/cli.h"
+#include "harness/matrix.h"
 
 namespace lockcheck {
 namespace {
@@ -79,6 +80,50 @@ TEST(ConfigFieldsTest, EveryFlagIsInRunHelpAndParsesFromText) {
   EXPECT_THROW(find_config_field("nemesis")->parse_flag(c, "a,,b", "--nemesis"), ConfigError);
 }
 
+// --topology cluster without nodes: 6 (the default 5 is too few for 3 masters + 3 replicas), from a config file
+// or a matrix entry alike; nodes that are given are kept (and checked).
+TEST(ConfigFieldsTest, ClusterTopologyWithoutNodesGetsSix) {
+  RunConfig c;
+  from_json({{"topology", "cluster"}}, c);
+  EXPECT_EQ(c.nodes, kClusterMinNodes);
+  EXPECT_TRUE(c.nodes_from_topology);
+  EXPECT_NO_THROW(validate_fields(c));
+  EXPECT_EQ(nlohmann::json(c).at("nodes"), 6);  // written into config.json: a rerun replays it
+
+  RunConfig seven;
+  from_json({{"topology", "cluster"}, {"nodes", 7}}, seven);
+  EXPECT_EQ(seven.nodes, 7);
+  EXPECT_FALSE(seven.nodes_from_topology);
+
+  RunConfig five;
+  from_json({{"topology", "cluster"}, {"nodes", 5}}, five);
+  EXPECT_EQ(five.nodes, 5);
+  EXPECT_NE(config_error([&] { validate_fields(five); }).find("--nodes 5 with --topology cluster"), std::string::npos);
+
+  RunConfig independent;
+  from_json({{"topology", "independent"}}, independent);
+  EXPECT_EQ(independent.nodes, 5);
+  EXPECT_FALSE(independent.nodes_from_topology);
+
+  Matrix m = parse_matrix(nlohmann::json::parse(R"({
+    "name": "t", "defaults": {"time_limit_s": 7},
+    "entries": [
+      {"name": "a", "lock": "cluster", "topology": "cluster", "expect": "valid"},
+      {"name": "b", "lock": "cluster", "topology": "cluster", "nodes": 8, "expect": "valid"}]})"),
+                          "res");
+  ASSERT_EQ(m.entries.size(), 2u);
+  EXPECT_EQ(m.entries[0].config.nodes, 6);
+  EXPECT_EQ(m.entries[1].config.nodes, 8);
+  try {
+    parse_matrix(nlohmann::json::parse(R"({"name": "t", "entries": [
+        {"name": "c", "lock": "cluster", "topology": "cluster", "nodes": 5, "expect": "valid"}]})"),
+                 "res");
+    ADD_FAILURE() << "5 nodes accepted";
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("--nodes 5 with --topology cluster"), std::string::npos) << e.what();
+  }
+}
+
 TEST(ConfigFieldsTest, RangeRulesNameTheFlag) {
   RunConfig c;
   EXPECT_NO_THROW(validate_fields(c));
@@ -86,8 +131,10 @@ TEST(ConfigFieldsTest, RangeRulesNameTheFlag) {
   const std::string error = config_error([&] { validate_fields(c); });
   EXPECT_NE(error.find("--concurrency"), std::string::npos) << error;
   c = RunConfig{};
-  c.topology = Topology::kCluster;
-  EXPECT_THROW(validate_fields(c), ConfigError);  // 5 nodes: a Redis Cluster needs 6
+  c.topology = Topology::kCluster;  // 5 nodes given: a Redis Cluster needs 6, and both flags are named
+  EXPECT_EQ(config_error([&] { validate_fields(c); }),
+            "--nodes 5 with --topology cluster: Redis Cluster needs at least 6 nodes (3 masters, each with a "
+            "replica); leave --nodes out to get 6");
   // The shortest hold may not pass the longest (here 80% of the 1 s TTL).
   c = RunConfig{};
   c.hold_ms_min = 800;

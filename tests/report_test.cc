@@ -88,6 +88,14 @@ TEST(ReportTest, ValidRunHasOneLanePerProcessAndOneBarPerHold) {
   EXPECT_EQ(bars[1].attrs["data-key"], "lock-0");
   EXPECT_EQ(bars[1].attrs["x"], "123");
   EXPECT_EQ(bars[1].attrs["width"], "127");
+  // The lease box: from the acquire's ok (123 ms, not its invoke at 120 ms), as long as the validity (1000 ms),
+  // cut at the end of the history (401 ms); the caption says so.
+  auto leases = select(tl, "rect", "lease");
+  EXPECT_EQ(leases[1].attrs["x"], "123");
+  EXPECT_EQ(leases[1].attrs["width"], "278");
+  EXPECT_NE(html.find("the lease the client was told (acquire ok + validity, moved by ok extends)"),
+            std::string::npos);
+  EXPECT_EQ(html.find("acquire invoke + validity"), std::string::npos);
   EXPECT_NE(html.find("No anomalies found."), std::string::npos);
   // Exactly one script element: ours.
   EXPECT_EQ(count(tags, "script", ""), 1u);
@@ -119,11 +127,11 @@ TEST(ReportTest, InvalidRunOutlinesTheOverlapInRedOnEachProcessLane) {
   EXPECT_EQ(violations[0].attrs["width"], "150");
   EXPECT_EQ(count(tl, "rect", "violation-mark"), 1u);
   EXPECT_EQ(count(tl, "rect", "ov-violation"), 1u);
-  // p1 held past its 100 ms lease (lease from invoke at 0 to 100 ms; held to 300 ms).
+  // p1 held past its 100 ms lease (lease from its ok at 2 ms to 102 ms; held to 300 ms).
   auto overruns = select(tl, "rect", "overrun");
   ASSERT_GE(overruns.size(), 1u);
   EXPECT_EQ(overruns[0].attrs["data-process"], "1");
-  EXPECT_EQ(overruns[0].attrs["x"], "100");
+  EXPECT_EQ(overruns[0].attrs["x"], "102");
   // p3 never released: its bar runs to the end of the history (900 ms) and is marked open.
   auto bars = select(tl, "rect", "bar");
   bool found_open = false;
@@ -188,6 +196,21 @@ TEST(ReportTest, FaultPeriodsAreBandsAcrossAllLanesAndInThePlots) {
   EXPECT_NE(html.find("lockcheck rerun results/20261202T101500Z-single-lock"), std::string::npos);
   EXPECT_NE(html.find("lockcheck run --lock single --nemesis partition,pause --seed 42"), std::string::npos);
   EXPECT_NE(html.find("redis 7.0.15"), std::string::npos);
+  // Unset fields say "default" with the value the run used (ttl_ms 100: 80 ms of hold, 33 ms of work), never -1.
+  EXPECT_NE(html.find("<span class=\"mono\">hold_ms_max</span> default (80 ms)"), std::string::npos);
+  EXPECT_NE(html.find("<span class=\"mono\">work_ms</span> default (33 ms)"), std::string::npos);
+  EXPECT_EQ(html.find("-1 ms"), std::string::npos);
+}
+
+TEST(ReportTest, ConfigurationShowsSetValuesAsTheyAreAndDefaultsWithoutAReadableConfig) {
+  json config = report_test::sample_config();
+  config["hold_ms_max"] = 70;
+  std::string html = render_report(config, report_test::valid_history(), report_test::valid_results());
+  EXPECT_NE(html.find("<span class=\"mono\">hold_ms_max</span> 70 ms"), std::string::npos);
+  EXPECT_NE(html.find("<span class=\"mono\">work_ms</span> default (33 ms)"), std::string::npos);
+  config["ttl_ms"] = "soon";  // not a config the run could have read: the value is unknown
+  html = render_report(config, report_test::valid_history(), report_test::valid_results());
+  EXPECT_NE(html.find("<span class=\"mono\">work_ms</span> default &middot;"), std::string::npos);
 }
 
 TEST(ReportTest, EmptyEverythingStillRendersWellFormedHtml) {

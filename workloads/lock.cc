@@ -1,7 +1,8 @@
 // Workload `lock`: each process loops: acquire a random key, hold it for a random time (--hold-ms-min to --hold-ms-max,
 // and never past the validity the client reported: a careful client), release it, pause briefly. The history of
-// acquires and releases is judged by the mutex checker (the strict view: a holder believes it holds the lock until it
-// releases) and the lease checker (the claimed view: only within the validity the client reported).
+// acquires and releases is judged by the mutex checker (the use view: a holder uses the lock from its ok acquire
+// until it starts to release it, whatever the release's outcome; checkers/mutex.h) and the lease checker (the
+// claimed view: only within the validity the client reported).
 #include <algorithm>
 
 #include "core/random.h"
