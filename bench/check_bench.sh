@@ -1,23 +1,34 @@
 #!/usr/bin/env bash
-# `lockcheck check` end to end (read history.jsonl once, every checker of the lock workload, the report) on
-# generated history files of several shapes, with CPU time and peak RSS from /usr/bin/time. Optionally the same
-# histories through a Porcupine driver (built outside the repository, see bench/README.md) for comparison.
+# `lockcheck check` end to end (read the history once, every checker of the lock workload, the report) on
+# generated histories of several shapes and writers, with CPU time (user + sys) and peak RSS from /usr/bin/time.
+# Optionally the same histories through a Porcupine v1.3.1 driver (built outside the repository, see
+# bench/README.md) for comparison.
 #
 #   bench/check_bench.sh [--build BUILD] [--sizes 100000,1000000] [--repeat 3] [--work DIR] [--porcupine BIN]
-#                        [--porcupine-timeout 300] [--porcupine-repeat 1] [--porcupine-mem-gb 6] [--shapes mutex,gen,info5,info20,noretire,p100]
+#                        [--porcupine-timeout 300] [--porcupine-repeat 1] [--porcupine-mem-gb 6]
+#                        [--shapes mutex,gen,info5,info20,noretire,p100,spaced,compact,edn]
 #
-# Shapes (bench/history_gen.h via mutex_bench --write-history):
-#   mutex     10 processes contending with a 1 ms acquire timeout (many acquires fail)
-#   gen       10 processes, nearly every acquire succeeds (the bench generator's default)
-#   info5     10 processes, 5% of acquires and releases end as info (retired after info)
+# The driver's path may also come from the environment: PORCUPINE_DRIVER=BIN.
+#
+# Shapes (bench/history_gen.h via mutex_bench --write-history, 10 processes unless said):
+#   mutex     contending with a 1 ms acquire timeout (most acquires fail)
+#   gen       nearly every acquire succeeds (the bench generator's default)
+#   info5     5% of acquires and releases end as info (the process is retired after info)
 #   info20    the same with 20% info
-#   noretire  10 processes, 5% info, processes keep their id after an info op
-#   p100      100 processes x 2,000 ops (200,000 ops; --sizes does not apply)
-# Prints one markdown row per shape and size: CPU s (user+sys, min of --repeat), peak RSS MiB (max), and with
-# --porcupine the same for the driver (load + check) and the ratio. Histories are kept in --work for reruns.
+#   noretire  5% info, processes keep their id after an info op
+#   p100      100 processes
+#   spaced    the gen history as another tool writes JSON: every line re-serialised by Python's json module
+#             (a space after each `:` and `,`; needs python3)
+#   compact   the same, compact but with the fields in alphabetical order (`sort_keys`, no spaces)
+#   edn       the gen history as Jepsen EDN (`lockcheck export --format edn`), checked with `check --format edn`
+# Prints one markdown row per shape and size: CPU s (user + sys, the minimum of --repeat runs) and the sys part
+# of that run, peak RSS MiB (max), and with a driver the same for Porcupine (load + check) and the ratio of the
+# two CPU times. Histories are kept in --work for reruns. Porcupine checks the same history for spaced, compact
+# and edn as for gen (its own JSON, converted once).
 set -euo pipefail
 
-build=build sizes=100000,1000000 repeat=3 work=/tmp/lockcheck-check-bench porc="" shapes=mutex,gen,info5,info20,noretire,p100
+build=build sizes=100000,1000000 repeat=3 work=/tmp/lockcheck-check-bench porc=${PORCUPINE_DRIVER:-}
+shapes=mutex,gen,info5,info20,noretire,p100,spaced,compact,edn
 porc_timeout=300 porc_repeat=1 porc_mem_gb=6
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -37,40 +48,93 @@ lockcheck=$build/lockcheck
 gen=$build/bench/mutex_bench
 [ -x "$lockcheck" ] && [ -x "$gen" ] || { echo "check_bench: build lockcheck and mutex_bench in $build first" >&2; exit 2; }
 [ -x /usr/bin/time ] || { echo "check_bench: needs /usr/bin/time (apt-get install time)" >&2; exit 2; }
+if [ -n "$porc" ] && [ ! -x "$porc" ]; then
+  echo "check_bench: --porcupine / PORCUPINE_DRIVER: $porc is not an executable (bench/README.md says how to build it)" >&2
+  exit 2
+fi
 mkdir -p "$work"
 
+# The generator's flags of a shape; the derived shapes (spaced, compact, edn) are written from gen's history.
 shape_flags() {
   case "$1" in
     mutex) echo "--processes 10 --acquire-timeout-ms 1" ;;
-    gen) echo "--processes 10" ;;
+    gen | spaced | compact | edn) echo "--processes 10" ;;
     info5) echo "--processes 10 --info-pct 5" ;;
     info20) echo "--processes 10 --info-pct 20" ;;
     noretire) echo "--processes 10 --info-pct 5 --no-retire" ;;
     p100) echo "--processes 100" ;;
-    *) echo "check_bench: unknown shape $1" >&2; exit 2 ;;
+    *) echo "check_bench: unknown shape $1 (known: mutex, gen, info5, info20, noretire, p100, spaced, compact, edn)" >&2
+       exit 2 ;;
+  esac
+}
+base_shape() {
+  case "$1" in
+    spaced | compact | edn) echo gen ;;
+    *) echo "$1" ;;
   esac
 }
 
-# Runs "$@" --repeat times; prints "min_cpu_s max_rss_mib status" (status of the last run).
+# Each history in a run folder of its own: `check` also rewrites the index of the run's parent folder, which
+# reads every sibling's results.json. Prints the folder.
+run_dir() {
+  local shape=$1 n=$2 dir
+  dir=$work/$shape-$n/run
+  if [ ! -s "$dir/history.jsonl" ]; then
+    mkdir -p "$dir"
+    echo '{"lock":"single","workload":"lock","nemesis":[],"checker_timeout_s":120}' >"$dir/config.json"
+    case "$shape" in
+      spaced | compact)
+        command -v python3 >/dev/null || { echo "check_bench: the $shape shape needs python3" >&2; exit 2; }
+        local src
+        src=$(run_dir gen "$n")
+        python3 - "$shape" "$src/history.jsonl" "$dir/history.jsonl.tmp" <<'EOF'
+import json, sys
+compact = sys.argv[1] == "compact"
+with open(sys.argv[2]) as src, open(sys.argv[3], "w") as dst:
+    for line in src:
+        op = json.loads(line)
+        dst.write((json.dumps(op, separators=(",", ":"), sort_keys=True) if compact else json.dumps(op)) + "\n")
+EOF
+        mv "$dir/history.jsonl.tmp" "$dir/history.jsonl"
+        ;;
+      edn)
+        local src
+        src=$(run_dir gen "$n")
+        cp "$src/history.jsonl" "$dir/history.jsonl"
+        "$lockcheck" export --format edn "$src" -o "$dir/history.edn"
+        ;;
+      *)
+        # shellcheck disable=SC2046
+        "$gen" --write-history "$dir/history.jsonl" --ops "$n" $(shape_flags "$shape") >/dev/null
+        ;;
+    esac
+  fi
+  echo "$dir"
+}
+
+# Runs "$@" --repeat times; prints "min_cpu_s sys_s_of_that_run max_rss_mib status" (status of the last run).
 measure() {
-  local best="" rss=0 st=0 out tf
+  local best="" best_sys="" rss=0 st=0 out tf
   tf=$(mktemp)
   for _ in $(seq "$repeat"); do
     st=0
     /usr/bin/time -o "$tf" -f "TIME %U %S %M" "$@" >/dev/null 2>&1 || st=$?
     out=$(grep '^TIME' "$tf" || true)
-    [ -n "$out" ] || { rm -f "$tf"; echo "- - $st"; return; }
+    [ -n "$out" ] || { rm -f "$tf"; echo "- - - $st"; return; }
     read -r _ u s m <<<"$out"
     local cpu
     cpu=$(awk -v u="$u" -v s="$s" 'BEGIN { printf "%.2f", u + s }')
-    if [ -z "$best" ] || awk -v a="$cpu" -v b="$best" 'BEGIN { exit !(a < b) }'; then best=$cpu; fi
+    if [ -z "$best" ] || awk -v a="$cpu" -v b="$best" 'BEGIN { exit !(a < b) }'; then
+      best=$cpu
+      best_sys=$s
+    fi
     [ "$m" -gt "$rss" ] && rss=$m
   done
   rm -f "$tf"
-  echo "$best $((rss / 1024)) $st"
+  echo "$best $best_sys $((rss / 1024)) $st"
 }
 
-printf "| shape | ops | entries | verdict | lockcheck check CPU s | RSS MiB |"
+printf "| shape | ops | entries | verdict | lockcheck CPU s (sys) | RSS MiB |"
 [ -n "$porc" ] && printf " Porcupine CPU s | RSS MiB | result | ratio |"
 printf "\n| --- | ---: | ---: | --- | ---: | ---: |"
 [ -n "$porc" ] && printf " ---: | ---: | --- | ---: |"
@@ -78,30 +142,28 @@ printf "\n"
 IFS=, read -r -a shape_list <<<"$shapes"
 IFS=, read -r -a size_list <<<"$sizes"
 for shape in "${shape_list[@]}"; do
+  shape_flags "$shape" >/dev/null
   for n in "${size_list[@]}"; do
-    [ "$shape" = p100 ] && n=200000
-    # Each run in a folder of its own: `check` also rewrites the index of the run's parent folder, which reads
-    # every sibling's results.json.
-    dir=$work/$shape-$n/run
-    if [ ! -s "$dir/history.jsonl" ]; then
-      mkdir -p "$dir"
-      # shellcheck disable=SC2046
-      "$gen" --write-history "$dir/history.jsonl" --ops "$n" $(shape_flags "$shape") >/dev/null
-      echo '{"lock":"single","workload":"lock","nemesis":[],"checker_timeout_s":120}' >"$dir/config.json"
-    fi
+    dir=$(run_dir "$shape" "$n")
     entries=$(wc -l <"$dir/history.jsonl")
-    read -r cpu rss _ < <(measure "$lockcheck" check "$dir")
-    verdict=$(grep -o '"valid": *"[a-z]*"' "$dir/results.json" | head -1 | sed 's/.*"\([a-z]*\)"$/\1/')
-    printf "| %s | %s | %s | %s | %s | %s |" "$shape" "$n" "$entries" "$verdict" "$cpu" "$rss"
+    if [ "$shape" = edn ]; then
+      out=$("$lockcheck" check --format edn "$dir/history.edn" 2>&1 || true)
+      verdict=$(sed -n 's/^verdict: \([a-z]*\).*/\1/p' <<<"$out")
+      read -r cpu sys rss _ < <(measure "$lockcheck" check --format edn "$dir/history.edn")
+    else
+      read -r cpu sys rss _ < <(measure "$lockcheck" check "$dir")
+      verdict=$(grep -o '"valid": *"[a-z]*"' "$dir/results.json" | head -1 | sed 's/.*"\([a-z]*\)"$/\1/')
+    fi
+    printf "| %s | %s | %s | %s | %s (%s) | %s |" "$shape" "$n" "$entries" "${verdict:-?}" "$cpu" "$sys" "$rss"
     if [ -n "$porc" ]; then
-      [ -s "$dir/porcupine.json" ] || "$lockcheck" export --format porcupine "$dir" -o "$dir/porcupine.json"
-      presult=$( (ulimit -v $((porc_mem_gb * 1024 * 1024)); timeout "$porc_timeout" "$porc" "$dir/porcupine.json") 2>&1 | sed -n 's/^porcupine: [0-9]* ops, \([A-Za-z]*\).*/\1/p' || true)
+      pdir=$(run_dir "$(base_shape "$shape")" "$n")
+      [ -s "$pdir/porcupine.json" ] || "$lockcheck" export --format porcupine "$pdir" -o "$pdir/porcupine.json"
+      presult=$( (ulimit -v $((porc_mem_gb * 1024 * 1024)); timeout "$porc_timeout" "$porc" "$pdir/porcupine.json") 2>&1 | sed -n 's/^porcupine: [0-9]* ops, \([A-Za-z]*\).*/\1/p' || true)
       [ -n "$presult" ] || presult="none (timeout ${porc_timeout} s or over ${porc_mem_gb} GB)"
-      read -r pcpu prss _ < <(ulimit -v $((porc_mem_gb * 1024 * 1024)); repeat=$porc_repeat measure timeout "$porc_timeout" "$porc" "$dir/porcupine.json")
+      read -r pcpu _ prss _ < <(ulimit -v $((porc_mem_gb * 1024 * 1024)); repeat=$porc_repeat measure timeout "$porc_timeout" "$porc" "$pdir/porcupine.json")
       ratio=$(awk -v p="$pcpu" -v l="$cpu" 'BEGIN { if (l > 0 && p != "-") printf "%.1f", p / l; else print "-" }')
       printf " %s | %s | %s | %s |" "$pcpu" "$prss" "$presult" "$ratio"
     fi
     printf "\n"
-    [ "$shape" = p100 ] && break
   done
 done

@@ -6,6 +6,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/huge_pages.h"
+
 namespace lockcheck {
 
 namespace {
@@ -50,6 +52,116 @@ class EdnReader {
     throw HistoryError(name_ + ":" + std::to_string(line_) + ": " + why);
   }
 
+  // The next form without reading it: '{', '[', ... ('\0' at the end).
+  char peek() {
+    skip();
+    return pos_ < s_.size() ? s_[pos_] : '\0';
+  }
+  // Steps over the '[' or '(' that peek() saw (the start of a top-level sequence of ops).
+  void open_seq() { ++pos_; }
+  // After open_seq: true at the closing bracket (and steps over it).
+  bool close_seq(char close) {
+    skip();
+    if (pos_ >= s_.size()) fail(std::string("missing '") + close + "'");
+    if (s_[pos_] != close) return false;
+    ++pos_;
+    return true;
+  }
+
+  // A map value of an op: a scalar read in place (a keyword, a string without escapes, an integer, nil), or any
+  // other form as JSON (other).
+  struct Value {
+    enum Kind { kNil, kText, kInt, kOther } kind = kNil;
+    std::string_view text;  // kText: a keyword's name or a string's bytes (in the input, or in owned)
+    int64_t i = 0;
+    json other;
+    std::string owned;
+    // As read() would have returned it.
+    json to_json() const {
+      switch (kind) {
+        case kNil: return json();
+        case kText: return json(std::string(text));
+        case kInt: return json(i);
+        default: return other;
+      }
+    }
+    // As the text of a key or an error: a string as it is, anything else as its JSON text.
+    std::string to_text() const { return kind == kText ? std::string(text) : to_json().dump(); }
+  };
+  void read_value(Value* v) {
+    skip();
+    if (pos_ >= s_.size()) fail("unexpected end of input");
+    const char c = s_[pos_];
+    if (c == ':') {
+      ++pos_;
+      const size_t start = pos_;
+      while (pos_ < s_.size() && !delimiter(s_[pos_])) ++pos_;
+      if (pos_ == start) fail(std::string("unexpected '") + s_[pos_] + "'");
+      v->kind = Value::kText;
+      v->text = std::string_view(s_).substr(start, pos_ - start);
+      return;
+    }
+    if (c == '"') {
+      const size_t start = pos_ + 1;
+      size_t end = start;
+      while (end < s_.size() && s_[end] != '"' && s_[end] != '\\' && s_[end] != '\n') ++end;
+      if (end < s_.size() && s_[end] == '"') {
+        pos_ = end + 1;
+        v->kind = Value::kText;
+        v->text = std::string_view(s_).substr(start, end - start);
+        return;
+      }
+      v->owned = read_string().get<std::string>();  // escapes or newlines
+      v->kind = Value::kText;
+      v->text = v->owned;
+      return;
+    }
+    if (c == '-' || (c >= '0' && c <= '9')) {
+      // -?[0-9]{1,18} followed by a delimiter: read here; anything else (a bigger number, a suffix, a fraction)
+      // through number().
+      size_t p = pos_ + (c == '-' ? 1 : 0);
+      const size_t digits_start = p;
+      int64_t x = 0;
+      while (p < s_.size() && s_[p] >= '0' && s_[p] <= '9' && p - digits_start < 18) x = x * 10 + (s_[p++] - '0');
+      if (p > digits_start && (p >= s_.size() || delimiter(s_[p]))) {
+        pos_ = p;
+        v->kind = Value::kInt;
+        v->i = c == '-' ? -x : x;
+        return;
+      }
+    }
+    if (c != '{' && c != '[' && c != '(' && c != '#') {
+      const std::string t = read_token();
+      if (t == "nil") {
+        v->kind = Value::kNil;
+        return;
+      }
+      v->other = t == "true" ? json(true) : t == "false" ? json(false) : number(t);
+    } else {
+      v->other = read();
+    }
+    if (v->other.is_number_integer()) {
+      v->kind = Value::kInt;
+      v->i = v->other.get<int64_t>();
+    } else {
+      v->kind = Value::kOther;
+    }
+  }
+  // Steps over the '{' of a map (the caller has seen it with peek()). Then next_entry reads each key and value
+  // until it returns false after the '}'.
+  void open_map() { ++pos_; }
+  bool next_entry(Value* key, Value* value) {
+    skip();
+    if (pos_ >= s_.size()) fail("missing '}'");
+    if (s_[pos_] == '}') {
+      ++pos_;
+      return false;
+    }
+    read_value(key);
+    read_value(value);
+    return true;
+  }
+
  private:
   void skip() {
     while (pos_ < s_.size()) {
@@ -57,7 +169,7 @@ class EdnReader {
       if (c == '\n') {
         ++line_;
         ++pos_;
-      } else if (c == ',' || std::isspace(static_cast<unsigned char>(c))) {
+      } else if (c == ',' || edn_space(c)) {
         ++pos_;
       } else if (c == ';') {
         while (pos_ < s_.size() && s_[pos_] != '\n') ++pos_;
@@ -66,9 +178,11 @@ class EdnReader {
       }
     }
   }
+  // std::isspace in the "C" locale, without a library call per byte.
+  static bool edn_space(char c) { return c == ' ' || c == '\n' || c == '\t' || c == '\r' || c == '\f' || c == '\v'; }
   static bool delimiter(char c) {
     return c == ',' || c == '{' || c == '}' || c == '[' || c == ']' || c == '(' || c == ')' || c == '"' || c == ';' ||
-           std::isspace(static_cast<unsigned char>(c));
+           edn_space(c);
   }
   std::string read_token() {
     const size_t start = pos_;
@@ -169,51 +283,117 @@ class EdnReader {
   int64_t line_ = 1;
 };
 
-// An op from an EDN map (keywords already plain strings).
-Op edn_op(const json& m, int64_t position, const EdnReader& r) {
-  if (!m.is_object()) r.fail("an op must be a map");
-  auto field = [&](const char* k) -> const json* {
-    auto it = m.find(k);
-    return it == m.end() ? nullptr : &*it;
-  };
-  auto integer = [&](const char* k, const json* v) {
-    if (!v->is_number_integer()) r.fail(std::string(":") + k + " must be an integer");
-    return v->get<int64_t>();
-  };
+// The last text interned for one field (f, key, error): most ops repeat it, and it is then found without the
+// pool's lock.
+struct RecentAtom {
+  Atom atom;
+  bool set = false;
+  Atom get(std::string_view s) {
+    if (!set || atom.size() != s.size() || std::string_view(atom.str()) != s) {
+      atom = Atom(s);
+      set = true;
+    }
+    return atom;
+  }
+};
+struct EdnAtoms {
+  RecentAtom f, key, error;
+};
+
+// An op from the EDN map at the reader (peek() is '{'), read entry by entry into the op (no JSON object per op).
+// Keywords and strings are alike, as in Jepsen's readers; the last of two equal keys counts.
+Op edn_op(EdnReader& r, int64_t position, EdnAtoms* atoms) {
+  using Value = EdnReader::Value;
   Op op;
-  const json* type = field("type");
-  if (!type || !type->is_string() || !op_type_from_string(type->get<std::string>())) {
-    r.fail(":type must be one of :invoke, :ok, :fail, :info");
-  }
-  op.type = *op_type_from_string(type->get<std::string>());
-  const json* f = field("f");
-  if (!f || !f->is_string()) r.fail(":f must be a keyword or a string");
-  op.f = f->get<std::string>();
-  const json* p = field("process");
-  if (!p) r.fail("missing :process");
-  if (p->is_string() && p->get<std::string>() == "nemesis") {
-    op.process = kNemesis;
-  } else if (p->is_number_integer() && p->get<int64_t>() >= 0 && p->get<int64_t>() <= INT32_MAX) {
-    op.process = static_cast<Process>(p->get<int64_t>());
-  } else {
-    r.fail(":process must be a non-negative integer or :nemesis");
-  }
-  const json* t = field("time");
-  op.time_ns = t ? integer("time", t) : position;
-  const json* i = field("index");
-  op.index = i ? integer("index", i) : position;
-  if (const json* k = field("key"); k && !k->is_null()) {
-    op.key = k->is_string() ? k->get<std::string>() : k->dump();
-  }
-  if (const json* v = field("value")) op.value = *v;
-  auto optional_integer = [&](const char* k, const json* v) {
-    const int64_t x = integer(k, v);
-    if (x == OptionalInt::kAbsent) r.fail(std::string(":") + k + " is out of range");
-    return x;
+  Value k, v;
+  bool has_type = false, has_f = false, has_process = false, has_time = false, has_index = false;
+  bool type_ok = true, f_ok = true, process_ok = true;
+  const char* bad_int = nullptr;      // the first field that should have been an integer
+  const char* out_of_range = nullptr;  // the first optional integer that is kAbsent
+  auto integer = [&](const char* name, int64_t* out) {
+    if (v.kind == Value::kInt) {
+      *out = v.i;
+    } else if (bad_int == nullptr) {
+      bad_int = name;
+    }
   };
-  if (const json* v = field("token"); v && !v->is_null()) op.token = optional_integer("token", v);
-  if (const json* v = field("validity-ms"); v && !v->is_null()) op.validity_ms = optional_integer("validity-ms", v);
-  if (const json* v = field("error"); v && !v->is_null()) op.error = v->is_string() ? v->get<std::string>() : v->dump();
+  auto optional_integer = [&](const char* name, OptionalInt* out) {
+    if (v.kind == Value::kNil) {
+      out->reset();
+      return;
+    }
+    int64_t x = 0;
+    if (v.kind != Value::kInt) {
+      if (bad_int == nullptr) bad_int = name;
+      return;
+    }
+    x = v.i;
+    if (x == OptionalInt::kAbsent) {
+      if (out_of_range == nullptr) out_of_range = name;
+      return;
+    }
+    *out = x;
+  };
+  r.open_map();
+  while (r.next_entry(&k, &v)) {
+    if (k.kind != Value::kText) continue;  // a key that is not a keyword or string names no op field
+    const std::string_view name = k.text;
+    if (name == "type") {
+      has_type = true;
+      const std::optional<OpType> t =
+          v.kind == Value::kText ? op_type_from_string(v.text) : std::optional<OpType>();
+      type_ok = t.has_value();
+      if (t) op.type = *t;
+    } else if (name == "f") {
+      has_f = true;
+      f_ok = v.kind == Value::kText;
+      if (f_ok) op.f = atoms->f.get(v.text);
+    } else if (name == "process") {
+      has_process = true;
+      if (v.kind == Value::kText && v.text == "nemesis") {
+        op.process = kNemesis;
+        process_ok = true;
+      } else if (v.kind == Value::kInt && v.i >= 0 && v.i <= INT32_MAX) {
+        op.process = static_cast<Process>(v.i);
+        process_ok = true;
+      } else {
+        process_ok = false;
+      }
+    } else if (name == "time") {
+      has_time = true;
+      integer("time", &op.time_ns);
+    } else if (name == "index") {
+      has_index = true;
+      integer("index", &op.index);
+    } else if (name == "key") {
+      if (v.kind == Value::kNil) {
+        op.key.clear();
+      } else {
+        op.key = v.kind == Value::kText ? atoms->key.get(v.text) : Atom(v.to_text());
+      }
+    } else if (name == "value") {
+      op.value = v.to_json();
+    } else if (name == "token") {
+      optional_integer("token", &op.token);
+    } else if (name == "validity-ms") {
+      optional_integer("validity-ms", &op.validity_ms);
+    } else if (name == "error") {
+      if (v.kind == Value::kNil) {
+        op.error.clear();
+      } else {
+        op.error = v.kind == Value::kText ? atoms->error.get(v.text) : Atom(v.to_text());
+      }
+    }
+  }
+  // The checks in the order the fields are documented (the message names the first problem).
+  if (!has_type || !type_ok) r.fail(":type must be one of :invoke, :ok, :fail, :info");
+  if (!has_f || !f_ok) r.fail(":f must be a keyword or a string");
+  if (!has_process) r.fail("missing :process");
+  if (!process_ok) r.fail(":process must be a non-negative integer or :nemesis");
+  if (bad_int != nullptr) r.fail(std::string(":") + bad_int + " must be an integer");
+  if (out_of_range != nullptr) r.fail(std::string(":") + out_of_range + " is out of range");
+  if (!has_time) op.time_ns = position;
+  if (!has_index) op.index = position;
   return op;
 }
 
@@ -222,18 +402,28 @@ Op edn_op(const json& m, int64_t position, const EdnReader& r) {
 History import_edn(const std::string& text, const std::string& name) {
   EdnReader r(text, name);
   History h;
-  std::vector<int64_t> lines;
-  while (r.more()) {
+  // About 90 bytes an op as export_edn writes them; the reserve is address space, touched as ops come.
+  h.reserve(text.size() / 64 + 16);
+  advise_huge_pages(h);
+  std::vector<int64_t> lines;  // the line each op starts on, for the index check below
+  EdnAtoms atoms;
+  auto one_op = [&]() {
     const int64_t line = r.line();
-    json form = r.read();
-    if (form.is_array()) {
-      for (const json& m : form) {
-        h.push_back(edn_op(m, static_cast<int64_t>(h.size()), r));
-        lines.push_back(line);
-      }
+    if (r.peek() != '{') {
+      r.read();
+      r.fail("an op must be a map");
+    }
+    h.push_back(edn_op(r, static_cast<int64_t>(h.size()), &atoms));
+    lines.push_back(line);
+  };
+  while (r.more()) {
+    const char c = r.peek();
+    if (c == '[' || c == '(') {
+      // One top-level sequence of op maps.
+      r.open_seq();
+      while (!r.close_seq(c == '[' ? ']' : ')')) one_op();
     } else {
-      h.push_back(edn_op(form, static_cast<int64_t>(h.size()), r));
-      lines.push_back(line);
+      one_op();
     }
   }
   for (size_t i = 0; i < h.size(); ++i) {

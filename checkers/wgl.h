@@ -65,6 +65,7 @@
 #include <vector>
 
 #include "checkers/state_cache.h"
+#include "core/huge_pages.h"
 #include "core/op.h"
 
 namespace lockcheck {
@@ -141,8 +142,11 @@ SearchResult<typename Model::State> search(const std::vector<LinOp>& input, cons
   SearchResult<State> res;
 
   // --- Preparation: drop, sort by call, number the returns, colour open intervals into slots. ---
+  // The arrays below are a few bytes per op each, tens of MB for a million ops: advised to huge pages
+  // (core/huge_pages.h) before they are first written.
   std::vector<int32_t> orig;  // internal id -> input index, in call order
   orig.reserve(input.size());
+  advise_huge_pages(orig);
   std::vector<uint8_t> exempt_in(input.size(), 0);
   for (size_t j = 0; j < input.size(); ++j) {
     const LinOp& op = input[j];
@@ -167,6 +171,8 @@ SearchResult<typename Model::State> search(const std::vector<LinOp>& input, cons
   for (int32_t i = 0; identity && i < n; ++i) identity = orig[i] == i;
   std::vector<LinOp> ops_copy;
   if (!identity) {
+    ops_copy.reserve(static_cast<size_t>(n));
+    advise_huge_pages(ops_copy);
     ops_copy.resize(static_cast<size_t>(n));
     for (int32_t i = 0; i < n; ++i) ops_copy[i] = input[orig[i]];
   }
@@ -186,8 +192,10 @@ SearchResult<typename Model::State> search(const std::vector<LinOp>& input, cons
       hi = std::max(hi, ops[i].ret);
     }
     returns.reserve(required);
+    advise_huge_pages(returns);
     if (required > 0 && static_cast<uint64_t>(hi - lo) < 4 * static_cast<uint64_t>(required) + 1024) {
-      std::vector<int32_t> bucket(static_cast<size_t>(hi - lo + 1), -1);
+      std::vector<int32_t> bucket;
+      assign_huge(&bucket, static_cast<size_t>(hi - lo + 1), int32_t{-1});
       for (int32_t i = 0; i < n; ++i)
         if (!ops[i].optional()) bucket[static_cast<size_t>(ops[i].ret - lo)] = i;
       for (int32_t b : bucket)
@@ -195,6 +203,7 @@ SearchResult<typename Model::State> search(const std::vector<LinOp>& input, cons
     } else {
       std::vector<std::pair<int64_t, int32_t>> by_ret;
       by_ret.reserve(required);
+      advise_huge_pages(by_ret);
       for (int32_t i = 0; i < n; ++i)
         if (!ops[i].optional()) by_ret.emplace_back(ops[i].ret, i);
       std::sort(by_ret.begin(), by_ret.end());
@@ -202,11 +211,13 @@ SearchResult<typename Model::State> search(const std::vector<LinOp>& input, cons
     }
   }
   const int32_t num_returns = static_cast<int32_t>(returns.size());
-  std::vector<int32_t> ret_ord(n, -1);
+  std::vector<int32_t> ret_ord;
+  assign_huge(&ret_ord, static_cast<size_t>(n), int32_t{-1});
   for (int32_t r = 0; r < num_returns; ++r) ret_ord[returns[r]] = r;
 
   // Classes of optional, non-exempt ops: (process, kind, arg) -> members in call order.
-  std::vector<int32_t> op_class(n, -1);
+  std::vector<int32_t> op_class;
+  assign_huge(&op_class, static_cast<size_t>(n), int32_t{-1});
   std::vector<std::vector<int32_t>> members;
   {
     std::map<std::tuple<Process, int16_t, int64_t>, int32_t> ids;
@@ -225,7 +236,8 @@ SearchResult<typename Model::State> search(const std::vector<LinOp>& input, cons
   std::vector<uint32_t> used(static_cast<size_t>(num_classes), 0);  // per class: members linearized (a prefix)
 
   // Slots: greedy interval colouring over [call, ret) of the required ops.
-  std::vector<int32_t> slot(n, -1);
+  std::vector<int32_t> slot;
+  assign_huge(&slot, static_cast<size_t>(n), int32_t{-1});
   {
     std::priority_queue<int32_t, std::vector<int32_t>, std::greater<int32_t>> free_slots;
     int32_t next_slot = 0;
@@ -252,7 +264,9 @@ SearchResult<typename Model::State> search(const std::vector<LinOp>& input, cons
 
   // The list of call entries: ids 0..n-1, head sentinel n, circular. Class members are left out of it.
   const int32_t head = n;
-  std::vector<int32_t> nxt(n + 1), prv(n + 1);
+  std::vector<int32_t> nxt, prv;
+  assign_huge(&nxt, static_cast<size_t>(n) + 1, int32_t{0});
+  assign_huge(&prv, static_cast<size_t>(n) + 1, int32_t{0});
   {
     int32_t last = head;
     for (int32_t i = 0; i < n; ++i) {
@@ -287,6 +301,8 @@ SearchResult<typename Model::State> search(const std::vector<LinOp>& input, cons
   std::vector<uint64_t> mask_stack;  // mask_words per record: the mask before the record's lift
   stack.reserve(static_cast<size_t>(n) + 1);
   mask_stack.reserve((static_cast<size_t>(n) + 1) * mask_words);
+  advise_huge_pages(stack);
+  advise_huge_pages(mask_stack);
 
   StateCache cache(key_words, limits.max_cache_bytes);
   std::vector<uint64_t> key(key_words, 0);

@@ -4,6 +4,8 @@
 #include <stdexcept>
 #include <unordered_map>
 
+#include "core/huge_pages.h"
+
 namespace lockcheck {
 
 std::ostream& operator<<(std::ostream& out, OptionalInt v) {
@@ -200,7 +202,8 @@ void from_json(const nlohmann::json& j, Op& op) {
 }
 
 std::vector<int64_t> pair_index(const History& h) {
-  std::vector<int64_t> pairs(h.size(), -1);
+  std::vector<int64_t> pairs;
+  assign_huge(&pairs, h.size(), int64_t{-1});
   // process -> index of its pending invoke (-1: none): a flat table for the usual small ids, a map beyond.
   constexpr Process kDense = 1 << 20;  // a long info-heavy run retires a process id per info op
   std::vector<int64_t> dense;

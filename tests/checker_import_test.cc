@@ -63,6 +63,33 @@ TEST(ImportEdn, ReadsAJepsenStyleVectorWithoutTimesOrIndices) {
   EXPECT_EQ(h[3].value, nlohmann::json::array({1, 2, 3}));
 }
 
+TEST(ImportEdn, ReadsEveryValueFormTheOpReaderMeets) {
+  // Fields read in place (keywords, strings, integers, nil) and those that go through the general reader: a
+  // list of ops, strings with escapes, a key that is a number, a bigint suffix, negative numbers, a nested map.
+  const std::string text =
+      "({\"type\" \"invoke\", :f \"acquire\", :process 2, :time 10N, :index 0, :key 7, :value {:a [1 -2]}}\n"
+      " {:type :info, :f :acquire, :process 2, :time 12, :index 1, :key 7, :value nil, :error \"t\\\"o\\nut\"}\n"
+      " {:type :invoke, :f :release, :process :nemesis, :time 13, :key nil, :token -5, :validity-ms nil}"
+      " {:type :ok, :f :release, :process :nemesis, :time 14, :key \"k\", :token 41, :validity-ms 900})\n";
+  const History h = import_edn(text, "v.edn");
+  ASSERT_EQ(h.size(), 4u);
+  EXPECT_EQ(h[0].type, OpType::kInvoke);
+  EXPECT_EQ(h[0].f, "acquire");
+  EXPECT_EQ(h[0].time_ns, 10);
+  EXPECT_EQ(h[0].key, "7");
+  EXPECT_EQ(h[0].value, nlohmann::json({{"a", {1, -2}}}));
+  EXPECT_EQ(h[1].error, "t\"o\nut");
+  EXPECT_TRUE(h[1].value.is_null());
+  EXPECT_EQ(h[2].process, kNemesis);
+  EXPECT_EQ(h[2].index, 2);  // the position when :index is absent
+  EXPECT_TRUE(h[2].key.empty());
+  EXPECT_EQ(h[2].token, -5);
+  EXPECT_FALSE(h[2].validity_ms.has_value());
+  EXPECT_EQ(h[3].key, "k");
+  EXPECT_EQ(h[3].token, 41);
+  EXPECT_EQ(h[3].validity_ms, 900);
+}
+
 TEST(ImportEdn, MalformedInputNamesTheLine) {
   auto error_of = [](const std::string& text) -> std::string {
     try {
@@ -76,6 +103,14 @@ TEST(ImportEdn, MalformedInputNamesTheLine) {
                 .find("x.edn:2: :type"),
             std::string::npos);
   EXPECT_NE(error_of("{:type :invoke, :f :acquire, :process 0}\n{:type :ok, :f :acquire").find("x.edn:2: missing '}'"),
+            std::string::npos);
+  EXPECT_NE(error_of("{:type :invoke, :f :acquire, :process -1}\n").find(":process must be"), std::string::npos);
+  EXPECT_NE(error_of("{:type :invoke, :f :acquire, :process 0, :time \"x\"}\n").find(":time must be an integer"),
+            std::string::npos);
+  EXPECT_NE(error_of("{:type :invoke, :process 0}\n").find(":f must be"), std::string::npos);
+  EXPECT_NE(error_of("[{:type :invoke, :f :acquire, :process 0}\n 5]\n").find("x.edn:2: an op must be a map"),
+            std::string::npos);
+  EXPECT_NE(error_of("{:type :invoke, :f :acquire, :process 0, :token -9223372036854775808}\n").find("out of range"),
             std::string::npos);
   // The op rules hold for imported histories too.
   EXPECT_NE(error_of("{:type :ok, :f :acquire, :process 0}\n").find("no open invoke"), std::string::npos);
