@@ -172,10 +172,21 @@ class Shrinker {
   ShrinkResult result_;
 };
 
-// Just past the first anomaly: max first anomaly x factor + slack, up to the next half second.
-double cut_limit_s(const CandidateRecord& r, double factor, double slack_s) {
-  const double last = *std::max_element(r.first_anomaly_s.begin(), r.first_anomaly_s.end());
-  return std::ceil((last * factor + slack_s) * 2.0) / 2.0;
+// Up to the next half second.
+double half_second_up(double s) { return std::ceil(s * 2.0) / 2.0; }
+
+// The time limits a cut tries, tightest first: just past the first anomaly of R of the N tries (its R/N quantile)
+// x 1.2 + 1 s, then past the latest one x 1.2 + 1 s, then x 1.5 + 2 s.
+std::vector<double> cut_limits_s(const CandidateRecord& r, const ReproduceOptions& o) {
+  std::vector<double> v = r.first_anomaly_s;
+  std::sort(v.begin(), v.end());
+  const double share = static_cast<double>(o.rate) / static_cast<double>(o.tries);
+  const size_t k = std::min(v.size() - 1, static_cast<size_t>(std::max(1.0, std::ceil(share * v.size()))) - 1);
+  std::vector<double> limits = {half_second_up(v[k] * 1.2 + 1.0), half_second_up(v.back() * 1.2 + 1.0),
+                                half_second_up(v.back() * 1.5 + 2.0)};
+  std::sort(limits.begin(), limits.end());
+  limits.erase(std::unique(limits.begin(), limits.end()), limits.end());
+  return limits;
 }
 
 std::string seconds_str(double s) {
@@ -184,14 +195,12 @@ std::string seconds_str(double s) {
   return o.str();
 }
 
-// Tries cutting the best case's time limit (two margins, the tighter first); true when one was kept.
-bool try_time_cuts(Shrinker& sh) {
-  for (const auto& [factor, slack] : {std::pair<double, double>{1.2, 1.0}, {1.5, 2.0}}) {
+// Tries cutting the best case's time limit (cut_limits_s, tightest first); true when one was kept.
+bool try_time_cuts(Shrinker& sh, const ReproduceOptions& o) {
+  if (sh.best_record().first_anomaly_s.empty()) return false;
+  for (double limit : cut_limits_s(sh.best_record(), o)) {
     if (sh.must_stop()) return false;
-    const CandidateRecord& rec = sh.best_record();
-    if (rec.first_anomaly_s.empty()) return false;
     const ReproCase& best = sh.result().best;
-    const double limit = cut_limit_s(rec, factor, slack);
     if (limit > best.config.time_limit_s - 1.0) continue;  // not worth a candidate
     ReproCase c = best;
     c.change = "time limit " + seconds_str(best.config.time_limit_s) + " -> " + seconds_str(limit);
@@ -288,9 +297,9 @@ ShrinkResult shrink(const ReproCase& original, const ReproduceOptions& o, ReproR
     sh.finish();
     return sh.result();
   }
-  try_time_cuts(sh);
+  try_time_cuts(sh, o);
   try_faults(sh);
-  try_time_cuts(sh);
+  try_time_cuts(sh, o);
   try_fewer(sh, true);
   try_fewer(sh, false);
   ShrinkResult& r = sh.result();

@@ -4,7 +4,7 @@
 // N times; a try reproduces when its results.json has an anomaly of the same kind (checker and "kind" field,
 // checkers/checker.h) as the stored run's first one. Then shrinking, in the spirit of delta debugging, each
 // candidate one change away from the best case so far and kept when it reproduces in at least R of N tries:
-//   1. the time limit cut to just past the first anomaly (the faults after it dropped);
+//   1. the time limit cut to just past the first anomaly, tightest first (the faults after it dropped);
 //   2. the faults: first the one in force at the first anomaly alone, then each fault dropped one at a time,
 //      the others kept at their offsets (the schedule is replayed, `lockcheck run --schedule`);
 //   3. the time limit cut again (the first anomaly may come sooner with fewer faults);
