@@ -16,6 +16,7 @@
 #include "core/history.h"
 #include "core/party.h"
 #include "core/run_files.h"
+#include "harness/rerun.h"
 #include "harness/runner.h"
 #include "report/html.h"
 #include "report/report.h"
@@ -81,6 +82,7 @@ nlohmann::json to_json(const CandidateRecord& r) {
                       {"kept", r.kept},           {"first_anomaly_s", r.first_anomaly_s}};
   const auto m = r.median_first_s();
   j["median_first_anomaly_s"] = m ? nlohmann::json(*m) : nlohmann::json();
+  if (!r.faults_matched.empty()) j["faults_matched_by_role"] = r.faults_matched;
   if (!r.note.empty()) j["note"] = r.note;
   return j;
 }
@@ -133,6 +135,7 @@ class Shrinker {
       }
       ++r.tries;
       if (out.exit_code == kExitHarness || out.exit_code == kExitUsage) ++r.failed;
+      if (out.faults_matched) r.faults_matched.push_back(*out.faults_matched);
       if (out.reproduced) {
         ++r.reproduced;
         r.first_anomaly_s.push_back(out.first_anomaly_s.value_or(c.config.time_limit_s));
@@ -145,8 +148,12 @@ class Shrinker {
     }
     r.kept = r.reproduced >= o_.rate;
     log_ << "  [" << r.index << "] " << std::left << std::setw(48) << r.change << " reproduced " << r.reproduced
-         << " of " << r.tries << (r.kept ? "  kept" : "") << (r.note.empty() ? "" : "  (" + r.note + ")") << "\n"
-         << std::flush;
+         << " of " << r.tries << (r.kept ? "  kept" : "") << (r.note.empty() ? "" : "  (" + r.note + ")");
+    if (!r.faults_matched.empty()) {
+      log_ << "; faults matched by role:";
+      for (const auto& [k, n] : r.faults_matched) log_ << " " << k << "/" << n;
+    }
+    log_ << "\n" << std::flush;
     result_.tried.push_back(r);
     if (r.kept && r.index > 0) {
       result_.best = c;
@@ -322,10 +329,12 @@ std::string reproduce_self_exe() {
 // in work/runs/.
 class ChildRunRunner : public ReproRunner {
  public:
-  ChildRunRunner(std::string binary, std::string work, AnomalyKind target, const InterruptGuard& interrupt)
+  ChildRunRunner(std::string binary, std::string work, AnomalyKind target, const InterruptGuard& interrupt,
+                 const History& stored)
       : binary_(std::move(binary)),
         work_(std::move(work)),
         target_(std::move(target)),
+        stored_(stored),
         interrupt_(interrupt),
         t0_(std::chrono::steady_clock::now()) {}
 
@@ -383,10 +392,11 @@ class ChildRunRunner : public ReproRunner {
       std::ifstream in(stem + ".run_dir");
       std::getline(in, out.run_dir);
     }
-    if (out.exit_code == kExitInvalid && !out.run_dir.empty()) {
+    if ((out.exit_code == kExitInvalid || out.exit_code == kExitValid) && !out.run_dir.empty()) {
       try {
         const nlohmann::json results = read_json_file(out.run_dir + "/results.json");
         const History h = read_history(out.run_dir + "/history.jsonl");
+        if (candidate == 0) out.faults_matched = fault_timeline_match(stored_, h);
         for (const auto& a : anomaly_kinds(results, &h)) {
           if (!(a.kind == target_)) continue;
           out.reproduced = true;
@@ -403,6 +413,7 @@ class ChildRunRunner : public ReproRunner {
   std::string binary_;
   std::string work_;
   AnomalyKind target_;
+  const History& stored_;  // the stored run's history: baseline tries' faults are matched against it
   const InterruptGuard& interrupt_;
   std::chrono::steady_clock::time_point t0_;
 };
@@ -433,6 +444,11 @@ std::string tried_markdown(const ShrinkResult& r, const AnomalyKind& target, con
     md << "| " << c.index << " | " << c.change << " | " << seconds_str(c.time_limit_s) << " | " << c.faults << " | "
        << c.concurrency << " | " << c.keys << " | " << rate_text(c) << " | " << median_cell(c) << " | "
        << (c.kept ? (c.index == r.best_index ? "**best**" : "yes") : "no") << " | " << c.note << " |\n";
+  }
+  if (!r.tried.empty() && !r.tried.front().faults_matched.empty()) {
+    md << "\nThe stored run's faults repeated in each baseline try, matched by action, fault, mode and role:";
+    for (const auto& [k, n] : r.tried.front().faults_matched) md << " " << k << "/" << n;
+    md << ".\n";
   }
   return md.str();
 }
@@ -487,7 +503,7 @@ int reproduce(const std::string& run_dir_given, const ReproduceOptions& o, std::
       << std::flush;
 
   InterruptGuard interrupt;
-  ChildRunRunner runner(binary.empty() ? reproduce_self_exe() : binary, work, target, interrupt);
+  ChildRunRunner runner(binary.empty() ? reproduce_self_exe() : binary, work, target, interrupt, h);
   ReproCase original{"baseline", cfg, schedule};
   original.config.argv.clear();
   const ShrinkResult r = shrink(original, o, runner, out);

@@ -62,6 +62,8 @@ struct TrialOutcome {
   int exit_code = -1;                     // of the run (core/exit_codes.h)
   bool interrupted = false;               // SIGINT/SIGTERM: the shrink stops with what it has
   std::string run_dir;                    // empty when there is none (the fake runner)
+  // Baseline tries: how many of the stored run's faults this run repeated, matched by role (harness/rerun.h).
+  std::optional<std::pair<size_t, size_t>> faults_matched;
 };
 
 // Runs cases. The real one starts `lockcheck run` child processes; tests pass a fake.
@@ -92,6 +94,7 @@ struct CandidateRecord {
   int reproduced = 0;  // of them
   std::vector<double> first_anomaly_s;
   int failed = 0;  // runs that ended in a harness or usage error
+  std::vector<std::pair<size_t, size_t>> faults_matched;  // per try, when the runner said (baseline)
   bool kept = false;
   std::string note;  // why it stopped early, if it did
   std::optional<double> median_first_s() const;

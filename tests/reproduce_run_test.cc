@@ -62,6 +62,9 @@ TEST(ReproduceRunTest, ShrinksAClientPauseRunToOneFaultAndItsCommandReproduces) 
   const nlohmann::json results = read_json_file(first.run_dir + "/results.json");
   ASSERT_TRUE(results.contains("reproduction"));
   EXPECT_EQ(results["reproduction"]["minimal"]["faults"], 1);
+  // The baseline tries' faults were matched to the stored run's by role, one pair per try.
+  ASSERT_TRUE(results["reproduction"]["original"].contains("faults_matched_by_role")) << results.dump(1);
+  EXPECT_EQ(results["reproduction"]["original"]["faults_matched_by_role"].size(), 3u);
   std::ifstream report(first.run_dir + "/report.html");
   std::stringstream html;
   html << report.rdbuf();
