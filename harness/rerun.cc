@@ -1,6 +1,7 @@
 #include "harness/rerun.h"
 
 #include <boost/filesystem.hpp>
+#include <optional>
 
 #include "core/party.h"
 #include "core/run_files.h"
@@ -82,7 +83,14 @@ int rerun(const std::string& run_dir, std::ostream& out) {
   cfg.results_dir = fs::path(run_dir).parent_path().string();
   if (cfg.results_dir.empty()) cfg.results_dir = ".";
   cfg.argv = {"lockcheck", "rerun", run_dir};
-  RunOutcome o = run_test(cfg, out);
+  // The stored plan replayed: the same faults as the seed plans for an ordinary run, and the right ones for a
+  // run that itself replayed a schedule (`run --schedule`, a minimal reproduction), whose seed would plan others.
+  std::optional<Schedule> replay;
+  if (fs::exists(run_dir + "/schedule.json")) {
+    replay = read_schedule_file(run_dir + "/schedule.json");
+    check_schedule_nemeses(*replay, cfg.nemesis, run_dir + "/schedule.json");
+  }
+  RunOutcome o = run_test(cfg, out, replay ? &*replay : nullptr);
   if (o.run_dir.empty() || !fs::exists(o.run_dir + "/history.jsonl")) return o.exit_code;
   auto [matched, total] =
       fault_timeline_match(read_history(run_dir + "/history.jsonl"), read_history(o.run_dir + "/history.jsonl"));

@@ -10,8 +10,9 @@
 
 namespace lockcheck {
 
-// The stored config and seed again, in the same results folder; says how far the new run's fault timeline
-// matched the old one (and records it in the new results.json under "rerun").
+// The stored config and seed again, in the same results folder, with the stored fault schedule replayed
+// (schedule.json's plan, when the folder has one); says how far the new run's fault timeline matched the old one
+// (and records it in the new results.json under "rerun").
 int rerun(const std::string& run_dir, std::ostream& out);
 
 // What a fault was aimed at, as a role rather than the names the aim happened to pick: "holder" (the client

@@ -11,6 +11,7 @@
 #include "core/exit_codes.h"
 #include "core/history.h"
 #include "harness/cli.h"
+#include "harness/rerun.h"
 #include "harness/runner.h"
 #include "sys/process.h"
 #include "tests/support/ci.h"
@@ -125,6 +126,17 @@ TEST(ReproduceRunTest, ScheduleFlagReplaysAStoredScheduleByHand) {
   EXPECT_EQ(faults[2], "pause [\"n2\"]");
   const RunConfig cfg = read_run_config(run);
   EXPECT_EQ(cfg.nemesis, std::vector<std::string>{"pause"});
+
+  // rerun of such a run replays its schedule too (the seed alone would plan other faults).
+  std::ostringstream again;
+  rerun(run, again);
+  EXPECT_NE(again.str().find("fault timeline matched 2 of 2 faults"), std::string::npos) << again.str();
+  const History h2 = read_history(testing_util::latest_run(dir.str() + "/results") + "/history.jsonl");
+  std::vector<std::string> faults2;
+  for (const auto& op : h2) {
+    if (op.process == kNemesis && op.is_invoke()) faults2.push_back(std::string(op.f) + " " + op.value["targets"].dump());
+  }
+  EXPECT_EQ(faults2, faults);
 }
 
 }  // namespace
