@@ -330,8 +330,9 @@ std::string reproduce_self_exe() {
 class ChildRunRunner : public ReproRunner {
  public:
   ChildRunRunner(std::string binary, std::string work, AnomalyKind target, const InterruptGuard& interrupt,
-                 const History& stored)
-      : binary_(std::move(binary)),
+                 const History& stored, double budget_s)
+      : budget_s_(budget_s),
+        binary_(std::move(binary)),
         work_(std::move(work)),
         target_(std::move(target)),
         stored_(stored),
@@ -372,8 +373,12 @@ class ChildRunRunner : public ReproRunner {
       ChildProcess child(spec);
       std::optional<int> st;
       bool forwarded = false;
-      // As test-all does: a run past its time limit plus a generous margin gets SIGTERM, SIGKILL 30 s later.
-      const auto overdue = t0 + std::chrono::seconds(static_cast<int64_t>(c.config.time_limit_s * 2) + 180);
+      // As test-all does: a run past its time limit plus a generous margin gets SIGTERM, SIGKILL 30 s later;
+      // and never later than one time limit past the budget (the budget's hard bound).
+      const auto overdue = std::min(
+          t0 + std::chrono::seconds(static_cast<int64_t>(c.config.time_limit_s * 2) + 180),
+          t0_ + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                    std::chrono::duration<double>(budget_s_ + c.config.time_limit_s)));
       while (!(st = child.wait_for(std::chrono::milliseconds(200)))) {
         const auto now = std::chrono::steady_clock::now();
         if ((interrupt_.interrupted() || now > overdue) && !forwarded) {
@@ -410,6 +415,7 @@ class ChildRunRunner : public ReproRunner {
   }
 
  private:
+  double budget_s_;  // from t0_
   std::string binary_;
   std::string work_;
   AnomalyKind target_;
@@ -503,7 +509,7 @@ int reproduce(const std::string& run_dir_given, const ReproduceOptions& o, std::
       << std::flush;
 
   InterruptGuard interrupt;
-  ChildRunRunner runner(binary.empty() ? reproduce_self_exe() : binary, work, target, interrupt, h);
+  ChildRunRunner runner(binary.empty() ? reproduce_self_exe() : binary, work, target, interrupt, h, o.budget_min * 60.0);
   ReproCase original{"baseline", cfg, schedule};
   original.config.argv.clear();
   const ShrinkResult r = shrink(original, o, runner, out);
