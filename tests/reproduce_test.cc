@@ -145,6 +145,31 @@ TEST(ReproduceTest, DropsFaultsOneAtATimeWhenTheLoneFaultIsNotEnough) {
   EXPECT_NE(std::find(changes.begin(), changes.end(), "without client-pause at 1.5 s"), changes.end());
 }
 
+TEST(ReproduceTest, TheTimeCutIsJustPastTheFirstAnomalyOfRofNTries) {
+  // Try t shows its first anomaly at 2 + t s (2 .. 11 s), and only when the run goes on 1 s past it.
+  struct Spread : FakeRunner {
+    Spread() : FakeRunner([](const ReproCase&, int) { return true; }) {}
+    TrialOutcome run(const ReproCase& c, size_t k, int t) override {
+      TrialOutcome o = FakeRunner::run(c, k, t);
+      o.reproduced = 2.0 + t <= c.config.time_limit_s - 1.0;
+      o.exit_code = o.reproduced ? kExitInvalid : kExitValid;
+      if (o.reproduced) o.first_anomaly_s = 2.0 + t; else o.first_anomaly_s.reset();
+      return o;
+    }
+  } runner;
+  std::ostringstream log;
+  ReproCase c = original_case(0);
+  c.config.time_limit_s = 30;
+  ShrinkResult r = shrink(c, ReproduceOptions{}, runner, log);
+  ASSERT_GE(r.tried.size(), 2u);
+  // 8 of 10 tries had shown it by 9 s: 9 x 1.2 + 1 = 11.8, up to 12 s; there all 10 tries still show it.
+  EXPECT_EQ(r.tried[1].change, "time limit 30 s -> 12 s") << log.str();
+  EXPECT_TRUE(r.tried[1].kept);
+  EXPECT_EQ(r.tried[1].reproduced, 10);
+  // Cut again from there: 8 of 10 by 9 s again, so 12 s stays; nothing tighter is tried.
+  EXPECT_EQ(r.best.config.time_limit_s, 12);
+}
+
 TEST(ReproduceTest, KeepsACandidateOnlyAtTheRate) {
   // 7 of 10 reproduce when the time limit is cut: not enough for 8 of 10.
   FakeRunner runner([](const ReproCase& c, int t) { return c.config.time_limit_s >= 12 || t < 7; });
