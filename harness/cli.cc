@@ -23,11 +23,13 @@
 #include "harness/matrix_shard.h"
 #include "harness/plan.h"
 #include "harness/rerun.h"
+#include "harness/reproduce.h"
 #include "harness/runner.h"
 #include "harness/seed_search.h"
 #include "locks/adapters.h"
 #include "locks/lock_client.h"
 #include "nemesis/nemesis.h"
+#include "nemesis/schedule.h"
 #include "report/report.h"
 #include "sys/process.h"
 #include "workloads/workload.h"
@@ -46,6 +48,7 @@ const char* kUsage =
     "  check RUN_DIR   re-run the checkers on a stored history (--format edn|porcupine FILE: another tool's)\n"
     "  report RUN_DIR  re-render a run's report.html (--index: results/index.html)\n"
     "  rerun RUN_DIR   the stored configuration and seed again\n"
+    "  reproduce RUN_DIR  an INVALID run's reproduction rate, then its smallest reliable reproduction (repro/)\n"
     "  test-all        a matrix of configurations with expected verdicts (JUnit XML, HTML summary)\n"
     "  merge DIR...    join the folders of test-all --shard K/N runs into one JUnit, summary and exit status\n"
     "  export          write a history as Jepsen EDN ops or Porcupine operations\n"
@@ -80,7 +83,8 @@ po::options_description run_options() {
   }
   // clang-format off
   o.add_options()
-    ("config", po::value<std::string>(), "run the configuration in FILE (a config.json); only --results, --seed, --no-progress may go with it")
+    ("config", po::value<std::string>(), "run the configuration in FILE (a config.json); only --results, --seed, --schedule, --no-progress may go with it")
+    ("schedule", po::value<std::string>(), "replay the fault schedule in FILE (a run's schedule.json) by offset instead of planning one from the seed; without --nemesis its nemeses and targeting are the run's")
     ("seeds", po::value<int>(), "seed search: run N times with seeds SEED, SEED+1, ... and report how many found an anomaly and the median time to the first")
     ("no-progress", "no progress line");
   // clang-format on
@@ -122,6 +126,25 @@ po::variables_map parse(const std::vector<std::string>& args, const po::options_
   return vm;
 }
 
+// `run --schedule FILE`: the stored schedule, read and checked against the run's nemeses (ConfigError naming
+// the flag). A run given no --nemesis takes the schedule's nemeses and targeting.
+std::optional<Schedule> schedule_flag(const po::variables_map& vm, RunConfig& c) {
+  if (!vm.count("schedule")) return std::nullopt;
+  const std::string file = vm["schedule"].as<std::string>();
+  Schedule s;
+  try {
+    s = read_schedule_file(file);
+  } catch (const ConfigError& e) {
+    throw ConfigError(std::string("--schedule: ") + e.what());
+  }
+  if (c.nemesis.empty()) {
+    c.nemesis = s.nemesis;
+    c.nemesis_targeting = s.targeting;
+  }
+  check_schedule_nemeses(s, c.nemesis, "--schedule");
+  return s;
+}
+
 int cmd_run(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
   RunConfig c;
   auto desc = run_options();
@@ -132,7 +155,8 @@ int cmd_run(const std::vector<std::string>& args, std::ostream& out, std::ostrea
   }
   if (vm.count("config")) {
     for (const auto& [name, value] : vm) {
-      if (!value.defaulted() && name != "config" && name != "results" && name != "seed" && name != "no-progress") {
+      if (!value.defaulted() && name != "config" && name != "results" && name != "seed" && name != "no-progress" &&
+          name != "schedule") {
         throw ConfigError("--" + name + ": cannot be combined with --config (edit the file instead)");
       }
     }
@@ -154,7 +178,8 @@ int cmd_run(const std::vector<std::string>& args, std::ostream& out, std::ostrea
     fc.progress = vm.count("no-progress") == 0;
     fc.argv = {"lockcheck", "run"};
     fc.argv.insert(fc.argv.end(), args.begin(), args.end());
-    return run_test(fc, out).exit_code;
+    const std::optional<Schedule> replay = schedule_flag(vm, fc);
+    return run_test(fc, out, replay ? &*replay : nullptr).exit_code;
   }
   apply_run_flags(vm, c);
   apply_topology_defaults(c, vm.count("nodes") > 0 && !vm["nodes"].defaulted());
@@ -166,8 +191,12 @@ int cmd_run(const std::vector<std::string>& args, std::ostream& out, std::ostrea
                       " runs its shipped adapter (use --lock external for your own)");
   }
   (void)err;
-  if (vm.count("seeds")) return run_seeds(c, vm["seeds"].as<int>(), out);
-  return run_test(c, out).exit_code;
+  const std::optional<Schedule> replay = schedule_flag(vm, c);
+  if (vm.count("seeds")) {
+    if (replay) throw ConfigError("--schedule: cannot be combined with --seeds");
+    return run_seeds(c, vm["seeds"].as<int>(), out);
+  }
+  return run_test(c, out, replay ? &*replay : nullptr).exit_code;
 }
 
 // `check --format edn|porcupine FILE`: another tool's lock history, checked with the lock workload's checkers.
@@ -249,6 +278,28 @@ int cmd_rerun(const std::vector<std::string>& args, std::ostream& out) {
   }
   if (dir.empty()) throw ConfigError("rerun: RUN_DIR is required (a folder under results/)");
   return rerun(dir, out);
+}
+
+int cmd_reproduce(const std::vector<std::string>& args, std::ostream& out) {
+  ReproduceOptions o;
+  po::options_description desc(
+      "lockcheck reproduce RUN_DIR [FLAGS]: how often an INVALID run's anomaly comes back, then the smallest case "
+      "that still shows it (shorter, fewer faults, processes and keys), written to RUN_DIR/repro/");
+  // clang-format off
+  desc.add_options()
+    ("help,h", "this help")
+    ("tries", po::value(&o.tries)->default_value(o.tries), "runs per candidate (N)")
+    ("rate", po::value(&o.rate)->default_value(o.rate), "a candidate is kept when the anomaly kind comes back in at least R of the N runs")
+    ("budget", po::value(&o.budget_min)->default_value(o.budget_min), "minutes for the whole search; it ends at most one run past it, with the best case so far");
+  // clang-format on
+  std::string dir;
+  auto vm = parse(args, desc, "run-dir", &dir);
+  if (vm.count("help")) {
+    out << desc;
+    return kExitValid;
+  }
+  if (dir.empty()) throw ConfigError("reproduce: RUN_DIR is required (an INVALID run's folder under results/)");
+  return reproduce(dir, o, out);
 }
 
 int cmd_report(const std::vector<std::string>& args, std::ostream& out) {
@@ -413,6 +464,7 @@ int cli_main(const std::vector<std::string>& args, std::ostream& out, std::ostre
     if (cmd == "check") return cmd_check(rest, out);
     if (cmd == "list") return cmd_list(rest, out);
     if (cmd == "rerun") return cmd_rerun(rest, out);
+    if (cmd == "reproduce") return cmd_reproduce(rest, out);
     if (cmd == "report") return cmd_report(rest, out);
     if (cmd == "clean") return cmd_clean(rest, out);
     if (cmd == "export") return cmd_export(rest, out);

@@ -222,6 +222,25 @@ void write_junit(const std::string& path, const Matrix& m, const std::vector<Ent
   out << "  </testsuite>\n</testsuites>\n";
 }
 
+// The summary's "Reproduce" section: for every INVALID run, the `lockcheck reproduce` command that measures
+// how often its anomaly comes back and shrinks it to the smallest case (harness/reproduce.h).
+void write_reproduce_commands(std::ostream& out, const Matrix& m, const std::vector<Job>& jobs) {
+  std::vector<const Job*> invalid;
+  for (const auto& j : jobs) {
+    if (j.exit_code == kExitInvalid && !j.run_dir.empty()) invalid.push_back(&j);
+  }
+  if (invalid.empty()) return;
+  out << "<h2 id=\"reproduce\">Reproduce</h2>\n<p>Each INVALID run's reproduction rate and its smallest reliable "
+         "reproduction (written to the run's <code>repro/</code> folder and report):</p>\n<table>"
+         "<tr><th>entry</th><th>seed</th><th>command</th></tr>\n";
+  for (const Job* j : invalid) {
+    out << "<tr><td>" << report::escape(m.entries[j->entry].name) << "</td><td>" << j->seed
+        << "</td><td><code>lockcheck reproduce " << report::escape(report::shell_quote(j->run_dir))
+        << "</code></td></tr>\n";
+  }
+  out << "</table>\n";
+}
+
 void write_summary(const std::string& path, const Matrix& m, const std::vector<EntryOutcome>& outcomes,
                    const std::vector<Job>& jobs) {
   std::ofstream out(path);
@@ -259,6 +278,7 @@ void write_summary(const std::string& path, const Matrix& m, const std::vector<E
     out << "</td></tr>\n";
   }
   out << "</table>\n";
+  write_reproduce_commands(out, m, jobs);
   std::vector<ScorecardRun> runs;
   for (const auto& j : jobs) {
     if (j.exit_code != -1) runs.push_back({j.entry, j.seed, j.exit_code, j.run_dir});
@@ -511,6 +531,13 @@ int test_all(const TestAllOptions& opts, std::ostream& out) {
   out << "\n"
       << met << " of " << m.entries.size() << " expectations met\n"
       << "junit: " << junit << "\nsummary: " << dir << "/summary.html\n";
+  const auto invalid_runs = std::count_if(jobs.begin(), jobs.end(), [](const Job& j) {
+    return j.exit_code == kExitInvalid && !j.run_dir.empty();
+  });
+  if (invalid_runs > 0) {
+    out << "reproduce: the summary gives `lockcheck reproduce RUN_DIR` for each of the " << invalid_runs
+        << " INVALID runs (rate, then the smallest reliable case)\n";
+  }
   if (interrupt.interrupted()) return 128 + interrupt.signal_number();
   return met == m.entries.size() ? kExitValid : kExitInvalid;
 }

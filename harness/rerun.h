@@ -10,11 +10,24 @@
 
 namespace lockcheck {
 
-// The stored config and seed again, in the same results folder; says how far the new run's fault timeline
-// matched the old one (and records it in the new results.json under "rerun").
+// The stored config and seed again, in the same results folder, with the stored fault schedule replayed
+// (schedule.json's plan, when the folder has one); says how far the new run's fault timeline matched the old one
+// (and records it in the new results.json under "rerun").
 int rerun(const std::string& run_dir, std::ostream& out);
 
-// How many of the old run's faults the new run repeated in order (same f, fault, targets), out of how many.
+// What a fault was aimed at, as a role rather than the names the aim happened to pick: "holder" (the client
+// slots of a holder-targeted client fault), "holder's nodes" (a node fault aimed at the nodes holding the
+// holder's key), "every client", "random client" / "random nodes" (not aimed: the seed's plan), "none".
+// op: a nemesis start op (its value's targets and detail.aimed).
+std::string fault_role(const Op& op);
+
+// A fault start as rerun and reproduce compare it: {"f", "fault", "mode", "role"}; mode is detail.mode when the
+// nemesis has modes, else null.
+nlohmann::json fault_signature(const Op& op);
+
+// How many of the old run's faults (nemesis start ops) the new run repeated in the same order (the longest
+// common subsequence of their signatures), out of how many: holder targeting picks another client or node
+// when another process holds the lock at that moment, and that is still the same fault.
 std::pair<size_t, size_t> fault_timeline_match(const History& old_run, const History& new_run);
 
 }  // namespace lockcheck

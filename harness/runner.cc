@@ -379,7 +379,7 @@ RunConfig read_run_config(const std::string& run_dir) {
   return cfg;
 }
 
-RunOutcome run_test(RunConfig given, std::ostream& out) {
+RunOutcome run_test(RunConfig given, std::ostream& out, const Schedule* replay) {
   RunOutcome outcome;
   if (given.seed == 0) given.seed = os_random_u64() >> 1;  // fits a JSON integer on every reader
   const Plan plan = resolve_plan(std::move(given));
@@ -398,6 +398,7 @@ RunOutcome run_test(RunConfig given, std::ostream& out) {
   }
   RunLog log(dir + "/lockcheck.log");
   write_json_file(dir + "/config.json", cfg);
+  if (replay) log.log("fault schedule replayed from a stored one: " + std::to_string(replay->plan.size()) + " steps");
   const std::string started_at = utc_stamp("%Y-%m-%dT%H:%M:%SZ");
   out << "lockcheck: run " << fs::path(dir).filename().string() << " (lock " << cfg.lock << ", workload "
       << cfg.workload << ", nemesis " << (cfg.nemesis.empty() ? "none" : nlohmann::json(cfg.nemesis).dump())
@@ -427,7 +428,7 @@ RunOutcome run_test(RunConfig given, std::ostream& out) {
       // pauses), then the workers are joined, then the driver's thread ends; the cluster stops after that.
       std::atomic<bool> stop{false};
       ClientPauses pauses(cfg.concurrency);
-      NemesisDriver nemesis(cfg, *cluster, history, pauses, &log);
+      NemesisDriver nemesis(cfg, *cluster, history, pauses, &log, replay);
       Workers workers(plan, *cluster, history, *workload, stop, log, pauses, dir);
       OnScopeExit stop_on_exit([&] {
         stop.store(true);

@@ -13,6 +13,7 @@
 #include "checkers/checker.h"
 #include "core/config.h"
 #include "core/op.h"
+#include "nemesis/schedule.h"
 
 namespace lockcheck {
 
@@ -29,7 +30,9 @@ struct RunOutcome {
 // Runs one test end to end and writes results/<run-id>/. Prints progress and the verdict to out.
 // A cluster or harness failure is reported on out and gives exit code 3; it never throws for those.
 // A seed of 0 is replaced by a random one, recorded in config.json.
-RunOutcome run_test(RunConfig cfg, std::ostream& out);
+// replay: a stored fault schedule applied by offset instead of the one the seed plans (`run --schedule FILE`,
+// nemesis/schedule.h); its nemeses must be in cfg.nemesis. The run's own schedule.json then holds it.
+RunOutcome run_test(RunConfig cfg, std::ostream& out, const Schedule* replay = nullptr);
 
 // Runs the checkers of cfg's workload on h; returns results.json's "valid" and "checkers" fields.
 // pairs: pair_index(h) when the caller has it (it is computed here otherwise), shared by every checker.

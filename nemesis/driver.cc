@@ -1,6 +1,7 @@
 #include "nemesis/driver.h"
 #include "core/run_files.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <fstream>
 #include <map>
@@ -8,7 +9,7 @@
 namespace lockcheck {
 
 NemesisDriver::NemesisDriver(const RunConfig& cfg, Cluster& cluster, HistoryWriter& history, ClientPauses& pauses,
-                             RunLog* log)
+                             RunLog* log, const Schedule* replay)
     : cfg_(cfg),
       cluster_(cluster),
       history_(history),
@@ -30,7 +31,26 @@ NemesisDriver::NemesisDriver(const RunConfig& cfg, Cluster& cluster, HistoryWrit
   std::vector<std::string> nodes, sentinels;
   for (const auto& n : cluster.nodes()) nodes.push_back(n.name);
   for (const auto& s : cluster.sentinels()) sentinels.push_back(s.name);
-  schedule_ = make_schedule(cfg, PlanContext::from(cfg, nodes, sentinels), nemeses_);
+  const PlanContext ctx = PlanContext::from(cfg, nodes, sentinels);
+  if (replay == nullptr) {
+    schedule_ = make_schedule(cfg, ctx, nemeses_);
+  } else {
+    check_schedule_nemeses(*replay, cfg.nemesis, "--schedule");
+    schedule_ = *replay;
+    schedule_.seed = cfg.seed;
+    schedule_.targeting = cfg.nemesis_targeting;
+    schedule_.interval_s = cfg.nemesis_interval_s;
+    schedule_.time_limit_s = cfg.time_limit_s;
+    schedule_.nemesis = cfg.nemesis;
+    for (auto& e : schedule_.plan) {
+      e.nemesis = static_cast<size_t>(std::find(cfg.nemesis.begin(), cfg.nemesis.end(), e.nemesis_name) -
+                                      cfg.nemesis.begin());
+      if (e.phase == Phase::kStart && e.fault.stop_f.empty()) {
+        std::mt19937_64 rng(0);  // only the stop action is taken from this plan: it is one per nemesis
+        e.fault.stop_f = nemeses_[e.nemesis]->plan(ctx, rng).stop_f;
+      }
+    }
+  }
   in_force_.resize(nemeses_.size());
 }
 

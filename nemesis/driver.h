@@ -39,9 +39,12 @@ namespace lockcheck {
 
 class NemesisDriver {
  public:
-  // Makes one nemesis per name in cfg.nemesis (ConfigError for an unknown one) and plans the schedule.
-  // Everything passed in must outlive the driver. log may be null.
-  NemesisDriver(const RunConfig& cfg, Cluster& cluster, HistoryWriter& history, ClientPauses& pauses, RunLog* log);
+  // Makes one nemesis per name in cfg.nemesis (ConfigError for an unknown one) and plans the schedule, or,
+  // when replay is given (`lockcheck run --schedule FILE`), applies that schedule instead, by offset: every
+  // nemesis it names must be in cfg.nemesis (ConfigError otherwise, see check_schedule_nemeses).
+  // Everything passed in must outlive the driver. log and replay may be null.
+  NemesisDriver(const RunConfig& cfg, Cluster& cluster, HistoryWriter& history, ClientPauses& pauses, RunLog* log,
+                const Schedule* replay = nullptr);
   ~NemesisDriver();
   NemesisDriver(const NemesisDriver&) = delete;
   NemesisDriver& operator=(const NemesisDriver&) = delete;

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <random>
+#include <map>
 #include <stdexcept>
 
 #include "core/party.h"
@@ -102,6 +103,7 @@ nlohmann::json to_json(const ScheduleEntry& e) {
     j["targets"] = e.fault.targets;
     j["detail"] = e.fault.detail;
     j["duration_ms"] = e.fault.duration_ms;
+    j["stop_f"] = e.fault.stop_f;
   } else {
     j["start_step"] = e.start_step;
   }
@@ -117,6 +119,169 @@ nlohmann::json to_json(const Schedule& s) {
           {"time_limit_s", s.time_limit_s},
           {"nemesis", s.nemesis},
           {"plan", plan}};
+}
+
+namespace {
+
+// Time order (stable: ties keep file order), steps renumbered 0..n-1, each stop's start_step pointing at the
+// renumbered start of the same nemesis before it (-1 when that start is gone).
+void renumber_schedule(std::vector<ScheduleEntry>& plan) {
+  std::stable_sort(plan.begin(), plan.end(),
+                   [](const ScheduleEntry& a, const ScheduleEntry& b) { return a.at_ms < b.at_ms; });
+  std::map<std::string, int64_t> open;  // nemesis name -> step of its latest start
+  for (size_t i = 0; i < plan.size(); ++i) {
+    plan[i].step = static_cast<int64_t>(i);
+    if (plan[i].phase == Phase::kStart) {
+      open[plan[i].nemesis_name] = plan[i].step;
+    } else {
+      auto it = open.find(plan[i].nemesis_name);
+      plan[i].start_step = it == open.end() ? -1 : it->second;
+      if (it != open.end()) open.erase(it);
+    }
+  }
+  // A stop without its start (the start was removed) would heal nothing: drop it.
+  plan.erase(std::remove_if(plan.begin(), plan.end(),
+                            [](const ScheduleEntry& e) { return e.phase == Phase::kStop && e.start_step < 0; }),
+             plan.end());
+  open.clear();
+  for (size_t i = 0; i < plan.size(); ++i) {
+    plan[i].step = static_cast<int64_t>(i);
+    if (plan[i].phase == Phase::kStart) {
+      open[plan[i].nemesis_name] = plan[i].step;
+    } else {
+      plan[i].start_step = open[plan[i].nemesis_name];
+    }
+  }
+}
+
+}  // namespace
+
+Schedule schedule_from_json(const nlohmann::json& j, const std::string& source) {
+  if (!j.is_object()) throw ConfigError(source + ": a schedule must be a JSON object");
+  auto field_error = [&](const std::string& where, const std::string& what) {
+    return ConfigError(source + ": " + where + ": " + what);
+  };
+  Schedule s;
+  try {
+    if (j.contains("seed") && j["seed"].is_number_unsigned()) s.seed = j["seed"].get<uint64_t>();
+    s.targeting = j.value("targeting", std::string("random"));
+    s.interval_s = j.value("interval_s", 0.0);
+    s.time_limit_s = j.value("time_limit_s", 0.0);
+    if (j.contains("nemesis")) s.nemesis = j["nemesis"].get<std::vector<std::string>>();
+  } catch (const nlohmann::json::exception& e) {
+    throw ConfigError(source + ": seed, targeting, interval_s, time_limit_s or nemesis has the wrong type (" +
+                      e.what() + ")");
+  }
+  if (s.targeting != "random" && s.targeting != "holder") {
+    throw field_error("targeting", "'" + s.targeting + "' is not one of random, holder");
+  }
+  auto plan = j.find("plan");
+  if (plan == j.end() || !plan->is_array()) throw field_error("plan", "missing or not an array");
+  for (size_t i = 0; i < plan->size(); ++i) {
+    const nlohmann::json& e = (*plan)[i];
+    const std::string where = "plan[" + std::to_string(i) + "]";
+    if (!e.is_object()) throw field_error(where, "not an object");
+    ScheduleEntry entry;
+    try {
+      if (!e.contains("at_ms") || !e["at_ms"].is_number_integer() || e["at_ms"].get<int64_t>() < 0)
+        throw field_error(where + ".at_ms", "missing or not an integer >= 0");
+      entry.at_ms = e["at_ms"].get<int64_t>();
+      if (!e.contains("nemesis") || !e["nemesis"].is_string() || e["nemesis"].get<std::string>().empty())
+        throw field_error(where + ".nemesis", "missing or not a nemesis name");
+      entry.nemesis_name = e["nemesis"].get<std::string>();
+      const std::string phase = e.value("phase", std::string());
+      if (phase != "start" && phase != "stop") throw field_error(where + ".phase", "must be \"start\" or \"stop\"");
+      entry.phase = phase == "start" ? Phase::kStart : Phase::kStop;
+      if (!e.contains("f") || !e["f"].is_string() || e["f"].get<std::string>().empty())
+        throw field_error(where + ".f", "missing or not an action name");
+      entry.fault.f = e["f"].get<std::string>();
+      if (entry.phase == Phase::kStart) {
+        entry.fault.targets = e.value("targets", nlohmann::json::array());
+        if (!entry.fault.targets.is_array()) throw field_error(where + ".targets", "not an array");
+        entry.fault.detail = e.value("detail", nlohmann::json::object());
+        if (!entry.fault.detail.is_object()) throw field_error(where + ".detail", "not an object");
+        if (!e.contains("duration_ms") || !e["duration_ms"].is_number_integer() ||
+            e["duration_ms"].get<int64_t>() < 0)
+          throw field_error(where + ".duration_ms", "missing or not an integer >= 0");
+        entry.fault.duration_ms = e["duration_ms"].get<int64_t>();
+        entry.fault.stop_f = e.value("stop_f", std::string());
+      }
+    } catch (const nlohmann::json::exception& ex) {
+      throw field_error(where, std::string("wrong type (") + ex.what() + ")");
+    }
+    if (s.nemesis.empty() ||
+        std::find(s.nemesis.begin(), s.nemesis.end(), entry.nemesis_name) == s.nemesis.end()) {
+      if (j.contains("nemesis")) {
+        throw field_error(where + ".nemesis", "'" + entry.nemesis_name + "' is not in the schedule's \"nemesis\" list");
+      }
+      s.nemesis.push_back(entry.nemesis_name);
+    }
+    s.plan.push_back(std::move(entry));
+  }
+  // A start's stop_f from its stop, when the file has it there only (older files).
+  std::map<std::string, size_t> open;
+  for (size_t i = 0; i < s.plan.size(); ++i) {
+    auto& e = s.plan[i];
+    if (e.phase == Phase::kStart) {
+      open[e.nemesis_name] = i;
+    } else if (auto it = open.find(e.nemesis_name); it != open.end()) {
+      if (s.plan[it->second].fault.stop_f.empty()) s.plan[it->second].fault.stop_f = e.fault.f;
+    }
+  }
+  renumber_schedule(s.plan);
+  for (auto& e : s.plan) {
+    e.nemesis = static_cast<size_t>(std::find(s.nemesis.begin(), s.nemesis.end(), e.nemesis_name) - s.nemesis.begin());
+  }
+  return s;
+}
+
+Schedule read_schedule_file(const std::string& path) {
+  return schedule_from_json(read_json_file(path), path);
+}
+
+void check_schedule_nemeses(const Schedule& s, const std::vector<std::string>& run_nemesis, const std::string& flag) {
+  for (const auto& e : s.plan) {
+    if (std::find(run_nemesis.begin(), run_nemesis.end(), e.nemesis_name) == run_nemesis.end()) {
+      std::string list;
+      for (const auto& n : run_nemesis) list += (list.empty() ? "" : ",") + n;
+      throw ConfigError(flag + ": step " + std::to_string(e.step) + " is a fault of nemesis '" + e.nemesis_name +
+                        "', which the run does not have (--nemesis " + (list.empty() ? "none" : list) + ")");
+    }
+  }
+}
+
+std::vector<size_t> schedule_faults(const Schedule& s) {
+  std::vector<size_t> out;
+  for (size_t i = 0; i < s.plan.size(); ++i) {
+    if (s.plan[i].phase == Phase::kStart) out.push_back(i);
+  }
+  return out;
+}
+
+Schedule without_fault(const Schedule& s, size_t start_index) {
+  Schedule out = s;
+  if (start_index >= s.plan.size() || s.plan[start_index].phase != Phase::kStart) {
+    throw std::invalid_argument("without_fault: not a start entry");
+  }
+  const int64_t step = s.plan[start_index].step;
+  out.plan.clear();
+  for (const auto& e : s.plan) {
+    if (e.step == step || (e.phase == Phase::kStop && e.start_step == step)) continue;
+    out.plan.push_back(e);
+  }
+  renumber_schedule(out.plan);
+  return out;
+}
+
+Schedule cut_schedule(const Schedule& s, int64_t limit_ms) {
+  Schedule out = s;
+  out.plan.clear();
+  for (const auto& e : s.plan) {
+    if (e.at_ms < limit_ms) out.plan.push_back(e);
+  }
+  out.time_limit_s = static_cast<double>(limit_ms) / 1000.0;
+  renumber_schedule(out.plan);
+  return out;
 }
 
 }  // namespace lockcheck

@@ -64,9 +64,30 @@ struct Schedule {
 Schedule make_schedule(const RunConfig& cfg, const PlanContext& ctx,
                        const std::vector<std::unique_ptr<Nemesis>>& nemeses);
 
-// {"step", "at_ms", "nemesis", "phase", "f", "targets", "detail"} (start) / {..., "start_step"} (stop).
+// {"step", "at_ms", "nemesis", "phase", "f", "targets", "detail", "duration_ms", "stop_f"} (start) /
+// {..., "start_step"} (stop).
 nlohmann::json to_json(const ScheduleEntry& e);
 // The schedule.json object without "executed".
 nlohmann::json to_json(const Schedule& s);
+
+// Replay (`lockcheck run --schedule FILE`, `lockcheck reproduce`): a stored schedule.json read back. Only
+// "plan" is replayed ("executed" is ignored); entries are put in time order and renumbered 0..n-1 (a stop's
+// start_step follows its start), so a schedule with faults removed by hand still reads. A start whose stop_f is
+// not in the file (written before stop_f was, and its stop past the time limit) gets it from its nemesis at
+// replay (NemesisDriver). Throws ConfigError naming `source` and the step or field on a malformed file.
+Schedule schedule_from_json(const nlohmann::json& j, const std::string& source);
+// Reads and parses a schedule.json file (ConfigError naming the file when it cannot be read).
+Schedule read_schedule_file(const std::string& path);
+
+// Checks that every nemesis the schedule names is in the run's nemesis list (ConfigError naming `flag`).
+void check_schedule_nemeses(const Schedule& s, const std::vector<std::string>& run_nemesis, const std::string& flag);
+
+// The faults of a schedule: the indices of its start entries, in time order.
+std::vector<size_t> schedule_faults(const Schedule& s);
+// s without the fault whose start entry is plan[start_index] (its stop goes too); renumbered.
+Schedule without_fault(const Schedule& s, size_t start_index);
+// s keeping only the entries before limit_ms (a fault started before it and stopped after is healed by the
+// driver when the run ends); time_limit_s set to limit_ms; renumbered.
+Schedule cut_schedule(const Schedule& s, int64_t limit_ms);
 
 }  // namespace lockcheck

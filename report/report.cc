@@ -155,6 +155,66 @@ void render_verdict(Page& pg) {
   s << "</section>\n";
 }
 
+// results/<run id>, as the config's results_dir and results.json's run_id give it ("RUN_DIR" without them).
+std::string run_dir_of(const Page& pg) {
+  std::string results_dir = "results";
+  if (const json* r = find(pg.config, "results_dir"); r && r->is_string() && !r->get<std::string>().empty()) {
+    results_dir = r->get<std::string>();
+  }
+  const json* run_id = find(pg.results, "run_id");
+  return run_id && run_id->is_string() ? results_dir + "/" + run_id->get<std::string>() : "RUN_DIR";
+}
+
+// "Minimal reproduction": what `lockcheck reproduce` (harness/reproduce.h) found, from results.json's
+// "reproduction"; for an invalid run without it, the command that finds it.
+void render_reproduction(Page& pg, const std::string& run_dir) {
+  auto& s = pg.out;
+  const json* r = find(pg.results, "reproduction");
+  if (!r || !r->is_object()) {
+    if (verdict_of(pg.results) != "invalid") return;
+    s << "<section id=\"reproduction\">\n<h2>Minimal reproduction</h2>\n<p class=\"note\">Not searched yet: "
+         "how often this anomaly comes back and the smallest case that shows it:</p>\n<pre class=\"cmd\">"
+         "lockcheck reproduce "
+      << escape(report::shell_quote(run_dir)) << "</pre>\n</section>\n";
+    return;
+  }
+  auto num = [](const json& j, const char* k) -> std::string {
+    const json* v = find(j, k);
+    if (!v || !v->is_number()) return kDash;
+    return escape(v->is_number_integer() ? std::to_string(v->get<int64_t>()) : report::fixed(v->get<double>(), 1));
+  };
+  auto seconds = [&](const json& j, const char* k) {
+    const std::string v = num(j, k);
+    return v == kDash ? v : v + " s";
+  };
+  const json* anomaly = find(*r, "anomaly");
+  const std::string kind =
+      anomaly ? text(*anomaly, "checker") + ":" + text(*anomaly, "kind") : std::string(kDash);
+  s << "<section id=\"reproduction\">\n<h2>Minimal reproduction</h2>\n";
+  s << "<p>Anomaly kind <code>" << kind << "</code>; each case ran up to " << num(*r, "tries")
+    << " times and was kept when the anomaly came back in at least " << num(*r, "rate") << " of them. Search: "
+    << text(*r, "stopped") << ", " << num(*r, "candidates") << " cases in " << seconds(*r, "elapsed_s") << ".</p>\n";
+  s << "<table class=\"config\" id=\"repro-table\"><tr><th></th><th>time limit</th><th>faults</th><th>processes</th>"
+       "<th>keys</th><th>reproduced</th><th>median first anomaly</th></tr>\n";
+  for (const char* which : {"original", "minimal"}) {
+    const json* c = find(*r, which);
+    if (!c || !c->is_object()) continue;
+    s << "<tr><th>" << which << "</th><td>" << seconds(*c, "time_limit_s") << "</td><td>" << num(*c, "faults")
+      << "</td><td>" << num(*c, "concurrency") << "</td><td>" << num(*c, "keys") << "</td><td>" << num(*c, "reproduced")
+      << " of " << num(*c, "tries") << "</td><td>" << seconds(*c, "median_first_anomaly_s") << "</td></tr>\n";
+  }
+  s << "</table>\n";
+  const json* reproducible = find(*r, "reproducible");
+  if (reproducible && reproducible->is_boolean() && reproducible->get<bool>()) {
+    s << "<p>Run the minimal case:</p>\n<pre class=\"cmd\" id=\"repro-command\">" << text(*r, "command")
+      << "</pre>\n";
+  } else {
+    s << "<p class=\"note\">The stored run did not come back often enough to shrink it.</p>\n";
+  }
+  s << "<p class=\"note\">Every case tried: <a href=\"repro/tried.md\">repro/tried.md</a> (and tried.json).</p>\n";
+  s << "</section>\n";
+}
+
 void config_row(std::ostringstream& s, const char* label, const std::string& value_html) {
   s << "<tr><th>" << label << "</th><td>" << value_html << "</td></tr>\n";
 }
@@ -489,6 +549,7 @@ std::string render_report(const nlohmann::json& config, const History& h, const 
     << "</title>\n<style>" << report::kReportCss << "</style>\n</head>\n";
   s << "<body data-verdict=\"" << verdict << "\" data-anomalies=\"" << pg.anomalies.size() << "\">\n<main>\n";
   render_verdict(pg);
+  render_reproduction(pg, run_dir_of(pg));
   render_config(pg);
   render_timeline_section(pg);
   render_anomaly_details(pg);

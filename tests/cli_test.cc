@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <fstream>
 #include <sstream>
 
 #include <boost/filesystem.hpp>
@@ -36,7 +37,7 @@ TEST(CliTest, NoCommandOrUnknownCommandIsAUsageError) {
 }
 
 TEST(CliTest, HelpOnEachCommand) {
-  for (const char* cmd : {"run", "check", "list", "report", "rerun", "test-all", "export", "clean"}) {
+  for (const char* cmd : {"run", "check", "list", "report", "rerun", "reproduce", "test-all", "export", "clean"}) {
     CliResult r = cli({cmd, "--help"});
     EXPECT_EQ(r.code, kExitValid) << cmd;
     EXPECT_NE(r.out.find(std::string("lockcheck ") + cmd), std::string::npos) << r.out;
@@ -120,6 +121,33 @@ TEST(CliTest, ClusterTopologyWithoutNodesUsesSixAndSaysSo) {
   EXPECT_EQ(e.code, kExitHarness) << e.out << e.err;
   EXPECT_EQ(e.out.find("--topology cluster: "), std::string::npos) << e.out;
   EXPECT_EQ(only_run_config(dir3.file("results")).at("nodes"), 7);
+}
+
+TEST(CliTest, ReproduceAndScheduleFlagsNameTheFlag) {
+  expect_usage_error({"reproduce"}, "RUN_DIR is required");
+  expect_usage_error({"reproduce", "/nonexistent/run"}, "not a run folder");
+  expect_usage_error({"reproduce", "/tmp", "--tries", "0"}, "--tries: must be between 1 and 100");
+  expect_usage_error({"reproduce", "/tmp", "--tries", "many"}, "--tries");
+  expect_usage_error({"reproduce", "/tmp", "--rate", "11"}, "--rate: must be between 1 and --tries (10)");
+  expect_usage_error({"reproduce", "/tmp", "--tries", "3", "--rate", "0"}, "--rate");
+  expect_usage_error({"reproduce", "/tmp", "--budget", "0"}, "--budget");
+  expect_usage_error({"reproduce", "/tmp", "--budget", "-3"}, "--budget");
+  expect_usage_error({"reproduce", "/tmp", "--frobnicate"}, "--frobnicate");
+  expect_usage_error({"run", "--schedule", "/nonexistent/schedule.json"}, "--schedule: ");
+  expect_usage_error({"run", "--schedule", "/nonexistent/schedule.json"}, "cannot open");
+  const std::string bad = ::testing::TempDir() + "/cli_test_bad_schedule.json";
+  std::ofstream(bad) << "{\"plan\": [{\"at_ms\": -1}]}";
+  expect_usage_error({"run", "--schedule", bad}, "plan[0].at_ms");
+  std::ofstream(bad, std::ios::trunc) << "not json";
+  expect_usage_error({"run", "--schedule", bad}, "--schedule: ");
+  const std::string other = ::testing::TempDir() + "/cli_test_kill_schedule.json";
+  std::ofstream(other) << "{\"nemesis\": [\"kill\"], \"plan\": []}";
+  std::ofstream(bad, std::ios::trunc)
+      << "{\"plan\": [{\"at_ms\": 5, \"nemesis\": \"kill\", \"phase\": \"start\", \"f\": \"kill\", "
+         "\"duration_ms\": 10}]}";
+  expect_usage_error({"run", "--nemesis", "pause", "--schedule", bad},
+                     "--schedule: step 0 is a fault of nemesis 'kill', which the run does not have (--nemesis pause)");
+  expect_usage_error({"run", "--schedule", other, "--seeds", "3"}, "--schedule: cannot be combined with --seeds");
 }
 
 TEST(CliTest, ListNamesTheRegisteredParts) {

@@ -144,6 +144,31 @@ TEST(MatrixTest, AWrongExpectationFailsTheMatrixAndShowsInJUnit) {
       << junit.str();
 }
 
+TEST(MatrixTest, TheSummaryOffersReproduceForEveryInvalidRun) {
+  TempDir dir;
+  const std::string file = dir.str() + "/m.json";
+  // A GC pause of the holder, twice a second, with a 300 ms TTL: mutex is invalid within a 4 s run.
+  std::ofstream(file) << R"({"name": "repro", "defaults": {"time_limit_s": 4, "concurrency": 3, "ttl_ms": 300},
+    "entries": [{"name": "healthy", "expect": "valid"},
+                {"name": "gc-pause", "nemesis": ["client-pause"], "nemesis_targeting": "holder",
+                 "nemesis_interval_s": 0.5, "expect": {"mutex": "invalid"}}]})";
+  TestAllOptions o;
+  o.matrix = file;
+  o.results_dir = dir.str() + "/results";
+  o.parallel = 2;
+  o.lockcheck_binary = LOCKCHECK_BINARY;
+  std::ostringstream out;
+  EXPECT_EQ(test_all(o, out), kExitValid) << out.str();
+  const std::string summary_path = out.str().substr(out.str().find("summary: ") + 9);
+  std::ifstream in(summary_path.substr(0, summary_path.find('\n')));
+  std::stringstream html;
+  html << in.rdbuf();
+  EXPECT_NE(html.str().find("<h2 id=\"reproduce\">Reproduce</h2>"), std::string::npos) << html.str();
+  EXPECT_NE(html.str().find("<td>gc-pause</td><td>1</td><td><code>lockcheck reproduce "), std::string::npos)
+      << html.str();
+  EXPECT_EQ(html.str().find("<td>healthy</td><td>1</td><td><code>lockcheck reproduce"), std::string::npos);
+}
+
 TEST(MatrixTest, RerunReproducesTheFaultSchedule) {
   TempDir dir;
   RunConfig c;

@@ -1,0 +1,77 @@
+#!/usr/bin/env bash
+# Issue 23's figures: for each INVALID entry of the findings matrix (harness/matrix/findings.json), one run
+# (seed --seed) through test-all, then `lockcheck reproduce` on it; prints, per entry, the original time limit
+# and fault count -> the minimal ones, the minimal case's reproduction rate over --tries runs, and the shrink's
+# wall time, with the issue's goal (<= 1/3 of the time, <= 2 faults, >= 8 of 10) met or not. A row is printed as
+# soon as its entry is done.
+#
+#   bench/reproduce_findings.sh [--build BUILD] [--results DIR] [--seed 1] [--tries 10] [--rate 8]
+#                               [--budget MINUTES] [--only NAME[,NAME...]]
+# Needs python3. Takes long: each entry's baseline alone is --tries runs of its 30 s time limit.
+set -euo pipefail
+build=build results=results/reproduce-findings seed=1 tries=10 rate=8 budget=30 only=""
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --build) build=$2; shift 2 ;;
+    --results) results=$2; shift 2 ;;
+    --seed) seed=$2; shift 2 ;;
+    --tries) tries=$2; shift 2 ;;
+    --rate) rate=$2; shift 2 ;;
+    --budget) budget=$2; shift 2 ;;
+    --only) only=$2; shift 2 ;;
+    *) echo "reproduce_findings: unknown argument $1" >&2; exit 2 ;;
+  esac
+done
+here=$(cd "$(dirname "$0")/.." && pwd)
+mkdir -p "$results"
+matrix="$results/findings-invalid.json"
+# The findings entries that expect an anomaly (the run's or a checker's), one seed each, in the file's order.
+python3 - "$here/harness/matrix/findings.json" "$matrix" "$seed" "$only" <<'EOF'
+import json, sys
+m = json.load(open(sys.argv[1]))
+seed, only = int(sys.argv[3]), [n for n in sys.argv[4].split(",") if n]
+def invalid(e):
+    x = e.get("expect")
+    return x == "invalid" or (isinstance(x, dict) and "invalid" in x.values())
+entries = [e for e in m["entries"] if invalid(e) and (not only or e["name"] in only)]
+if not entries:
+    sys.exit("reproduce_findings: no INVALID entry selected (--only %s)" % sys.argv[4])
+defaults = dict(m["defaults"]); defaults.pop("min_found", None)
+for e in entries:
+    e["seeds"] = [seed]
+    e.pop("min_found", None)
+json.dump({"name": "findings-invalid", "defaults": defaults, "entries": entries}, open(sys.argv[2], "w"), indent=1)
+EOF
+"$build/lockcheck" test-all --matrix "$matrix" --results "$results" > "$results/test-all.log" 2>&1 || true
+summary=$(ls -d "$results"/test-all-findings-invalid-* | tail -1)
+
+printf "| entry | time limit | faults | processes | stored run rate | minimal rate (of %s) | median first anomaly | shrink wall | goal |\n" "$tries"
+printf "| --- | --- | --- | --- | --- | --- | --- | --- | --- |\n"
+for f in "$summary"/logs/*.run_dir; do
+  entry=$(basename "$f" .run_dir); entry=${entry%-s$seed}
+  run=$(head -1 "$f")
+  verdict=$(python3 -c "import json,sys; print(json.load(open(sys.argv[1])).get('valid','?'))" "$run/results.json" 2>/dev/null || echo "none")
+  if [ "$verdict" != "invalid" ]; then
+    printf "| %s | seed %s was %s: nothing to reproduce | | | | | | | |\n" "$entry" "$seed" "$verdict"
+    continue
+  fi
+  start=$(date +%s)
+  "$build/lockcheck" reproduce "$run" --tries "$tries" --rate "$rate" --budget "$budget" > "$run.reproduce.log" 2>&1 || true
+  wall=$(( $(date +%s) - start ))
+  python3 - "$run/results.json" "$entry" "$wall" "$tries" "$rate" <<'EOF'
+import json, sys
+r = json.load(open(sys.argv[1])).get("reproduction")
+entry, wall, tries, rate = sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5])
+if not r:
+    print("| %s | reproduce wrote nothing (see the run's .reproduce.log) | | | | | | %d s | |" % (entry, wall)); sys.exit()
+o, m = r["original"], r["minimal"]
+med = m.get("median_first_anomaly_s")
+full = m["tries"] >= tries
+goal = (r["reproducible"] and m["time_limit_s"] <= o["time_limit_s"] / 3 and m["faults"] <= 2
+        and full and m["reproduced"] >= rate)
+print("| %s | %g s -> %g s | %d -> %d | %d -> %d | %d of %d | %d of %d | %s | %d s | %s |" % (
+    entry, o["time_limit_s"], m["time_limit_s"], o["faults"], m["faults"], o["concurrency"], m["concurrency"],
+    o["reproduced"], o["tries"], m["reproduced"], m["tries"], "%.1f s" % med if med is not None else "-", wall,
+    "met" if goal else "missed (" + r["stopped"] + ")"))
+EOF
+done

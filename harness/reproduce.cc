@@ -1,0 +1,570 @@
+#include "harness/reproduce.h"
+
+#include <signal.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <boost/filesystem.hpp>
+#include <chrono>
+#include <cmath>
+#include <fstream>
+#include <iomanip>
+#include <map>
+#include <sstream>
+
+#include "core/exit_codes.h"
+#include "core/history.h"
+#include "core/party.h"
+#include "core/run_files.h"
+#include "harness/rerun.h"
+#include "harness/runner.h"
+#include "report/html.h"
+#include "report/report.h"
+#include "sys/process.h"
+#include "sys/signals.h"
+
+namespace fs = boost::filesystem;
+
+namespace lockcheck {
+
+std::vector<AnomalySeen> anomaly_kinds(const nlohmann::json& results, const History* h) {
+  std::vector<AnomalySeen> seen;
+  if (!results.is_object()) return seen;
+  const nlohmann::json checkers = results.value("checkers", nlohmann::json::array());
+  if (!checkers.is_array()) return seen;
+  for (const auto& c : checkers) {
+    if (!c.is_object() || c.value("valid", "") != "invalid") continue;
+    const std::string checker = c.value("checker", "");
+    const nlohmann::json anomalies = c.value("anomalies", nlohmann::json::array());
+    if (!anomalies.is_array()) continue;
+    for (const auto& a : anomalies) {
+      if (!a.is_object() || !a.contains("kind") || !a["kind"].is_string()) continue;
+      if (a.value("severity", "") == "note") continue;
+      std::optional<int64_t> t;
+      if (a.contains("from_ns") && a["from_ns"].is_number_integer()) {
+        t = a["from_ns"].get<int64_t>();
+      } else if (h != nullptr && a.contains("ops") && a["ops"].is_array()) {
+        for (const auto& i : a["ops"]) {
+          if (!i.is_number_integer()) continue;
+          const int64_t k = i.get<int64_t>();
+          if (k >= 0 && k < static_cast<int64_t>(h->size()) && (!t || (*h)[k].time_ns < *t)) t = (*h)[k].time_ns;
+        }
+      }
+      AnomalyKind kind{checker, a["kind"].get<std::string>()};
+      auto it = std::find_if(seen.begin(), seen.end(), [&](const AnomalySeen& s) { return s.kind == kind; });
+      if (it == seen.end()) {
+        seen.push_back({kind, t});
+      } else if (t && (!it->first_ns || *t < *it->first_ns)) {
+        it->first_ns = t;
+      }
+    }
+  }
+  std::stable_sort(seen.begin(), seen.end(), [](const AnomalySeen& a, const AnomalySeen& b) {
+    if (a.first_ns.has_value() != b.first_ns.has_value()) return a.first_ns.has_value();
+    return a.first_ns && *a.first_ns < *b.first_ns;
+  });
+  return seen;
+}
+
+size_t fault_count(const Schedule& s) { return schedule_faults(s).size(); }
+
+std::optional<double> CandidateRecord::median_first_s() const {
+  if (first_anomaly_s.empty()) return std::nullopt;
+  std::vector<double> v = first_anomaly_s;
+  std::sort(v.begin(), v.end());
+  return v.size() % 2 ? v[v.size() / 2] : (v[v.size() / 2 - 1] + v[v.size() / 2]) / 2;
+}
+
+nlohmann::json to_json(const CandidateRecord& r) {
+  nlohmann::json j = {{"index", r.index},         {"change", r.change},   {"time_limit_s", r.time_limit_s},
+                      {"faults", r.faults},       {"concurrency", r.concurrency}, {"keys", r.keys},
+                      {"tries", r.tries},         {"reproduced", r.reproduced},   {"failed", r.failed},
+                      {"kept", r.kept},           {"first_anomaly_s", r.first_anomaly_s}};
+  const auto m = r.median_first_s();
+  j["median_first_anomaly_s"] = m ? nlohmann::json(*m) : nlohmann::json();
+  if (!r.faults_matched.empty()) j["faults_matched_by_role"] = r.faults_matched;
+  if (!r.note.empty()) j["note"] = r.note;
+  return j;
+}
+
+namespace {
+
+// Client slot names in a schedule entry ("c4") folded into the first `concurrency` slots, so that a schedule
+// planned for more processes still names slots that exist (holder targeting re-aims them anyway).
+void fold_client_slots(nlohmann::json& j, int concurrency) {
+  if (j.is_string()) {
+    auto p = Party::parse(j.get<std::string>());
+    if (p && p->is_client() && p->index >= static_cast<size_t>(concurrency)) {
+      j = Party::client(p->index % static_cast<size_t>(concurrency)).name();
+    }
+  } else if (j.is_array() || j.is_object()) {
+    for (auto& v : j) fold_client_slots(v, concurrency);
+  }
+}
+
+// The shrink's state and its one evaluation routine.
+class Shrinker {
+ public:
+  Shrinker(const ReproduceOptions& o, ReproRunner& runner, std::ostream& log)
+      : o_(o), runner_(runner), log_(log), t0_(runner.now_s()) {}
+
+  // Runs c up to N times (fewer when it cannot reach R any more, the budget would be exceeded, or an
+  // interrupt); records and returns whether it is kept.
+  bool evaluate(const ReproCase& c) {
+    CandidateRecord r;
+    r.index = result_.tried.size();
+    r.change = c.change;
+    r.time_limit_s = c.config.time_limit_s;
+    r.faults = fault_count(c.schedule);
+    r.concurrency = c.config.concurrency;
+    r.keys = c.config.keys;
+    for (int t = 0; t < o_.tries; ++t) {
+      if (out_of_budget()) {
+        r.note = "budget ran out after " + std::to_string(r.tries) + " tries";
+        result_.budget_exhausted = true;
+        break;
+      }
+      const double before = runner_.now_s();
+      TrialOutcome out = runner_.run(c, r.index, t);
+      const double took = runner_.now_s() - before;
+      startup_s_ = std::max(startup_s_, took - c.config.time_limit_s);
+      if (out.interrupted) {
+        r.note = "interrupted";
+        result_.interrupted = true;
+        break;
+      }
+      ++r.tries;
+      if (out.exit_code == kExitHarness || out.exit_code == kExitUsage) ++r.failed;
+      if (out.faults_matched) r.faults_matched.push_back(*out.faults_matched);
+      if (out.reproduced) {
+        ++r.reproduced;
+        r.first_anomaly_s.push_back(out.first_anomaly_s.value_or(c.config.time_limit_s));
+      }
+      if (r.tries - r.reproduced > o_.tries - o_.rate) {
+        r.note = "stopped after " + std::to_string(r.tries) + " tries: cannot reach " + std::to_string(o_.rate) +
+                 " of " + std::to_string(o_.tries);
+        break;
+      }
+    }
+    r.kept = r.reproduced >= o_.rate;
+    log_ << "  [" << r.index << "] " << std::left << std::setw(48) << r.change << " reproduced " << r.reproduced
+         << " of " << r.tries << (r.kept ? "  kept" : "") << (r.note.empty() ? "" : "  (" + r.note + ")");
+    if (!r.faults_matched.empty()) {
+      log_ << "; faults matched by role:";
+      for (const auto& [k, n] : r.faults_matched) log_ << " " << k << "/" << n;
+    }
+    log_ << "\n" << std::flush;
+    result_.tried.push_back(r);
+    if (r.kept && r.index > 0) {
+      result_.best = c;
+      result_.best_index = r.index;
+    }
+    return r.kept;
+  }
+
+  bool must_stop() const { return result_.budget_exhausted || result_.interrupted; }
+  const CandidateRecord& best_record() const { return result_.tried[result_.best_index]; }
+  ShrinkResult& result() { return result_; }
+  void finish() { result_.elapsed_s = runner_.now_s() - t0_; }
+
+ private:
+  // Starting another run now could end more than one run's time limit past the budget.
+  bool out_of_budget() const { return runner_.now_s() - t0_ + startup_s_ > o_.budget_min * 60.0; }
+
+  const ReproduceOptions& o_;
+  ReproRunner& runner_;
+  std::ostream& log_;
+  double t0_;
+  double startup_s_ = 0;  // the longest a run took beyond its time limit so far
+  ShrinkResult result_;
+};
+
+// Up to the next half second.
+double half_second_up(double s) { return std::ceil(s * 2.0) / 2.0; }
+
+// The time limits a cut tries, tightest first: just past the first anomaly of R of the N tries (its R/N quantile)
+// x 1.2 + 1 s, then past the latest one x 1.2 + 1 s, then x 1.5 + 2 s.
+std::vector<double> cut_limits_s(const CandidateRecord& r, const ReproduceOptions& o) {
+  std::vector<double> v = r.first_anomaly_s;
+  std::sort(v.begin(), v.end());
+  const double share = static_cast<double>(o.rate) / static_cast<double>(o.tries);
+  const size_t k = std::min(v.size() - 1, static_cast<size_t>(std::max(1.0, std::ceil(share * v.size()))) - 1);
+  std::vector<double> limits = {half_second_up(v[k] * 1.2 + 1.0), half_second_up(v.back() * 1.2 + 1.0),
+                                half_second_up(v.back() * 1.5 + 2.0)};
+  std::sort(limits.begin(), limits.end());
+  limits.erase(std::unique(limits.begin(), limits.end()), limits.end());
+  return limits;
+}
+
+std::string seconds_str(double s) {
+  std::ostringstream o;
+  o << std::fixed << std::setprecision(s == std::floor(s) ? 0 : 1) << s << " s";
+  return o.str();
+}
+
+// Tries cutting the best case's time limit (cut_limits_s, tightest first); true when one was kept.
+bool try_time_cuts(Shrinker& sh, const ReproduceOptions& o) {
+  if (sh.best_record().first_anomaly_s.empty()) return false;
+  for (double limit : cut_limits_s(sh.best_record(), o)) {
+    if (sh.must_stop()) return false;
+    const ReproCase& best = sh.result().best;
+    if (limit > best.config.time_limit_s - 1.0) continue;  // not worth a candidate
+    ReproCase c = best;
+    c.change = "time limit " + seconds_str(best.config.time_limit_s) + " -> " + seconds_str(limit);
+    c.config.time_limit_s = limit;
+    c.schedule = cut_schedule(best.schedule, static_cast<int64_t>(std::llround(limit * 1000)));
+    if (sh.evaluate(c)) return true;
+  }
+  return false;
+}
+
+std::string fault_name(const ScheduleEntry& e) {
+  std::ostringstream o;
+  o << e.fault.f << " at " << std::fixed << std::setprecision(1) << static_cast<double>(e.at_ms) / 1000.0 << " s";
+  return o.str();
+}
+
+void try_faults(Shrinker& sh) {
+  // The fault in force when the anomaly came (the latest start before the median first anomaly), alone.
+  {
+    const ReproCase& best = sh.result().best;
+    const auto faults = schedule_faults(best.schedule);
+    const auto median = sh.best_record().median_first_s();
+    if (faults.size() > 1 && median && !sh.must_stop()) {
+      std::optional<size_t> at;
+      for (size_t i : faults) {
+        if (static_cast<double>(best.schedule.plan[i].at_ms) / 1000.0 <= *median) at = i;
+      }
+      if (at) {
+        ReproCase c = best;
+        const std::string name = fault_name(best.schedule.plan[*at]);
+        c.change = "only " + name;
+        // Drop the others from the last down: without_fault renumbers, earlier indices stay valid.
+        for (size_t k = faults.size(); k-- > 0;) {
+          if (faults[k] != *at) c.schedule = without_fault(c.schedule, faults[k]);
+        }
+        sh.evaluate(c);
+      }
+    }
+  }
+  // Each fault dropped in turn, the rest at their offsets (the last first: removing it keeps the earlier
+  // indices valid).
+  for (size_t k = fault_count(sh.result().best.schedule); k-- > 0;) {
+    if (sh.must_stop()) return;
+    const ReproCase& best = sh.result().best;
+    const auto faults = schedule_faults(best.schedule);
+    if (k >= faults.size()) continue;
+    ReproCase c = best;
+    c.change = "without " + fault_name(best.schedule.plan[faults[k]]);
+    c.schedule = without_fault(best.schedule, faults[k]);
+    sh.evaluate(c);
+  }
+}
+
+void try_fewer(Shrinker& sh, bool processes) {
+  const int now = processes ? sh.result().best.config.concurrency : sh.result().best.config.keys;
+  const int floor = processes ? 2 : 1;
+  std::vector<int> options;
+  if (now > floor) options.push_back(floor);
+  if ((now + 1) / 2 > floor && (now + 1) / 2 < now) options.push_back((now + 1) / 2);
+  for (int n : options) {
+    if (sh.must_stop()) return;
+    ReproCase c = sh.result().best;
+    const int from = processes ? c.config.concurrency : c.config.keys;
+    if (n >= from) return;
+    if (processes) {
+      c.config.concurrency = n;
+      for (auto& e : c.schedule.plan) {
+        fold_client_slots(e.fault.targets, n);
+        fold_client_slots(e.fault.detail, n);
+      }
+    } else {
+      c.config.keys = n;
+    }
+    c.change = std::string(processes ? "processes " : "keys ") + std::to_string(from) + " -> " + std::to_string(n);
+    if (sh.evaluate(c)) return;
+  }
+}
+
+}  // namespace
+
+ShrinkResult shrink(const ReproCase& original, const ReproduceOptions& o, ReproRunner& runner, std::ostream& log) {
+  if (o.tries < 1 || o.rate < 1 || o.rate > o.tries || !(o.budget_min > 0)) {
+    throw std::invalid_argument("shrink: needs 1 <= rate <= tries and a budget > 0");
+  }
+  Shrinker sh(o, runner, log);
+  sh.result().best = original;
+  sh.result().best.change = "baseline";
+  sh.evaluate(sh.result().best);
+  sh.result().reproducible = sh.result().tried[0].kept;
+  if (!sh.result().reproducible) {
+    sh.result().stopped = sh.must_stop() ? (sh.result().interrupted ? "interrupted" : "budget ran out")
+                                         : "the stored run reproduced in fewer than " + std::to_string(o.rate) +
+                                               " of " + std::to_string(o.tries) + " tries: nothing to shrink";
+    sh.finish();
+    return sh.result();
+  }
+  try_time_cuts(sh, o);
+  try_faults(sh);
+  try_time_cuts(sh, o);
+  try_fewer(sh, true);
+  try_fewer(sh, false);
+  ShrinkResult& r = sh.result();
+  r.stopped = r.interrupted ? "interrupted" : r.budget_exhausted ? "budget ran out" : "every candidate tried";
+  sh.finish();
+  return r;
+}
+
+namespace {
+
+std::string reproduce_self_exe() {
+  char buf[4096];
+  ssize_t n = ::readlink("/proc/self/exe", buf, sizeof buf - 1);
+  if (n <= 0) return "lockcheck";
+  buf[n] = '\0';
+  return buf;
+}
+
+// `lockcheck run` children: each candidate's config.json and schedule.json in work/candidates/NN/, the runs
+// in work/runs/.
+class ChildRunRunner : public ReproRunner {
+ public:
+  ChildRunRunner(std::string binary, std::string work, AnomalyKind target, const InterruptGuard& interrupt,
+                 const History& stored, double budget_s)
+      : budget_s_(budget_s),
+        binary_(std::move(binary)),
+        work_(std::move(work)),
+        target_(std::move(target)),
+        stored_(stored),
+        interrupt_(interrupt),
+        t0_(std::chrono::steady_clock::now()) {}
+
+  double now_s() override {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0_).count();
+  }
+
+  TrialOutcome run(const ReproCase& c, size_t candidate, int try_index) override {
+    TrialOutcome out;
+    if (interrupt_.interrupted()) {
+      out.interrupted = true;
+      return out;
+    }
+    std::ostringstream name;
+    name << std::setw(2) << std::setfill('0') << candidate;
+    const std::string dir = work_ + "/candidates/" + name.str();
+    if (try_index == 0 || !fs::exists(dir + "/config.json")) {
+      fs::create_directories(dir);
+      RunConfig cfg = c.config;
+      cfg.results_dir = work_ + "/runs";
+      cfg.progress = false;
+      write_json_file(dir + "/config.json", cfg);
+      write_json_file(dir + "/schedule.json", to_json(c.schedule));
+      std::ofstream(dir + "/change.txt") << c.change << "\n";
+    }
+    const std::string stem = dir + "/try" + std::to_string(try_index);
+    ProcessSpec spec;
+    spec.argv = {binary_,       "run", "--config", dir + "/config.json", "--schedule", dir + "/schedule.json",
+                 "--no-progress"};
+    spec.stdout_path = stem + ".log";
+    spec.stderr_path = "=stdout";
+    spec.env[kRunDirFileEnv] = stem + ".run_dir";
+    const auto t0 = std::chrono::steady_clock::now();
+    try {
+      ChildProcess child(spec);
+      std::optional<int> st;
+      bool forwarded = false;
+      // As test-all does: a run past its time limit plus a generous margin gets SIGTERM, SIGKILL 30 s later;
+      // and never later than one time limit past the budget (the budget's hard bound).
+      const auto overdue = std::min(
+          t0 + std::chrono::seconds(static_cast<int64_t>(c.config.time_limit_s * 2) + 180),
+          t0_ + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                    std::chrono::duration<double>(budget_s_ + c.config.time_limit_s)));
+      while (!(st = child.wait_for(std::chrono::milliseconds(200)))) {
+        const auto now = std::chrono::steady_clock::now();
+        if ((interrupt_.interrupted() || now > overdue) && !forwarded) {
+          child.signal(SIGTERM);
+          forwarded = true;
+        }
+        if (now > overdue + std::chrono::seconds(30)) child.kill_and_reap();
+      }
+      out.exit_code = *st;
+    } catch (const std::exception& e) {
+      out.exit_code = kExitHarness;
+      std::ofstream(stem + ".log", std::ios::app) << "lockcheck reproduce: " << e.what() << "\n";
+    }
+    if (interrupt_.interrupted()) out.interrupted = true;
+    {
+      std::ifstream in(stem + ".run_dir");
+      std::getline(in, out.run_dir);
+    }
+    if ((out.exit_code == kExitInvalid || out.exit_code == kExitValid) && !out.run_dir.empty()) {
+      try {
+        const nlohmann::json results = read_json_file(out.run_dir + "/results.json");
+        const History h = read_history(out.run_dir + "/history.jsonl");
+        if (candidate == 0) out.faults_matched = fault_timeline_match(stored_, h);
+        for (const auto& a : anomaly_kinds(results, &h)) {
+          if (!(a.kind == target_)) continue;
+          out.reproduced = true;
+          if (a.first_ns) out.first_anomaly_s = static_cast<double>(*a.first_ns) / 1e9;
+        }
+      } catch (const std::exception& e) {
+        std::ofstream(stem + ".log", std::ios::app) << "lockcheck reproduce: cannot read the run: " << e.what() << "\n";
+      }
+    }
+    return out;
+  }
+
+ private:
+  double budget_s_;  // from t0_
+  std::string binary_;
+  std::string work_;
+  AnomalyKind target_;
+  const History& stored_;  // the stored run's history: baseline tries' faults are matched against it
+  const InterruptGuard& interrupt_;
+  std::chrono::steady_clock::time_point t0_;
+};
+
+std::string rate_text(const CandidateRecord& r) {
+  std::ostringstream o;
+  o << r.reproduced << " of " << r.tries;
+  return o.str();
+}
+
+std::string median_cell(const CandidateRecord& r) {
+  const auto m = r.median_first_s();
+  if (!m) return "—";
+  std::ostringstream o;
+  o << std::fixed << std::setprecision(1) << *m << " s";
+  return o.str();
+}
+
+std::string tried_markdown(const ShrinkResult& r, const AnomalyKind& target, const ReproduceOptions& o) {
+  std::ostringstream md;
+  md << "# Reproduction of " << target.str() << "\n\n"
+     << "Each candidate ran up to " << o.tries << " times; it is kept when the same anomaly kind (" << target.str()
+     << ") came back in at least " << o.rate << " of " << o.tries << ". Shrink: " << r.stopped << ", "
+     << std::fixed << std::setprecision(0) << r.elapsed_s << " s.\n\n"
+     << "| # | change | time limit | faults | processes | keys | reproduced | median first anomaly | kept | note |\n"
+     << "|---|---|---|---|---|---|---|---|---|---|\n";
+  for (const auto& c : r.tried) {
+    md << "| " << c.index << " | " << c.change << " | " << seconds_str(c.time_limit_s) << " | " << c.faults << " | "
+       << c.concurrency << " | " << c.keys << " | " << rate_text(c) << " | " << median_cell(c) << " | "
+       << (c.kept ? (c.index == r.best_index ? "**best**" : "yes") : "no") << " | " << c.note << " |\n";
+  }
+  if (!r.tried.empty() && !r.tried.front().faults_matched.empty()) {
+    md << "\nThe stored run's faults repeated in each baseline try, matched by action, fault, mode and role:";
+    for (const auto& [k, n] : r.tried.front().faults_matched) md << " " << k << "/" << n;
+    md << ".\n";
+  }
+  return md.str();
+}
+
+}  // namespace
+
+int reproduce(const std::string& run_dir_given, const ReproduceOptions& o, std::ostream& out,
+              const std::string& binary) {
+  if (o.tries < 1 || o.tries > 100) throw ConfigError("--tries: must be between 1 and 100");
+  if (o.rate < 1 || o.rate > o.tries) {
+    throw ConfigError("--rate: must be between 1 and --tries (" + std::to_string(o.tries) + ")");
+  }
+  if (!(o.budget_min > 0) || o.budget_min > 24 * 60) throw ConfigError("--budget: must be > 0 and <= 1440 minutes");
+  std::string run_dir = run_dir_given;
+  while (run_dir.size() > 1 && run_dir.back() == '/') run_dir.pop_back();
+  if (!fs::is_directory(run_dir)) throw ConfigError("reproduce: " + run_dir + " is not a run folder");
+  for (const char* f : {"config.json", "results.json", "history.jsonl"}) {
+    if (!fs::exists(run_dir + "/" + f)) throw ConfigError("reproduce: " + run_dir + " has no " + f);
+  }
+  RunConfig cfg = read_run_config(run_dir);
+  nlohmann::json results = read_json_file(run_dir + "/results.json");
+  if (results.value("valid", "") != "invalid") {
+    throw ConfigError("reproduce: " + run_dir + "/results.json: the run is " + results.value("valid", "not checked") +
+                      ", not invalid: there is no anomaly to reproduce");
+  }
+  const History h = read_history(run_dir + "/history.jsonl");
+  const auto kinds = anomaly_kinds(results, &h);
+  if (kinds.empty()) {
+    throw ConfigError("reproduce: " + run_dir + "/results.json: no anomaly with a \"kind\" in its invalid checkers");
+  }
+  const AnomalyKind target = kinds.front().kind;
+  Schedule schedule;
+  if (fs::exists(run_dir + "/schedule.json")) {
+    schedule = read_schedule_file(run_dir + "/schedule.json");
+  } else if (!cfg.nemesis.empty()) {
+    throw ConfigError("reproduce: " + run_dir + " has no schedule.json although the run had nemeses");
+  }
+  check_schedule_nemeses(schedule, cfg.nemesis, "reproduce: " + run_dir + "/schedule.json");
+
+  const std::string work = run_dir + "/repro";
+  boost::system::error_code ec;
+  fs::remove_all(work, ec);
+  fs::create_directories(work);
+
+  out << "reproduce " << run_dir << ": anomaly " << target.str();
+  if (kinds.front().first_ns) {
+    out << " (first at " << std::fixed << std::setprecision(1) << static_cast<double>(*kinds.front().first_ns) / 1e9
+        << " s)";
+  }
+  out << "; " << o.tries << " tries per candidate, kept at " << o.rate << " of " << o.tries << ", budget "
+      << o.budget_min << " min\n"
+      << std::flush;
+
+  InterruptGuard interrupt;
+  ChildRunRunner runner(binary.empty() ? reproduce_self_exe() : binary, work, target, interrupt, h, o.budget_min * 60.0);
+  ReproCase original{"baseline", cfg, schedule};
+  original.config.argv.clear();
+  const ShrinkResult r = shrink(original, o, runner, out);
+
+  // The minimal case, its command, the table.
+  RunConfig best = r.best.config;
+  best.argv.clear();
+  best.progress = true;
+  write_json_file(work + "/config.json", best);
+  write_json_file(work + "/schedule.json", to_json(r.best.schedule));
+  const std::string command = "lockcheck run --config " + report::shell_quote(work + "/config.json") +
+                              " --schedule " + report::shell_quote(work + "/schedule.json");
+  write_file_atomically(work + "/command.txt", command + "\n");
+  nlohmann::json tried = nlohmann::json::array();
+  for (const auto& c : r.tried) tried.push_back(to_json(c));
+  const CandidateRecord& base = r.tried.front();
+  const CandidateRecord& min = r.tried[r.best_index];
+  nlohmann::json summary = {
+      {"anomaly", {{"checker", target.checker}, {"kind", target.kind}}},
+      {"tries", o.tries},
+      {"rate", o.rate},
+      {"budget_min", o.budget_min},
+      {"elapsed_s", r.elapsed_s},
+      {"stopped", r.stopped},
+      {"reproducible", r.reproducible},
+      {"original", to_json(base)},
+      {"minimal", to_json(min)},
+      {"command", command},
+      {"folder", "repro"},
+      {"candidates", tried.size()}};
+  write_json_file(work + "/tried.json", {{"summary", summary}, {"candidates", tried}});
+  write_file_atomically(work + "/tried.md", tried_markdown(r, target, o));
+  results["reproduction"] = summary;
+  write_json_file(run_dir + "/results.json", results);
+  try {
+    write_report(run_dir, h);
+  } catch (const std::exception& e) {
+    out << "lockcheck reproduce: cannot rewrite the report: " << e.what() << "\n";
+  }
+
+  out << "\nstored run: " << target.str() << " in " << rate_text(base) << " reruns";
+  if (base.median_first_s()) out << ", median first anomaly " << median_cell(base);
+  out << "\n";
+  if (r.reproducible) {
+    out << "minimal: time limit " << seconds_str(min.time_limit_s) << " (was " << seconds_str(base.time_limit_s)
+        << "), " << min.faults << " fault" << (min.faults == 1 ? "" : "s") << " (was " << base.faults << "), "
+        << min.concurrency << " processes, " << min.keys << " key" << (min.keys == 1 ? "" : "s") << "; reproduced in "
+        << rate_text(min) << ", median first anomaly " << median_cell(min) << "\n"
+        << "run it: " << command << "\n";
+  }
+  out << "shrink: " << r.tried.size() << " candidates, " << std::fixed << std::setprecision(0) << r.elapsed_s << " s ("
+      << r.stopped << ")\n"
+      << "table:  " << work << "/tried.md\nreport: " << run_dir << "/report.html\n";
+  if (r.interrupted) return 128 + (interrupt.signal_number() ? interrupt.signal_number() : SIGINT);
+  return r.reproducible ? kExitInvalid : kExitValid;
+}
+
+}  // namespace lockcheck
