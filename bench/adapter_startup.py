@@ -30,7 +30,7 @@ try:
     rel = json.dumps({"op": "release", "key": "k", "nodes": node, "op_timeout_ms": 500, "protocol": 2}) + "\n"
     for name, cmd in cmds.items():
         if not os.path.exists(cmd[-1]):
-            print("%-10s not built" % name); continue
+            print("%-17s not built" % name); continue
         first, later = [], []
         for _ in range(10):
             p = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
@@ -45,7 +45,7 @@ try:
             ask(rel)
             t0 = time.monotonic(); assert ask(acq)["ok"]; later.append((time.monotonic() - t0) * 1000)
             ask(rel); p.stdin.close(); p.wait()
-        print("%-10s first answer median %.1f ms (min %.1f, max %.1f); a later acquire median %.2f ms"
+        print("%-17s first answer median %.1f ms (min %.1f, max %.1f); a later acquire median %.2f ms"
               % (name, statistics.median(first), min(first), max(first), statistics.median(later)))
 finally:
     redis.kill(); redis.wait()
