@@ -4,7 +4,9 @@
 // external client's process. An adapter that scripts/build-clients has not built is skipped with the reason,
 // except with CI=true, where that is a failure.
 #include <gtest/gtest.h>
+#include <poll.h>
 #include <signal.h>
+#include <unistd.h>
 
 #include <cstdlib>
 #include <fstream>
@@ -238,6 +240,173 @@ TEST_P(AdapterTest, KillWithFastRestartIsFoundInvalid) {
     ASSERT_NE(exit, 3) << "harness failure";
   }
   EXPECT_EQ(exit, 1) << "no anomaly in 4 seeds";
+}
+
+// Protocol 2 spoken to an adapter directly (requests written, every line read back), so that the adapters'
+// own side (keys, typed reasons, hello and lost events) is tested whatever the harness reads of it.
+class RawAdapter {
+ public:
+  RawAdapter(const std::string& name, const nlohmann::json& opts = {}) {
+    ProcessSpec spec;
+    spec.argv = adapter_argv(*find_lock_adapter(name), opts);
+    spec.pipe_stdin = spec.pipe_stdout = true;
+    child_ = std::make_unique<ChildProcess>(spec);
+  }
+  void send(nlohmann::json req) {
+    const std::string line = req.dump() + "\n";
+    size_t off = 0;
+    const auto end = std::chrono::steady_clock::now() + milliseconds(5000);
+    while (off < line.size() && std::chrono::steady_clock::now() < end) {
+      const ssize_t n = ::write(child_->stdin_fd(), line.data() + off, line.size() - off);
+      if (n > 0) off += static_cast<size_t>(n);
+      else std::this_thread::sleep_for(milliseconds(5));
+    }
+    ASSERT_EQ(off, line.size()) << "the adapter took no request";
+  }
+  // The next line (answer or event), or null after `wait`.
+  nlohmann::json next(milliseconds wait) {
+    const auto end = std::chrono::steady_clock::now() + wait;
+    while (true) {
+      if (auto nl = buf_.find('\n'); nl != std::string::npos) {
+        std::string line = buf_.substr(0, nl);
+        buf_.erase(0, nl + 1);
+        return nlohmann::json::parse(line);
+      }
+      const auto left = std::chrono::duration_cast<milliseconds>(end - std::chrono::steady_clock::now()).count();
+      if (left <= 0) return nullptr;
+      pollfd p{child_->stdout_fd(), POLLIN, 0};
+      if (::poll(&p, 1, static_cast<int>(left)) <= 0) continue;
+      char chunk[4096];
+      const ssize_t n = ::read(child_->stdout_fd(), chunk, sizeof chunk);
+      if (n <= 0) return nullptr;  // EOF: the adapter ended
+      buf_.append(chunk, static_cast<size_t>(n));
+    }
+  }
+  // Reads up to the next answer; event lines on the way are kept in `events`.
+  nlohmann::json answer(milliseconds wait = milliseconds(10000)) {
+    for (nlohmann::json line = next(wait); !line.is_null(); line = next(wait)) {
+      if (!line.contains("event")) return line;
+      events.push_back(line);
+    }
+    return nullptr;
+  }
+  // Waits up to `wait` for an event named `name`, keeping every line read.
+  bool wait_event(const std::string& name, milliseconds wait) {
+    const auto end = std::chrono::steady_clock::now() + wait;
+    for (const auto& e : events)
+      if (e["event"] == name) return true;
+    while (std::chrono::steady_clock::now() < end) {
+      nlohmann::json line =
+          next(std::chrono::duration_cast<milliseconds>(end - std::chrono::steady_clock::now()) + milliseconds(1));
+      if (line.is_null()) return false;
+      events.push_back(line);
+      if (line.value("event", "") == name) return true;
+    }
+    return false;
+  }
+  std::vector<nlohmann::json> events;
+
+ private:
+  std::unique_ptr<ChildProcess> child_;
+  std::string buf_;
+};
+
+nlohmann::json request(const std::string& op, const TestCluster& c, int nodes, int64_t ttl_ms, int protocol = 2) {
+  nlohmann::json r = {{"op", op}, {"key", "lock-0"}, {"ttl_ms", ttl_ms}, {"op_timeout_ms", 300}, {"fencing", false}};
+  r["nodes"] = nlohmann::json::array();
+  for (int n = 0; n < nodes; ++n) r["nodes"].push_back(c.cluster->nodes().at(n).endpoint.str());
+  if (protocol >= 2) r["protocol"] = protocol;
+  return r;
+}
+
+bool adapter_built(const std::string& name) {
+  ::setenv("LOCKCHECK_CLIENTS_DIR", LOCKCHECK_CLIENTS_DIR, 1);
+  return std::ifstream(adapter_program(*find_lock_adapter(name))).good();
+}
+
+#define NEED_ADAPTER(name)                                                                   \
+  do {                                                                                       \
+    if (!adapter_built(name)) {                                                              \
+      if (testing_util::in_ci()) FAIL() << name << " adapter not built (CI=true)";           \
+      GTEST_SKIP() << name << " adapter not built (scripts/build-clients)";                  \
+    }                                                                                        \
+  } while (0)
+
+// rueidislock: its keys in `keys`, hello with a bound past the key validity, `held` for a second holder, and a
+// `lost` event when its keys vanish (the invalidation cancels its context); extend and release then not_held.
+TEST(Protocol2Adapters, RueidislockKeysHeldAndLost) {
+  NEED_ADAPTER("rueidislock");
+  TestCluster c(1);
+  RawAdapter a("rueidislock"), b("rueidislock");
+  a.send(request("acquire", c, 1, 2000));
+  nlohmann::json ok = a.answer();
+  ASSERT_EQ(ok.value("ok", false), true) << ok;
+  EXPECT_EQ(ok["keys"], nlohmann::json({"rueidislock:0:lock-0", "rueidislock:1:lock-0", "rueidislock:2:lock-0"}));
+  ASSERT_EQ(a.events.size(), 1u);
+  EXPECT_EQ(a.events[0]["event"], "hello");
+  EXPECT_GE(a.events[0]["max_call_ms"].get<int64_t>(), 2000);  // the key validity and more
+  b.send(request("acquire", c, 1, 2000));
+  nlohmann::json busy = b.answer();
+  EXPECT_EQ(busy.value("ok", true), false) << busy;
+  EXPECT_EQ(busy.value("reason", ""), "held") << busy;
+  EXPECT_FALSE(busy.contains("indeterminate")) << busy;  // the library cleaned up before it answered
+  for (const auto& k : ok["keys"]) c.conn(0)->command({"DEL", k.get<std::string>()});
+  ASSERT_TRUE(a.wait_event("lost", milliseconds(3000))) << "no lost event after the keys were deleted";
+  EXPECT_EQ(a.events.back()["key"], "lock-0");
+  a.send(request("extend", c, 1, 2000));
+  EXPECT_EQ(a.answer().value("reason", ""), "not_held");
+  a.send(request("release", c, 1, 0));
+  EXPECT_EQ(a.answer().value("reason", ""), "not_held");
+}
+
+// A protocol-1 request (no "protocol"): answers only, never an event line, even when the lock is lost.
+TEST(Protocol2Adapters, NoEventsForAProtocol1Harness) {
+  NEED_ADAPTER("rueidislock");
+  TestCluster c(1);
+  RawAdapter a("rueidislock");
+  a.send(request("acquire", c, 1, 2000, 1));
+  ASSERT_EQ(a.answer().value("ok", false), true);
+  c.conn(0)->command({"DEL", "rueidislock:0:lock-0", "rueidislock:1:lock-0"});
+  EXPECT_FALSE(a.wait_event("lost", milliseconds(1000)));
+  EXPECT_TRUE(a.events.empty());
+}
+
+// Symfony: validity from getRemainingLifetime(), a `lost` event when isExpired() turns true between requests,
+// then extend not_held and the release not_held (the library had said so).
+TEST(Protocol2Adapters, SymfonyValidityAndExpiryNotice) {
+  NEED_ADAPTER("symfony-lock");
+  TestCluster c(1);
+  RawAdapter a("symfony-lock");
+  const auto t0 = std::chrono::steady_clock::now();
+  a.send(request("acquire", c, 1, 400));
+  nlohmann::json ok = a.answer();
+  ASSERT_EQ(ok.value("ok", false), true) << ok;
+  EXPECT_EQ(ok["keys"], nlohmann::json({"lock-0"}));
+  EXPECT_LE(ok["validity_ms"].get<int64_t>(), 400);
+  ASSERT_TRUE(a.wait_event("lost", milliseconds(3000))) << "no lost event at the end of the lifetime";
+  EXPECT_GE(std::chrono::steady_clock::now() - t0, milliseconds(300));  // not before the lifetime ran out
+  a.send(request("extend", c, 1, 400));
+  EXPECT_EQ(a.answer().value("reason", ""), "not_held");
+  a.send(request("release", c, 1, 0));
+  EXPECT_EQ(a.answer().value("reason", ""), "not_held");
+}
+
+// Laravel: its prefixed key, and extend refused as unsupported (reason error), not as not_held.
+TEST(Protocol2Adapters, LaravelKeysAndNoExtend) {
+  NEED_ADAPTER("laravel");
+  TestCluster c(1);
+  RawAdapter a("laravel");
+  a.send(request("acquire", c, 1, 1500));
+  nlohmann::json ok = a.answer();
+  ASSERT_EQ(ok.value("ok", false), true) << ok;
+  EXPECT_EQ(ok["keys"], nlohmann::json({"laravel_database_laravel_cache:lock-0"}));
+  EXPECT_TRUE(c.exists(0, "laravel_database_laravel_cache:lock-0"));
+  // ceil(1500 / 1000) = 2 whole seconds: more than 1 s left.
+  EXPECT_GT(c.conn(0)->command({"PTTL", "laravel_database_laravel_cache:lock-0"}).integer().value_or(0), 1000);
+  a.send(request("extend", c, 1, 1500));
+  EXPECT_EQ(a.answer().value("reason", ""), "error");
+  a.send(request("release", c, 1, 0));
+  EXPECT_EQ(a.answer().value("ok", false), true);
 }
 
 INSTANTIATE_TEST_SUITE_P(Shipped, AdapterTest, ::testing::ValuesIn(testing_util::adapter_names()),
