@@ -57,8 +57,9 @@ final class LcLaravel
         } catch (\RedisException $e) { // the connect failed: nothing was sent
             return lc_fail(LC_UNREACHABLE, lc_describe($e));
         }
+        // One command per op (plus Laravel's reconnect after "went away"): within the harness's own deadline of
+        // op_timeout x nodes + 1 s, so no hello.
         $this->store = new RedisStore(new LcOneConnection($conn), 'laravel_cache');
-        lc_hello((int) (($t + $rt) * 2 * 1000) + 1000);
         return null;
     }
 
