@@ -429,7 +429,7 @@ int cmd_list(const std::vector<std::string>& args, std::ostream& out) {
         << (built ? "" : "  [not built: scripts/build-clients]") << "\n";
     for (const auto& o : a.options) {
       out << "  " << std::setw(20) << ""
-          << "  " << std::setw(20) << o.key << o.help << "\n";
+          << "  " << std::setw(20) << o.key << " " << o.help << "\n";
     }
   }
   out << "lock options of the built-in algorithms (--lock-opt KEY=VALUE):\n";

@@ -325,7 +325,9 @@ Matrix parse_matrix(const nlohmann::json& j, const std::string& results_dir) {
     if (!names.insert(me.name).second) throw ConfigError(where + ": name given twice");
     nlohmann::json cfg = defaults;
     for (auto f = e.begin(); f != e.end(); ++f) {
-      if (f.key() == "name" || f.key() == "expect" || f.key() == "seeds" || f.key() == "min_found") continue;
+      // "note": for people (why the expectation is what it is, the library's documentation line); not a config field.
+      if (f.key() == "name" || f.key() == "expect" || f.key() == "seeds" || f.key() == "min_found" || f.key() == "note")
+        continue;
       if (f.key() == "library" || f.key() == "scenario") {  // the scorecard's row and column
         if (!f.value().is_string()) throw ConfigError(where + ": \"" + f.key() + "\" must be a string");
         (f.key() == "library" ? me.library : me.scenario) = f.value().get<std::string>();

@@ -87,6 +87,66 @@ const Registry<LockAdapter>& lock_adapters() {
        "library: redis.lock.Lock of redis-py (Python, one node, Debian python3-redis), adapter "
        "clients/redis-py",
        "one node is a single point of failure; no validity of its own: a paused holder outlives its lease"},
+      // Added with issue 22: rueidislock (Go) and the PHP libraries (Debian packages, clients/php/).
+      {"rueidislock", "github.com/redis/rueidis/rueidislock (rueidis client, one node)", "v1.0.80", "rueidislock", "",
+       "go",
+       {
+           {"key_majority", "--key-majority", K::kInt,
+            "KeyMajority: keys of KeyMajority*2-1 to hold, all on the node (library default 2)"},
+           {"key_validity_ms", "--key-validity-ms", K::kInt,
+            "KeyValidity, extended in the background (default: --ttl-ms; library default 5000)"},
+           {"extend_interval_ms", "--extend-interval-ms", K::kInt, "ExtendInterval (library default KeyValidity/2)"},
+           {"try_next_after_ms", "--try-next-after-ms", K::kInt,
+            "TryNextAfter: each key's acquire timeout (library default 20)"},
+           {"no_loop_tracking", "--no-loop-tracking", K::kBool, "NoLoopTracking (CLIENT TRACKING NOLOOP)"},
+           {"fallback_setpx", "--fallback-setpx", K::kBool, "FallbackSETPX: SET NX PX instead of PXAT"},
+           {"disable_cache", "--disable-cache", K::kBool,
+            "ClientOption.DisableCache: no client-side caching, so no invalidation notices"},
+           {"dial_timeout_ms", "--dial-timeout-ms", K::kInt, "ClientOption.Dialer.Timeout (default: --op-timeout-ms)"},
+           {"conn_write_timeout_ms", "--conn-write-timeout-ms", K::kInt,
+            "ClientOption.ConnWriteTimeout (library default 10000)"},
+       },
+       "library: rueidislock of redis/rueidis (Go, KeyMajority of 2*KeyMajority-1 keys on one node, background "
+       "extension, context cancelled on loss), adapter clients/rueidislock",
+       "one node is a single point of failure; SET PXAT takes the client's clock, so a jump of the node's clock "
+       "expires the keys early"},
+      {"symfony-lock", "Symfony Lock RedisStore (Debian php-symfony-lock, phpredis, one node)",
+       "5.4.53 (Debian bookworm; php-redis 5.3.7)", "php/symfony-lock.php", "/usr/bin/php", "php-symfony-lock",
+       {
+           {"initial_ttl_s", "--initial-ttl-s", K::kFloat,
+            "RedisStore initialTtl: the TTL save() writes before refresh(ttl) (library default 300)"},
+           {"timeout_ms", "--timeout-ms", K::kInt, "phpredis connect timeout (default: --op-timeout-ms)"},
+           {"read_timeout_ms", "--read-timeout-ms", K::kInt, "phpredis read timeout (default: --op-timeout-ms)"},
+       },
+       "library: Symfony Lock 5.4 RedisStore (PHP, one node, Debian php-symfony-lock), adapter "
+       "clients/php/symfony-lock.php",
+       "one node is a single point of failure; release() cannot tell a lapsed lock (Lock::isExpired() can)"},
+      {"symfony-combined",
+       "Symfony Lock CombinedStore + ConsensusStrategy over RedisStores (Debian php-symfony-lock, phpredis, all nodes)",
+       "5.4.53 (Debian bookworm; php-redis 5.3.7)", "php/symfony-combined.php", "/usr/bin/php", "php-symfony-lock",
+       {
+           {"initial_ttl_s", "--initial-ttl-s", K::kFloat,
+            "RedisStore initialTtl: the TTL save() writes before refresh(ttl) (library default 300)"},
+           {"timeout_ms", "--timeout-ms", K::kInt, "phpredis connect timeout per node (default: --op-timeout-ms)"},
+           {"read_timeout_ms", "--read-timeout-ms", K::kInt,
+            "phpredis read timeout per node (default: --op-timeout-ms)"},
+       },
+       "library: Symfony Lock 5.4 CombinedStore with ConsensusStrategy (PHP's Redlock, Debian php-symfony-lock), "
+       "adapter clients/php/symfony-combined.php",
+       "Redlock's: amnesia on a fast restart, clock jumps; the stores are written one after the other"},
+      {"laravel",
+       "Illuminate\\Cache\\RedisLock (Debian php-illuminate-cache + php-illuminate-redis, phpredis, one node)",
+       "8.83.26 (Debian bookworm; php-redis 5.3.7)", "php/laravel.php", "/usr/bin/php", "php-illuminate-cache",
+       {
+           {"seconds", "--seconds", K::kInt,
+            "the lock's seconds (default: ceil(--ttl-ms / 1000); Laravel takes whole seconds)"},
+           {"timeout_ms", "--timeout-ms", K::kInt, "phpredis connect timeout (default: --op-timeout-ms)"},
+           {"read_timeout_ms", "--read-timeout-ms", K::kInt, "phpredis read timeout (default: --op-timeout-ms)"},
+       },
+       "library: Laravel 8 cache lock, Illuminate\\Cache\\RedisLock (PHP, one node, Debian php-illuminate-cache), "
+       "adapter clients/php/laravel.php",
+       "one node is a single point of failure; whole seconds only, no extend, no validity: a paused holder outlives "
+       "its lease"},
   };
   return registry;
 }

@@ -4,7 +4,9 @@
 // external client's process. An adapter that scripts/build-clients has not built is skipped with the reason,
 // except with CI=true, where that is a failure.
 #include <gtest/gtest.h>
+#include <poll.h>
 #include <signal.h>
+#include <unistd.h>
 
 #include <cstdlib>
 #include <fstream>
@@ -54,10 +56,20 @@ class AdapterTest : public ::testing::TestWithParam<std::string> {
       GTEST_SKIP() << adapter_program(*a) << " is not built (scripts/build-clients; needs " << a->toolchain << ")";
     }
   }
-  // redsync is Redlock over 3 nodes; the others use one node.
-  int nodes() const { return GetParam() == "redsync" ? 3 : 1; }
+  // redsync and symfony-combined are Redlock over 3 nodes; the others use one node.
+  bool multi_node() const { return GetParam() == "redsync" || GetParam() == "symfony-combined"; }
+  int nodes() const { return multi_node() ? 3 : 1; }
   // How many nodes must be down or paused before an acquire cannot succeed.
-  int to_break() const { return GetParam() == "redsync" ? 2 : 1; }
+  int to_break() const { return multi_node() ? 2 : 1; }
+  // The Redis keys the library writes for lock-0 (rueidislock: KeyMajority*2-1 prefixed keys; Laravel: its
+  // connection's and cache store's prefixes).
+  std::vector<std::string> redis_keys() const {
+    if (GetParam() == "rueidislock") return {"rueidislock:0:lock-0", "rueidislock:1:lock-0", "rueidislock:2:lock-0"};
+    if (GetParam() == "laravel") return {"laravel_database_laravel_cache:lock-0"};
+    return {"lock-0"};
+  }
+  // Libraries that compute a validity for their caller (Redlock's Until(), Symfony's getRemainingLifetime()).
+  bool reports_validity() const { return GetParam() == "redsync" || GetParam().rfind("symfony-", 0) == 0; }
 };
 
 TEST_P(AdapterTest, AcquiresExcludesExtendsAndReleases) {
@@ -69,23 +81,35 @@ TEST_P(AdapterTest, AcquiresExcludesExtendsAndReleases) {
   ASSERT_EQ(r.outcome, OpType::kOk) << r.error;
   const auto took = std::chrono::duration_cast<milliseconds>(std::chrono::steady_clock::now() - t0).count();
   std::cout << "[ adapter  ] " << GetParam() << ": first acquire (start-up included) " << took << " ms\n";
-  if (GetParam() == "redsync") {  // validity = TTL - elapsed - 0.01 TTL, remaining at the end of the acquire
+  if (reports_validity()) {  // validity = TTL - elapsed (- 0.01 TTL for redsync), left at the end of the acquire
     ASSERT_TRUE(r.validity_ms.has_value());
     EXPECT_GT(*r.validity_ms, 9000);
-    EXPECT_LE(*r.validity_ms, 9900);
+    EXPECT_LE(*r.validity_ms, GetParam() == "redsync" ? 9900 : 10000);
   } else {
     EXPECT_FALSE(r.validity_ms.has_value());  // the library computes none
   }
-  for (int n = 0; n < nodes(); ++n) EXPECT_TRUE(c.exists(n, "lock-0")) << "node " << n;
+  for (int n = 0; n < nodes(); ++n) {
+    for (const auto& k : redis_keys()) EXPECT_TRUE(c.exists(n, k)) << "node " << n << " key " << k;
+  }
   LockResult busy = b->acquire("lock-0", milliseconds(10000));
   EXPECT_EQ(busy.outcome, OpType::kFail) << busy.error;
   EXPECT_EQ(b->release("lock-0").outcome, OpType::kFail);  // b never held it
   EXPECT_EQ(b->extend("lock-0", milliseconds(20000)).outcome, OpType::kFail);
   LockResult ext = a->extend("lock-0", milliseconds(20000));
-  EXPECT_EQ(ext.outcome, OpType::kOk) << ext.error;
-  EXPECT_GT(c.conn(0)->command({"PTTL", "lock-0"}).integer().value_or(0), 10000);
+  if (GetParam() == "laravel") {
+    EXPECT_EQ(ext.outcome, OpType::kFail) << "Laravel 8's lock has no extend";
+  } else {
+    EXPECT_EQ(ext.outcome, OpType::kOk) << ext.error;
+  }
+  if (GetParam() == "rueidislock") {  // it extends in the background, by KeyValidity (the first TTL) each time
+    for (const auto& k : redis_keys()) EXPECT_GT(c.conn(0)->command({"PTTL", k}).integer().value_or(0), 0) << k;
+  } else if (GetParam() != "laravel") {
+    EXPECT_GT(c.conn(0)->command({"PTTL", "lock-0"}).integer().value_or(0), 10000);
+  }
   EXPECT_EQ(a->release("lock-0").outcome, OpType::kOk);
-  for (int n = 0; n < nodes(); ++n) EXPECT_FALSE(c.exists(n, "lock-0")) << "node " << n;
+  for (int n = 0; n < nodes(); ++n) {
+    for (const auto& k : redis_keys()) EXPECT_FALSE(c.exists(n, k)) << "node " << n << " key " << k;
+  }
   EXPECT_EQ(a->release("lock-0").outcome, OpType::kFail);  // released already
   LockResult rb = b->acquire("lock-0", milliseconds(10000));
   EXPECT_EQ(rb.outcome, OpType::kOk) << rb.error;
@@ -100,8 +124,17 @@ TEST_P(AdapterTest, ExtendAfterExpiryFails) {
   auto a = make_lock(GetParam(), adapter_options(c, GetParam(), opts));
   LockResult r = a->acquire("lock-0", milliseconds(300));
   ASSERT_EQ(r.outcome, OpType::kOk) << r.error;
+  if (GetParam() == "rueidislock") {
+    // Its keys never expire while the process lives (background extension); it loses the lock when they go: the
+    // keys' invalidation cancels its context, and the extend (the context's liveness) then fails.
+    for (const auto& k : redis_keys()) c.conn(0)->command({"DEL", k});
+  }
   std::this_thread::sleep_for(milliseconds(600));
   EXPECT_EQ(a->extend("lock-0", milliseconds(1000)).outcome, OpType::kFail);
+  if (GetParam() == "rueidislock" || GetParam().rfind("symfony-", 0) == 0) {
+    // The library had said it was gone (a cancelled context; a refused refresh): the release says not_held.
+    EXPECT_EQ(a->release("lock-0").outcome, OpType::kFail);
+  }
 }
 
 // redsync's WithSetNXOnExtend (--lock-opt setnx_on_extend=true): extend re-creates an expired lock with SET NX,
@@ -130,7 +163,7 @@ TEST_P(AdapterTest, DeadNodesAreADefiniteFail) {
   // cannot be told from a request in flight (indeterminate). With one dial attempt the refused dial itself is
   // reported: a definite fail.
   nlohmann::json opts = nlohmann::json::object();
-  if (GetParam() != "redis-py") opts["dialer_retries"] = 1;
+  if (GetParam() == "redsync" || GetParam() == "redislock") opts["dialer_retries"] = 1;
   auto a = make_lock(GetParam(), adapter_options(c, GetParam(), opts));
   for (int n = 0; n < to_break(); ++n) c.cluster->kill(n);
   LockResult r = a->acquire("lock-0", milliseconds(5000));
@@ -154,7 +187,15 @@ TEST_P(AdapterTest, PausedNodesAreIndeterminate) {
   for (int n = 0; n < to_break(); ++n) c.cluster->pause(n);
   LockResult r = a->acquire("lock-0", milliseconds(5000));
   for (int n = 0; n < to_break(); ++n) c.cluster->resume(n);
-  EXPECT_EQ(r.outcome, OpType::kInfo) << r.error;  // sent, never answered: it may have happened
+  if (GetParam() == "rueidislock" || GetParam() == "symfony-combined") {
+    // Both clean up before they answer a failed acquire (rueidislock: compare-and-delete of each key it tried,
+    // bounded by the key's deadline; CombinedStore: delete() on every store, queued behind the save on the same
+    // connection), so their answer is a definite fail; when it comes after the harness's deadline, info.
+    EXPECT_NE(r.outcome, OpType::kOk) << r.error;
+    std::cout << "[ adapter  ] " << GetParam() << ", paused node: " << to_string(r.outcome) << " (" << r.error << ")\n";
+  } else {
+    EXPECT_EQ(r.outcome, OpType::kInfo) << r.error;  // sent, never answered: it may have happened
+  }
 }
 
 // Whole runs (run_test, as `lockcheck run --lock NAME`): healthy is valid; kill with a fast restart (no
@@ -188,17 +229,212 @@ int run_adapter(const std::string& lock, int nodes, bool kill, uint64_t seed, co
 
 TEST_P(AdapterTest, HealthyRunIsValid) {
   TempDir results;
-  EXPECT_EQ(run_adapter(GetParam(), GetParam() == "redsync" ? 5 : 1, false, 1, results.path()), 0);
+  EXPECT_EQ(run_adapter(GetParam(), multi_node() ? 5 : 1, false, 1, results.path()), 0);
 }
 
 TEST_P(AdapterTest, KillWithFastRestartIsFoundInvalid) {
   TempDir results;
   int exit = -1;
   for (uint64_t seed = 1; seed <= 4 && exit != 1; ++seed) {
-    exit = run_adapter(GetParam(), GetParam() == "redsync" ? 5 : 1, true, seed, results.path());
+    exit = run_adapter(GetParam(), multi_node() ? 5 : 1, true, seed, results.path());
     ASSERT_NE(exit, 3) << "harness failure";
   }
   EXPECT_EQ(exit, 1) << "no anomaly in 4 seeds";
+}
+
+// Protocol 2 spoken to an adapter directly (requests written, every line read back), so that the adapters'
+// own side (keys, typed reasons, hello and lost events) is tested whatever the harness reads of it.
+class RawAdapter {
+ public:
+  RawAdapter(const std::string& name, const nlohmann::json& opts = {}) {
+    ProcessSpec spec;
+    spec.argv = adapter_argv(*find_lock_adapter(name), opts);
+    spec.pipe_stdin = spec.pipe_stdout = true;
+    child_ = std::make_unique<ChildProcess>(spec);
+  }
+  void send(nlohmann::json req) {
+    const std::string line = req.dump() + "\n";
+    size_t off = 0;
+    const auto end = std::chrono::steady_clock::now() + milliseconds(5000);
+    while (off < line.size() && std::chrono::steady_clock::now() < end) {
+      const ssize_t n = ::write(child_->stdin_fd(), line.data() + off, line.size() - off);
+      if (n > 0) off += static_cast<size_t>(n);
+      else std::this_thread::sleep_for(milliseconds(5));
+    }
+    ASSERT_EQ(off, line.size()) << "the adapter took no request";
+  }
+  // The next line (answer or event), or null after `wait`.
+  nlohmann::json next(milliseconds wait) {
+    const auto end = std::chrono::steady_clock::now() + wait;
+    while (true) {
+      if (auto nl = buf_.find('\n'); nl != std::string::npos) {
+        std::string line = buf_.substr(0, nl);
+        buf_.erase(0, nl + 1);
+        return nlohmann::json::parse(line);
+      }
+      const auto left = std::chrono::duration_cast<milliseconds>(end - std::chrono::steady_clock::now()).count();
+      if (left <= 0) return nullptr;
+      pollfd p{child_->stdout_fd(), POLLIN, 0};
+      if (::poll(&p, 1, static_cast<int>(left)) <= 0) continue;
+      char chunk[4096];
+      const ssize_t n = ::read(child_->stdout_fd(), chunk, sizeof chunk);
+      if (n <= 0) return nullptr;  // EOF: the adapter ended
+      buf_.append(chunk, static_cast<size_t>(n));
+    }
+  }
+  // Reads up to the next answer; event lines on the way are kept in `events`.
+  nlohmann::json answer(milliseconds wait = milliseconds(10000)) {
+    for (nlohmann::json line = next(wait); !line.is_null(); line = next(wait)) {
+      if (!line.contains("event")) return line;
+      events.push_back(line);
+    }
+    return nullptr;
+  }
+  // Waits up to `wait` for an event named `name`, keeping every line read.
+  bool wait_event(const std::string& name, milliseconds wait) {
+    const auto end = std::chrono::steady_clock::now() + wait;
+    for (const auto& e : events)
+      if (e["event"] == name) return true;
+    while (std::chrono::steady_clock::now() < end) {
+      nlohmann::json line =
+          next(std::chrono::duration_cast<milliseconds>(end - std::chrono::steady_clock::now()) + milliseconds(1));
+      if (line.is_null()) return false;
+      events.push_back(line);
+      if (line.value("event", "") == name) return true;
+    }
+    return false;
+  }
+  std::vector<nlohmann::json> events;
+
+ private:
+  std::unique_ptr<ChildProcess> child_;
+  std::string buf_;
+};
+
+nlohmann::json request(const std::string& op, const TestCluster& c, int nodes, int64_t ttl_ms, int protocol = 2) {
+  nlohmann::json r = {{"op", op}, {"key", "lock-0"}, {"ttl_ms", ttl_ms}, {"op_timeout_ms", 300}, {"fencing", false}};
+  r["nodes"] = nlohmann::json::array();
+  for (int n = 0; n < nodes; ++n) r["nodes"].push_back(c.cluster->nodes().at(n).endpoint.str());
+  if (protocol >= 2) r["protocol"] = protocol;
+  return r;
+}
+
+bool adapter_built(const std::string& name) {
+  ::setenv("LOCKCHECK_CLIENTS_DIR", LOCKCHECK_CLIENTS_DIR, 1);
+  return std::ifstream(adapter_program(*find_lock_adapter(name))).good();
+}
+
+#define NEED_ADAPTER(name)                                                                   \
+  do {                                                                                       \
+    if (!adapter_built(name)) {                                                              \
+      if (testing_util::in_ci()) FAIL() << name << " adapter not built (CI=true)";           \
+      GTEST_SKIP() << name << " adapter not built (scripts/build-clients)";                  \
+    }                                                                                        \
+  } while (0)
+
+// rueidislock: its keys in `keys`, hello with a bound past the key validity, `held` for a second holder, and a
+// `lost` event when its keys vanish (the invalidation cancels its context); extend and release then not_held.
+TEST(Protocol2Adapters, RueidislockKeysHeldAndLost) {
+  NEED_ADAPTER("rueidislock");
+  TestCluster c(1);
+  RawAdapter a("rueidislock"), b("rueidislock");
+  a.send(request("acquire", c, 1, 2000));
+  nlohmann::json ok = a.answer();
+  ASSERT_EQ(ok.value("ok", false), true) << ok;
+  EXPECT_EQ(ok["keys"], nlohmann::json({"rueidislock:0:lock-0", "rueidislock:1:lock-0", "rueidislock:2:lock-0"}));
+  ASSERT_EQ(a.events.size(), 1u);
+  EXPECT_EQ(a.events[0]["event"], "hello");
+  EXPECT_GE(a.events[0]["max_call_ms"].get<int64_t>(), 2000);  // the key validity and more
+  b.send(request("acquire", c, 1, 2000));
+  nlohmann::json busy = b.answer();
+  EXPECT_EQ(busy.value("ok", true), false) << busy;
+  EXPECT_EQ(busy.value("reason", ""), "held") << busy;
+  EXPECT_FALSE(busy.contains("indeterminate")) << busy;  // the library cleaned up before it answered
+  for (const auto& k : ok["keys"]) c.conn(0)->command({"DEL", k.get<std::string>()});
+  ASSERT_TRUE(a.wait_event("lost", milliseconds(3000))) << "no lost event after the keys were deleted";
+  EXPECT_EQ(a.events.back()["key"], "lock-0");
+  a.send(request("extend", c, 1, 2000));
+  EXPECT_EQ(a.answer().value("reason", ""), "not_held");
+  a.send(request("release", c, 1, 0));
+  EXPECT_EQ(a.answer().value("reason", ""), "not_held");
+}
+
+// A protocol-1 request (no "protocol"): answers only, never an event line, even when the lock is lost.
+TEST(Protocol2Adapters, NoEventsForAProtocol1Harness) {
+  NEED_ADAPTER("rueidislock");
+  TestCluster c(1);
+  RawAdapter a("rueidislock");
+  a.send(request("acquire", c, 1, 2000, 1));
+  ASSERT_EQ(a.answer().value("ok", false), true);
+  c.conn(0)->command({"DEL", "rueidislock:0:lock-0", "rueidislock:1:lock-0"});
+  EXPECT_FALSE(a.wait_event("lost", milliseconds(1000)));
+  EXPECT_TRUE(a.events.empty());
+}
+
+// Symfony: validity from getRemainingLifetime(), a `lost` event when isExpired() turns true between requests,
+// then extend not_held and the release not_held (the library had said so).
+TEST(Protocol2Adapters, SymfonyValidityAndExpiryNotice) {
+  NEED_ADAPTER("symfony-lock");
+  TestCluster c(1);
+  RawAdapter a("symfony-lock");
+  const auto t0 = std::chrono::steady_clock::now();
+  a.send(request("acquire", c, 1, 400));
+  nlohmann::json ok = a.answer();
+  ASSERT_EQ(ok.value("ok", false), true) << ok;
+  EXPECT_EQ(ok["keys"], nlohmann::json({"lock-0"}));
+  EXPECT_LE(ok["validity_ms"].get<int64_t>(), 400);
+  ASSERT_TRUE(a.wait_event("lost", milliseconds(3000))) << "no lost event at the end of the lifetime";
+  EXPECT_GE(std::chrono::steady_clock::now() - t0, milliseconds(300));  // not before the lifetime ran out
+  a.send(request("extend", c, 1, 400));
+  EXPECT_EQ(a.answer().value("reason", ""), "not_held");
+  a.send(request("release", c, 1, 0));
+  EXPECT_EQ(a.answer().value("reason", ""), "not_held");
+}
+
+// Laravel: its prefixed key, and extend refused as unsupported (reason error), not as not_held.
+TEST(Protocol2Adapters, LaravelKeysAndNoExtend) {
+  NEED_ADAPTER("laravel");
+  TestCluster c(1);
+  RawAdapter a("laravel");
+  a.send(request("acquire", c, 1, 1500));
+  nlohmann::json ok = a.answer();
+  ASSERT_EQ(ok.value("ok", false), true) << ok;
+  EXPECT_EQ(ok["keys"], nlohmann::json({"laravel_database_laravel_cache:lock-0"}));
+  EXPECT_TRUE(c.exists(0, "laravel_database_laravel_cache:lock-0"));
+  // ceil(1500 / 1000) = 2 whole seconds: more than 1 s left.
+  EXPECT_GT(c.conn(0)->command({"PTTL", "laravel_database_laravel_cache:lock-0"}).integer().value_or(0), 1000);
+  a.send(request("extend", c, 1, 1500));
+  EXPECT_EQ(a.answer().value("reason", ""), "error");
+  a.send(request("release", c, 1, 0));
+  EXPECT_EQ(a.answer().value("ok", false), true);
+}
+
+// The finding of the README ("CombinedStore over phpredis: a double grant after a node pause"), step by step:
+// P's acquire while all nodes are paused times out on each store (CombinedStore swallows the exceptions, then
+// deletes on every store, timing out again); phpredis keeps each connection with those replies still to come.
+// After the resume Q takes the lock; P's next acquire reads the old replies (its saves' `true`s) as the answers
+// to its new save and refresh, and Symfony grants P the lock Q holds.
+TEST(Findings, SymfonyCombinedStaleRepliesGrantAHeldLock) {
+  NEED_ADAPTER("symfony-combined");
+  TestCluster c(3);
+  RawAdapter p("symfony-combined"), q("symfony-combined");
+  p.send(request("acquire", c, 3, 5000));
+  ASSERT_EQ(p.answer().value("ok", false), true);
+  p.send(request("release", c, 3, 0));
+  ASSERT_EQ(p.answer().value("ok", false), true);
+  for (int n = 0; n < 3; ++n) c.cluster->pause(n);
+  p.send(request("acquire", c, 3, 5000));
+  nlohmann::json during = p.answer();
+  for (int n = 0; n < 3; ++n) c.cluster->resume(n);
+  EXPECT_EQ(during.value("ok", true), false) << during;  // no quorum: "not acquired"
+  std::this_thread::sleep_for(milliseconds(300));        // the queued saves and deletes run
+  q.send(request("acquire", c, 3, 5000));
+  nlohmann::json q_ok = q.answer();
+  ASSERT_EQ(q_ok.value("ok", false), true) << q_ok;
+  p.send(request("acquire", c, 3, 5000));
+  nlohmann::json p_again = p.answer();
+  std::cout << "[ finding  ] symfony-combined: Q holds lock-0; P's acquire after the pause: " << p_again.dump() << "\n";
+  EXPECT_EQ(p_again.value("ok", false), true) << "P was not granted the held lock: phpredis or Symfony changed";
 }
 
 INSTANTIATE_TEST_SUITE_P(Shipped, AdapterTest, ::testing::ValuesIn(testing_util::adapter_names()),
@@ -227,6 +463,18 @@ TEST(AdapterRegistry, OptionsBecomeFlagsAndUnknownKeysNameTheKnownOnes) {
   const LockAdapter* py = find_lock_adapter("redis-py");
   ASSERT_NE(py, nullptr);
   EXPECT_EQ(adapter_argv(*py, {}).front(), "/usr/bin/python3");
+  const LockAdapter* sf = find_lock_adapter("symfony-combined");
+  ASSERT_NE(sf, nullptr);
+  argv = adapter_argv(*sf, {{"initial_ttl_s", 30}, {"read_timeout_ms", 200}});
+  EXPECT_EQ(argv.front(), "/usr/bin/php");
+  EXPECT_NE(argv[1].find("php/symfony-combined.php"), std::string::npos) << argv[1];
+  EXPECT_EQ(argv.size(), 6u);
+  const LockAdapter* ru = find_lock_adapter("rueidislock");
+  ASSERT_NE(ru, nullptr);
+  joined.clear();
+  for (const auto& a : adapter_argv(*ru, {{"key_majority", 3}, {"disable_cache", true}})) joined += a + " ";
+  EXPECT_NE(joined.find("--key-majority 3 "), std::string::npos) << joined;
+  EXPECT_NE(joined.find("--disable-cache"), std::string::npos) << joined;
 }
 
 TEST(AdapterRegistry, CommandLinesSurviveSplitting) {

@@ -112,6 +112,15 @@ TEST(MatrixTest, MinFoundDemandsThatManySeedsFindTheAnomaly) {
                       "'x': min_found");
 }
 
+// "note" (the documentation line an expectation rests on) is for people: accepted, not a config field.
+TEST(MatrixTest, ANoteIsNotAConfigField) {
+  Matrix m = parse_matrix(nlohmann::json::parse(R"({"entries": [{"name": "x", "expect": "valid",
+      "note": "Symfony 5.4 Lock docs: ConsensusStrategy requires more than 50% of the stores"}]})"),
+                          "results");
+  ASSERT_EQ(m.entries.size(), 1u);
+  EXPECT_EQ(m.entries[0].name, "x");
+}
+
 TEST(MatrixTest, ShippedMatricesParse) {
   for (const char* name : {"quick", "default", "findings", "findings-failover", "false-alarms"}) {
     Matrix m = load_matrix(name, "results");

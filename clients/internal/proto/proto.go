@@ -115,6 +115,17 @@ var (
 // then waits that long, plus its margin, before it gives up on an answer. Call before Serve.
 func SetMaxCall(d time.Duration) { maxCallMs = d.Milliseconds() }
 
+// Hello announces max_call_ms from inside a handler, for a bound known only from the first request (its ttl_ms,
+// say); once, to a protocol-2 harness, and only if SetMaxCall did not announce one already.
+func Hello(d time.Duration) {
+	outMu.Lock()
+	defer outMu.Unlock()
+	if v2 && !helloSent && d > 0 {
+		writeLine(map[string]any{"event": "hello", "max_call_ms": d.Milliseconds()})
+		helloSent = true
+	}
+}
+
 func writeLine(v any) {
 	b, _ := json.Marshal(v)
 	out.Write(append(b, '\n'))
@@ -145,8 +156,8 @@ func Serve(handle func(Request) Answer) {
 				v2 = true
 				if !helloSent && maxCallMs > 0 {
 					writeLine(map[string]any{"event": "hello", "max_call_ms": maxCallMs})
+					helloSent = true
 				}
-				helloSent = true
 				outMu.Unlock()
 			}
 			if jerr != nil {
