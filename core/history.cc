@@ -143,7 +143,7 @@ class OpRules {
   Proc& proc(Process p) {
     if (p == kNemesis) return nemesis_;
     if (p < kDense) {
-      if (static_cast<size_t>(p) >= dense_.size()) dense_.resize(static_cast<size_t>(p) + 1);
+      if (static_cast<size_t>(p) >= dense_.size()) resize_huge(&dense_, static_cast<size_t>(p) + 1);
       return dense_[static_cast<size_t>(p)];
     }
     return sparse_[p];

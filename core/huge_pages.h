@@ -8,6 +8,7 @@
 // Set LOCKCHECK_HUGE_PAGES=0 in the environment to leave the advice out (to measure what it saves).
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <vector>
 
@@ -31,6 +32,21 @@ void assign_huge(std::vector<T>* v, size_t n, const T& value) {
   v->reserve(n);
   advise_huge_pages(*v);
   v->assign(n, value);
+}
+
+// v resized to n (new elements value), for tables indexed by a number that grows as a history is read (a
+// process id: an info-heavy history retires one per info op, hundreds of thousands): the capacity grows
+// geometrically as resize's would, and each new block is advised before it is written.
+template <class T>
+void resize_huge(std::vector<T>* v, size_t n, const T& value = T()) {
+  if (n > v->capacity()) {
+    std::vector<T> bigger;
+    bigger.reserve(std::max(n, 2 * v->capacity()));
+    advise_huge_pages(bigger);
+    bigger.assign(v->begin(), v->end());
+    v->swap(bigger);
+  }
+  v->resize(n, value);
 }
 
 }  // namespace lockcheck
