@@ -5,7 +5,10 @@
 // "always" or "madvise" (Debian's default is madvise) an advised range is backed by huge pages as it is first
 // touched; with "never", or without THP, the advice is ignored and nothing else changes.
 //
-// Set LOCKCHECK_HUGE_PAGES=0 in the environment to leave the advice out (to measure what it saves).
+// Except on a virtual machine whose balloon device reports free memory back to the hypervisor (virtio-balloon
+// with free page reporting, as on the project's VM): there every fresh 2 MiB page is one the host has dropped,
+// and zeroing it cost more system time than the faults it saved (huge_pages.cc has the figures), so the advice
+// is left out. LOCKCHECK_HUGE_PAGES=1 gives it anyway, LOCKCHECK_HUGE_PAGES=0 never (to measure either way).
 #pragma once
 
 #include <algorithm>
