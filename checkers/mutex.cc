@@ -91,7 +91,7 @@ class OpenInvokes {
   };
   void put(Process p, Ref r) {
     if (p >= 0 && p < kDenseLimit) {
-      if (static_cast<size_t>(p) >= dense_.size()) dense_.resize(static_cast<size_t>(p) + 1);
+      if (static_cast<size_t>(p) >= dense_.size()) resize_huge(&dense_, static_cast<size_t>(p) + 1);
       dense_[static_cast<size_t>(p)] = r;
     } else {
       sparse_[p] = r;

@@ -8,6 +8,8 @@
 #include <utility>
 #include <vector>
 
+#include "core/huge_pages.h"
+
 namespace lockcheck {
 
 template <class V>
@@ -88,7 +90,7 @@ class FlatTable {
   }
   void grow() {
     std::vector<Slot> old = std::move(slots_);
-    slots_.assign(old.empty() ? 16 : old.size() * 2, Slot{});
+    assign_huge(&slots_, old.empty() ? 16 : old.size() * 2, Slot{});  // a table per process id can be big
     mask_ = slots_.size() - 1;
     size_ = 0;
     for (Slot& s : old) {

@@ -143,7 +143,7 @@ class OpRules {
   Proc& proc(Process p) {
     if (p == kNemesis) return nemesis_;
     if (p < kDense) {
-      if (static_cast<size_t>(p) >= dense_.size()) dense_.resize(static_cast<size_t>(p) + 1);
+      if (static_cast<size_t>(p) >= dense_.size()) resize_huge(&dense_, static_cast<size_t>(p) + 1);
       return dense_[static_cast<size_t>(p)];
     }
     return sparse_[p];
@@ -260,78 +260,88 @@ class LineScanner {
   // and the line goes to parse_op, on anything else: a field twice, a field it does not know, a missing required
   // field, a "value" other than null, a string with an escape, a number that is not a plain integer.
   bool op_any_order(Op* op) {
-    enum : unsigned {
-      kIndex = 1, kTime = 2, kProcess = 4, kType = 8, kF = 16, kKey = 32, kValue = 64, kToken = 128,
-      kValidity = 256, kError = 512,
-    };
+    constexpr unsigned kIndex = 1, kTime = 2, kProcess = 4, kType = 8, kF = 16, kKey = 32, kValue = 64,
+                       kToken = 128, kValidity = 256, kError = 512;
     constexpr unsigned kRequired = kIndex | kTime | kProcess | kType | kF;
     unsigned seen = 0;
     if (!lit("{")) return false;
     for (;;) {
-      std::string_view name, text;
       space();
-      if (!string(&name)) return false;
+      // The field's name, told by its first letter and compared a word at a time.
+      unsigned bit = 0;
+      if (p_ + 1 < end_ && *p_ == '"') {
+        switch (p_[1]) {
+          case 'i': bit = lit("\"index\"") ? kIndex : 0; break;
+          case 't': bit = lit("\"time\"") ? kTime : lit("\"type\"") ? kType : lit("\"token\"") ? kToken : 0; break;
+          case 'p': bit = lit("\"process\"") ? kProcess : 0; break;
+          case 'f': bit = lit("\"f\"") ? kF : 0; break;
+          case 'k': bit = lit("\"key\"") ? kKey : 0; break;
+          case 'v': bit = lit("\"value\"") ? kValue : lit("\"validity_ms\"") ? kValidity : 0; break;
+          case 'e': bit = lit("\"error\"") ? kError : 0; break;
+          default: break;
+        }
+      }
+      if (bit == 0 || (seen & bit) != 0) return false;
+      seen |= bit;
       space();
       if (!lit(":")) return false;
       space();
-      unsigned bit = 0;
-      if (name == "index") {
-        bit = kIndex;
-        if (!integer(&op->index)) return false;
-      } else if (name == "time") {
-        bit = kTime;
-        if (!integer(&op->time_ns)) return false;
-      } else if (name == "process") {
-        bit = kProcess;
-        int64_t process = 0;
-        if (lit("\"nemesis\"")) {
-          op->process = kNemesis;
-        } else if (integer(&process) && process >= 0 && process <= std::numeric_limits<Process>::max()) {
-          op->process = static_cast<Process>(process);
-        } else {
-          return false;
+      std::string_view text;
+      int64_t x = 0;
+      switch (bit) {
+        case kIndex:
+          if (!integer(&op->index)) return false;
+          break;
+        case kTime:
+          if (!integer(&op->time_ns)) return false;
+          break;
+        case kProcess:
+          if (lit("\"nemesis\"")) {
+            op->process = kNemesis;
+          } else if (integer(&x) && x >= 0 && x <= std::numeric_limits<Process>::max()) {
+            op->process = static_cast<Process>(x);
+          } else {
+            return false;
+          }
+          break;
+        case kType: {
+          if (!string(&text)) return false;
+          const std::optional<OpType> op_type = op_type_from_string(text);
+          if (!op_type) return false;
+          op->type = *op_type;
+          break;
         }
-      } else if (name == "type") {
-        bit = kType;
-        if (!string(&text)) return false;
-        const std::optional<OpType> op_type = op_type_from_string(text);
-        if (!op_type) return false;
-        op->type = *op_type;
-      } else if (name == "f") {
-        bit = kF;
-        if (!string(&text)) return false;
-        op->f = atoms_->f.get(text);
-      } else if (name == "key" || name == "error") {
-        const bool key = name == "key";
-        bit = key ? kKey : kError;
-        Atom& out = key ? op->key : op->error;
-        if (lit("null")) {
-          out.clear();
-        } else if (string(&text)) {
-          out = (key ? atoms_->key : atoms_->error).get(text);
-        } else {
-          return false;
+        case kF:
+          if (!string(&text)) return false;
+          op->f = atoms_->f.get(text);
+          break;
+        case kKey:
+        case kError: {
+          Atom& out = bit == kKey ? op->key : op->error;
+          if (lit("null")) {
+            out.clear();
+          } else if (string(&text)) {
+            out = (bit == kKey ? atoms_->key : atoms_->error).get(text);
+          } else {
+            return false;
+          }
+          break;
         }
-      } else if (name == "value") {
-        bit = kValue;
-        if (!lit("null")) return false;
-      } else if (name == "token" || name == "validity_ms") {
-        const bool token = name == "token";
-        bit = token ? kToken : kValidity;
-        OptionalInt& out = token ? op->token : op->validity_ms;
-        int64_t x = 0;
-        if (lit("null")) {
-          out.reset();
-        } else if (integer(&x)) {  // at most 18 digits: never OptionalInt::kAbsent
-          out = x;
-        } else {
-          return false;
+        case kValue:
+          if (!lit("null")) return false;
+          break;
+        default: {  // kToken, kValidity
+          OptionalInt& out = bit == kToken ? op->token : op->validity_ms;
+          if (lit("null")) {
+            out.reset();
+          } else if (integer(&x)) {  // at most 18 digits: never OptionalInt::kAbsent
+            out = x;
+          } else {
+            return false;
+          }
+          break;
         }
-      } else {
-        return false;
       }
-      if (seen & bit) return false;
-      seen |= bit;
       space();
       if (lit(",")) continue;
       if (lit("}")) break;
@@ -343,7 +353,9 @@ class LineScanner {
  private:
   // JSON whitespace inside a line (the reader has cut the line at its newline).
   void space() {
-    while (p_ < end_ && (*p_ == ' ' || *p_ == '\t' || *p_ == '\r')) ++p_;
+    const char* p = p_;  // a local: a store to p_ would be reloaded after every byte read
+    while (p < end_ && static_cast<unsigned char>(*p) <= ' ' && (*p == ' ' || *p == '\t' || *p == '\r')) ++p;
+    p_ = p;
   }
   template <size_t N>
   bool lit(const char (&s)[N]) {

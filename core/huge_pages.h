@@ -5,9 +5,13 @@
 // "always" or "madvise" (Debian's default is madvise) an advised range is backed by huge pages as it is first
 // touched; with "never", or without THP, the advice is ignored and nothing else changes.
 //
-// Set LOCKCHECK_HUGE_PAGES=0 in the environment to leave the advice out (to measure what it saves).
+// Except on a virtual machine whose balloon device reports free memory back to the hypervisor (virtio-balloon
+// with free page reporting, as on the project's VM): there every fresh 2 MiB page is one the host has dropped,
+// and zeroing it cost more system time than the faults it saved (huge_pages.cc has the figures), so the advice
+// is left out. LOCKCHECK_HUGE_PAGES=1 gives it anyway, LOCKCHECK_HUGE_PAGES=0 never (to measure either way).
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <vector>
 
@@ -31,6 +35,21 @@ void assign_huge(std::vector<T>* v, size_t n, const T& value) {
   v->reserve(n);
   advise_huge_pages(*v);
   v->assign(n, value);
+}
+
+// v resized to n (new elements value), for tables indexed by a number that grows as a history is read (a
+// process id: an info-heavy history retires one per info op, hundreds of thousands): the capacity grows
+// geometrically as resize's would, and each new block is advised before it is written.
+template <class T>
+void resize_huge(std::vector<T>* v, size_t n, const T& value = T()) {
+  if (n > v->capacity()) {
+    std::vector<T> bigger;
+    bigger.reserve(std::max(n, 2 * v->capacity()));
+    advise_huge_pages(bigger);
+    bigger.assign(v->begin(), v->end());
+    v->swap(bigger);
+  }
+  v->resize(n, value);
 }
 
 }  // namespace lockcheck

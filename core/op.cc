@@ -212,7 +212,7 @@ std::vector<int64_t> pair_index(const History& h) {
   auto slot = [&](Process p) -> int64_t& {
     if (p == kNemesis) return nemesis;
     if (p >= 0 && p < kDense) {
-      if (static_cast<size_t>(p) >= dense.size()) dense.resize(static_cast<size_t>(p) + 1, -1);
+      if (static_cast<size_t>(p) >= dense.size()) resize_huge(&dense, static_cast<size_t>(p) + 1, int64_t{-1});
       return dense[static_cast<size_t>(p)];
     }
     return sparse.emplace(p, -1).first->second;
