@@ -109,8 +109,9 @@ class Shrinker {
       : o_(o), runner_(runner), log_(log), t0_(runner.now_s()) {}
 
   // Runs c up to N times (fewer when it cannot reach R any more, the budget would be exceeded, or an
-  // interrupt); records and returns whether it is kept.
-  bool evaluate(const ReproCase& c) {
+  // interrupt); records and returns whether it is kept. adopt: a kept case becomes the best (a shrink step);
+  // false for a confirmation, which may use the budget kept back for it.
+  bool evaluate(const ReproCase& c, bool adopt = true) {
     CandidateRecord r;
     r.index = result_.tried.size();
     r.change = c.change;
@@ -119,9 +120,14 @@ class Shrinker {
     r.concurrency = c.config.concurrency;
     r.keys = c.config.keys;
     for (int t = 0; t < o_.tries; ++t) {
-      if (out_of_budget()) {
+      if (out_of_budget(0.0)) {
         r.note = "budget ran out after " + std::to_string(r.tries) + " tries";
         result_.budget_exhausted = true;
+        break;
+      }
+      if (adopt && out_of_budget(confirmation_reserve_s())) {
+        r.note = "budget ran out after " + std::to_string(r.tries) + " tries (the rest confirms the smallest case)";
+        steps_out_ = true;
         break;
       }
       const double before = runner_.now_s();
@@ -155,21 +161,40 @@ class Shrinker {
     }
     log_ << "\n" << std::flush;
     result_.tried.push_back(r);
-    if (r.kept && r.index > 0) {
+    if (adopt && r.kept && r.index > 0) {
       result_.best = c;
       result_.best_index = r.index;
+      chain_.push_back({r.index, c});
     }
     return r.kept;
   }
 
-  bool must_stop() const { return result_.budget_exhausted || result_.interrupted; }
+  // The cases kept by shrink steps, in order (each smaller than the one before).
+  const std::vector<std::pair<size_t, ReproCase>>& chain() const { return chain_; }
+  void adopt(const ReproCase& c, size_t record) {
+    result_.best = c;
+    result_.best_index = record;
+  }
+
+  // No more shrink steps: the budget (less the confirmation's share) is used up, or an interrupt.
+  bool must_stop() const { return steps_out_ || hard_stop(); }
+  // Nothing more at all.
+  bool hard_stop() const { return result_.budget_exhausted || result_.interrupted; }
+  bool steps_out() const { return steps_out_; }
   const CandidateRecord& best_record() const { return result_.tried[result_.best_index]; }
   ShrinkResult& result() { return result_; }
   void finish() { result_.elapsed_s = runner_.now_s() - t0_; }
 
  private:
-  // Starting another run now could end more than one run's time limit past the budget.
-  bool out_of_budget() const { return runner_.now_s() - t0_ + startup_s_ > o_.budget_min * 60.0; }
+  // Starting another run now could end more than one run's time limit past the budget (less reserve_s).
+  bool out_of_budget(double reserve_s) const {
+    return runner_.now_s() - t0_ + startup_s_ > o_.budget_min * 60.0 - reserve_s;
+  }
+  // What confirming the best case would take (N runs of it): kept back from the shrink steps once a step was kept.
+  double confirmation_reserve_s() const {
+    if (chain_.empty()) return 0.0;
+    return o_.tries * (result_.best.config.time_limit_s + startup_s_);
+  }
 
   const ReproduceOptions& o_;
   ReproRunner& runner_;
@@ -177,6 +202,8 @@ class Shrinker {
   double t0_;
   double startup_s_ = 0;  // the longest a run took beyond its time limit so far
   ShrinkResult result_;
+  std::vector<std::pair<size_t, ReproCase>> chain_;  // record index, case
+  bool steps_out_ = false;  // the shrink steps' share of the budget is used up
 };
 
 // Up to the next half second.
@@ -286,6 +313,37 @@ void try_fewer(Shrinker& sh, bool processes) {
   }
 }
 
+// A case kept at R of N may have been lucky (many candidates, each a chance to pass at the rate): the smallest
+// one is run N times more and must reach R of N again. When it does not, the case kept before it is confirmed
+// instead, and so on back to the baseline (already measured). The confirmation's rate is the one reported.
+void confirm_best(Shrinker& sh, const ReproCase& original) {
+  auto chain = sh.chain();
+  while (!chain.empty()) {
+    if (sh.hard_stop()) {
+      sh.result().confirmed = false;
+      return;
+    }
+    const auto& [index, kept] = chain.back();
+    ReproCase c = kept;
+    c.change = "confirm [" + std::to_string(index) + "]: " + kept.change;
+    if (sh.evaluate(c, false)) {
+      c.change = kept.change;
+      sh.adopt(c, sh.result().tried.back().index);
+      sh.result().confirmed = true;
+      return;
+    }
+    chain.pop_back();
+  }
+  if (sh.hard_stop()) {
+    sh.result().confirmed = false;
+    return;
+  }
+  ReproCase base = original;
+  base.change = "baseline";
+  sh.adopt(base, 0);
+  sh.result().confirmed = true;
+}
+
 }  // namespace
 
 ShrinkResult shrink(const ReproCase& original, const ReproduceOptions& o, ReproRunner& runner, std::ostream& log) {
@@ -309,8 +367,12 @@ ShrinkResult shrink(const ReproCase& original, const ReproduceOptions& o, ReproR
   try_time_cuts(sh, o);
   try_fewer(sh, true);
   try_fewer(sh, false);
+  confirm_best(sh, original);
   ShrinkResult& r = sh.result();
-  r.stopped = r.interrupted ? "interrupted" : r.budget_exhausted ? "budget ran out" : "every candidate tried";
+  r.budget_exhausted = r.budget_exhausted || sh.steps_out();
+  r.stopped = r.interrupted        ? "interrupted"
+              : r.budget_exhausted ? (r.confirmed ? "budget ran out" : "budget ran out before the smallest case was confirmed")
+                                   : "every candidate tried";
   sh.finish();
   return r;
 }
@@ -535,6 +597,7 @@ int reproduce(const std::string& run_dir_given, const ReproduceOptions& o, std::
       {"elapsed_s", r.elapsed_s},
       {"stopped", r.stopped},
       {"reproducible", r.reproducible},
+      {"confirmed", r.confirmed},
       {"original", to_json(base)},
       {"minimal", to_json(min)},
       {"command", command},

@@ -8,8 +8,11 @@
 //   2. the faults: first the one in force at the first anomaly alone, then each fault dropped one at a time,
 //      the others kept at their offsets (the schedule is replayed, `lockcheck run --schedule`);
 //   3. the time limit cut again (the first anomaly may come sooner with fewer faults);
-//   4. fewer client processes (2, then half), fewer keys (1, then half).
-// A candidate stops early once it cannot reach R of N. Nothing is started once the budget would be exceeded:
+//   4. fewer client processes (2, then half), fewer keys (1, then half);
+//   5. confirmation: the smallest case run N times more must reach R of N again (a case that passed by luck
+//      among many candidates does not), else the one kept before it, back to the baseline; its rate is reported.
+// A candidate stops early once it cannot reach R of N. Once a step was kept, the shrink steps leave the time of
+// a confirmation (N runs of the best case) in the budget. Nothing is started once the budget would be exceeded:
 // the whole shrink ends at most one run (time limit + the start-up seen so far) past the budget, with the best
 // case so far. The runs go through a ReproRunner: `lockcheck run` child processes in RUN_DIR/repro/runs for
 // the command, a fake in the unit tests (tests/reproduce_test.cc).
@@ -106,6 +109,7 @@ struct ShrinkResult {
   ReproCase best;                      // the smallest case kept (the original when nothing was)
   size_t best_index = 0;               // its record in tried
   bool reproducible = false;           // the baseline reproduced in >= R of N
+  bool confirmed = false;              // best's rate was measured again (a confirmation) or it is the baseline
   bool budget_exhausted = false;
   bool interrupted = false;
   double elapsed_s = 0;
