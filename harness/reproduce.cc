@@ -532,29 +532,29 @@ int reproduce(const std::string& run_dir_given, const ReproduceOptions& o, std::
   if (!(o.budget_min > 0) || o.budget_min > 24 * 60) throw ConfigError("--budget: must be > 0 and <= 1440 minutes");
   std::string run_dir = run_dir_given;
   while (run_dir.size() > 1 && run_dir.back() == '/') run_dir.pop_back();
-  if (!fs::is_directory(run_dir)) throw ConfigError("reproduce: " + run_dir + " is not a run folder");
+  if (!fs::is_directory(run_dir)) throw ConfigError(run_dir + " is not a run folder");
   for (const char* f : {"config.json", "results.json", "history.jsonl"}) {
-    if (!fs::exists(run_dir + "/" + f)) throw ConfigError("reproduce: " + run_dir + " has no " + f);
+    if (!fs::exists(run_dir + "/" + f)) throw ConfigError(run_dir + " has no " + f);
   }
   RunConfig cfg = read_run_config(run_dir);
   nlohmann::json results = read_json_file(run_dir + "/results.json");
   if (results.value("valid", "") != "invalid") {
-    throw ConfigError("reproduce: " + run_dir + "/results.json: the run is " + results.value("valid", "not checked") +
+    throw ConfigError(run_dir + "/results.json: the run is " + results.value("valid", "not checked") +
                       ", not invalid: there is no anomaly to reproduce");
   }
   const History h = read_history(run_dir + "/history.jsonl");
   const auto kinds = anomaly_kinds(results, &h);
   if (kinds.empty()) {
-    throw ConfigError("reproduce: " + run_dir + "/results.json: no anomaly with a \"kind\" in its invalid checkers");
+    throw ConfigError(run_dir + "/results.json: no anomaly with a \"kind\" in its invalid checkers");
   }
   const AnomalyKind target = kinds.front().kind;
   Schedule schedule;
   if (fs::exists(run_dir + "/schedule.json")) {
     schedule = read_schedule_file(run_dir + "/schedule.json");
   } else if (!cfg.nemesis.empty()) {
-    throw ConfigError("reproduce: " + run_dir + " has no schedule.json although the run had nemeses");
+    throw ConfigError(run_dir + " has no schedule.json although the run had nemeses");
   }
-  check_schedule_nemeses(schedule, cfg.nemesis, "reproduce: " + run_dir + "/schedule.json");
+  check_schedule_nemeses(schedule, cfg.nemesis, run_dir + "/schedule.json");
 
   const std::string work = run_dir + "/repro";
   boost::system::error_code ec;
