@@ -102,6 +102,9 @@ void fold_client_slots(nlohmann::json& j, int concurrency) {
   }
 }
 
+// Failed runs (exit 2 or 3) of one candidate after which the search stops.
+constexpr int kMaxFailedRuns = 3;
+
 // The shrink's state and its one evaluation routine.
 class Shrinker {
  public:
@@ -119,7 +122,7 @@ class Shrinker {
     r.faults = fault_count(c.schedule);
     r.concurrency = c.config.concurrency;
     r.keys = c.config.keys;
-    for (int t = 0; t < o_.tries; ++t) {
+    for (int attempt = 0; r.tries < o_.tries; ++attempt) {
       if (out_of_budget(0.0)) {
         r.note = "budget ran out after " + std::to_string(r.tries) + " tries";
         result_.budget_exhausted = true;
@@ -131,7 +134,7 @@ class Shrinker {
         break;
       }
       const double before = runner_.now_s();
-      TrialOutcome out = runner_.run(c, r.index, t);
+      TrialOutcome out = runner_.run(c, r.index, attempt);
       const double took = runner_.now_s() - before;
       startup_s_ = std::max(startup_s_, took - c.config.time_limit_s);
       if (out.interrupted) {
@@ -139,8 +142,17 @@ class Shrinker {
         result_.interrupted = true;
         break;
       }
+      if (out.exit_code != kExitValid && out.exit_code != kExitInvalid && out.exit_code != kExitUnknown) {
+        // A run that failed (cluster or harness error, a full disk) says nothing of the anomaly: it is not a
+        // try. A few in a row mean the machine cannot run this: the search stops with what it has.
+        if (++r.failed >= kMaxFailedRuns) {
+          r.note = std::to_string(r.failed) + " runs failed (harness or cluster errors; see the runs' logs)";
+          result_.runs_failing = true;
+          break;
+        }
+        continue;
+      }
       ++r.tries;
-      if (out.exit_code == kExitHarness || out.exit_code == kExitUsage) ++r.failed;
       if (out.faults_matched) r.faults_matched.push_back(*out.faults_matched);
       if (out.reproduced) {
         ++r.reproduced;
@@ -179,7 +191,7 @@ class Shrinker {
   // No more shrink steps: the budget (less the confirmation's share) is used up, or an interrupt.
   bool must_stop() const { return steps_out_ || hard_stop(); }
   // Nothing more at all.
-  bool hard_stop() const { return result_.budget_exhausted || result_.interrupted; }
+  bool hard_stop() const { return result_.budget_exhausted || result_.interrupted || result_.runs_failing; }
   bool steps_out() const { return steps_out_; }
   const CandidateRecord& best_record() const { return result_.tried[result_.best_index]; }
   ShrinkResult& result() { return result_; }
@@ -370,7 +382,8 @@ ShrinkResult shrink(const ReproCase& original, const ReproduceOptions& o, ReproR
   confirm_best(sh, original);
   ShrinkResult& r = sh.result();
   r.budget_exhausted = r.budget_exhausted || sh.steps_out();
-  r.stopped = r.interrupted        ? "interrupted"
+  r.stopped = r.runs_failing       ? "runs failed (harness or cluster errors)"
+              : r.interrupted      ? "interrupted"
               : r.budget_exhausted ? (r.confirmed ? "budget ran out" : "budget ran out before the smallest case was confirmed")
                                    : "every candidate tried";
   sh.finish();
@@ -414,14 +427,19 @@ class ChildRunRunner : public ReproRunner {
     std::ostringstream name;
     name << std::setw(2) << std::setfill('0') << candidate;
     const std::string dir = work_ + "/candidates/" + name.str();
-    if (try_index == 0 || !fs::exists(dir + "/config.json")) {
-      fs::create_directories(dir);
-      RunConfig cfg = c.config;
-      cfg.results_dir = work_ + "/runs";
-      cfg.progress = false;
-      write_json_file(dir + "/config.json", cfg);
-      write_json_file(dir + "/schedule.json", to_json(c.schedule));
-      std::ofstream(dir + "/change.txt") << c.change << "\n";
+    try {
+      if (try_index == 0 || !fs::exists(dir + "/config.json")) {
+        fs::create_directories(dir);
+        RunConfig cfg = c.config;
+        cfg.results_dir = work_ + "/runs";
+        cfg.progress = false;
+        write_json_file(dir + "/config.json", cfg);
+        write_json_file(dir + "/schedule.json", to_json(c.schedule));
+        std::ofstream(dir + "/change.txt") << c.change << "\n";
+      }
+    } catch (const std::exception& e) {
+      out.exit_code = kExitHarness;  // the case's files cannot be written (a full disk): a failed run
+      return out;
     }
     const std::string stem = dir + "/try" + std::to_string(try_index);
     ProcessSpec spec;
@@ -627,6 +645,7 @@ int reproduce(const std::string& run_dir_given, const ReproduceOptions& o, std::
       << r.stopped << ")\n"
       << "table:  " << work << "/tried.md\nreport: " << run_dir << "/report.html\n";
   if (r.interrupted) return 128 + (interrupt.signal_number() ? interrupt.signal_number() : SIGINT);
+  if (r.runs_failing) return kExitHarness;
   return r.reproducible ? kExitInvalid : kExitValid;
 }
 

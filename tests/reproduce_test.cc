@@ -262,6 +262,32 @@ TEST(ReproduceTest, StopsWithinTheBudgetAndKeepsTheBestSoFar) {
   EXPECT_LE(small.clock_s, 60 + 12 + 2 + 0.001);
 }
 
+TEST(ReproduceTest, FailedRunsAreNotTriesAndKeepFailingStopsTheSearch) {
+  // Every fifth run of the baseline fails (exit 3, e.g. a full disk): it is run again, not counted.
+  struct Flaky : FakeRunner {
+    Flaky() : FakeRunner([](const ReproCase& c, int) { return has_fault_at(c.schedule, 1500); }) {}
+    TrialOutcome run(const ReproCase& c, size_t k, int t) override {
+      TrialOutcome o = FakeRunner::run(c, k, t);
+      if (k == 0 && t % 5 == 4) o.exit_code = kExitHarness, o.reproduced = false;
+      if (k == 1) o.exit_code = kExitHarness, o.reproduced = false;  // the time cut's runs all fail
+      return o;
+    }
+  } runner;
+  std::ostringstream log;
+  ShrinkResult r = shrink(original_case(), ReproduceOptions{}, runner, log);
+  ASSERT_GE(r.tried.size(), 2u);
+  EXPECT_EQ(r.tried[0].tries, 10);
+  EXPECT_EQ(r.tried[0].reproduced, 10);
+  EXPECT_EQ(r.tried[0].failed, 2);  // attempts 4 and 9
+  EXPECT_TRUE(r.reproducible);
+  EXPECT_EQ(r.tried[1].failed, 3);
+  EXPECT_EQ(r.tried[1].tries, 0);
+  EXPECT_TRUE(r.runs_failing);
+  EXPECT_EQ(r.stopped, "runs failed (harness or cluster errors)");
+  EXPECT_EQ(r.tried.size(), 2u) << log.str();
+  EXPECT_EQ(r.best.config.time_limit_s, 12);
+}
+
 TEST(ReproduceTest, InterruptStopsTheShrink) {
   struct Interrupting : FakeRunner {
     Interrupting() : FakeRunner([](const ReproCase&, int) { return true; }) {}
