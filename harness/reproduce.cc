@@ -102,6 +102,9 @@ void fold_client_slots(nlohmann::json& j, int concurrency) {
   }
 }
 
+// Failed runs (exit 2 or 3) of one candidate after which the search stops.
+constexpr int kMaxFailedRuns = 3;
+
 // The shrink's state and its one evaluation routine.
 class Shrinker {
  public:
@@ -109,8 +112,9 @@ class Shrinker {
       : o_(o), runner_(runner), log_(log), t0_(runner.now_s()) {}
 
   // Runs c up to N times (fewer when it cannot reach R any more, the budget would be exceeded, or an
-  // interrupt); records and returns whether it is kept.
-  bool evaluate(const ReproCase& c) {
+  // interrupt); records and returns whether it is kept. adopt: a kept case becomes the best (a shrink step);
+  // false for a confirmation, which may use the budget kept back for it.
+  bool evaluate(const ReproCase& c, bool adopt = true) {
     CandidateRecord r;
     r.index = result_.tried.size();
     r.change = c.change;
@@ -118,14 +122,19 @@ class Shrinker {
     r.faults = fault_count(c.schedule);
     r.concurrency = c.config.concurrency;
     r.keys = c.config.keys;
-    for (int t = 0; t < o_.tries; ++t) {
-      if (out_of_budget()) {
+    for (int attempt = 0; r.tries < o_.tries; ++attempt) {
+      if (out_of_budget(0.0)) {
         r.note = "budget ran out after " + std::to_string(r.tries) + " tries";
         result_.budget_exhausted = true;
         break;
       }
+      if (adopt && out_of_budget(confirmation_reserve_s())) {
+        r.note = "budget ran out after " + std::to_string(r.tries) + " tries (the rest confirms the smallest case)";
+        steps_out_ = true;
+        break;
+      }
       const double before = runner_.now_s();
-      TrialOutcome out = runner_.run(c, r.index, t);
+      TrialOutcome out = runner_.run(c, r.index, attempt);
       const double took = runner_.now_s() - before;
       startup_s_ = std::max(startup_s_, took - c.config.time_limit_s);
       if (out.interrupted) {
@@ -133,8 +142,17 @@ class Shrinker {
         result_.interrupted = true;
         break;
       }
+      if (out.exit_code != kExitValid && out.exit_code != kExitInvalid && out.exit_code != kExitUnknown) {
+        // A run that failed (cluster or harness error, a full disk) says nothing of the anomaly: it is not a
+        // try. A few in a row mean the machine cannot run this: the search stops with what it has.
+        if (++r.failed >= kMaxFailedRuns) {
+          r.note = std::to_string(r.failed) + " runs failed (harness or cluster errors; see the runs' logs)";
+          result_.runs_failing = true;
+          break;
+        }
+        continue;
+      }
       ++r.tries;
-      if (out.exit_code == kExitHarness || out.exit_code == kExitUsage) ++r.failed;
       if (out.faults_matched) r.faults_matched.push_back(*out.faults_matched);
       if (out.reproduced) {
         ++r.reproduced;
@@ -155,21 +173,40 @@ class Shrinker {
     }
     log_ << "\n" << std::flush;
     result_.tried.push_back(r);
-    if (r.kept && r.index > 0) {
+    if (adopt && r.kept && r.index > 0) {
       result_.best = c;
       result_.best_index = r.index;
+      chain_.push_back({r.index, c});
     }
     return r.kept;
   }
 
-  bool must_stop() const { return result_.budget_exhausted || result_.interrupted; }
+  // The cases kept by shrink steps, in order (each smaller than the one before).
+  const std::vector<std::pair<size_t, ReproCase>>& chain() const { return chain_; }
+  void adopt(const ReproCase& c, size_t record) {
+    result_.best = c;
+    result_.best_index = record;
+  }
+
+  // No more shrink steps: the budget (less the confirmation's share) is used up, or an interrupt.
+  bool must_stop() const { return steps_out_ || hard_stop(); }
+  // Nothing more at all.
+  bool hard_stop() const { return result_.budget_exhausted || result_.interrupted || result_.runs_failing; }
+  bool steps_out() const { return steps_out_; }
   const CandidateRecord& best_record() const { return result_.tried[result_.best_index]; }
   ShrinkResult& result() { return result_; }
   void finish() { result_.elapsed_s = runner_.now_s() - t0_; }
 
  private:
-  // Starting another run now could end more than one run's time limit past the budget.
-  bool out_of_budget() const { return runner_.now_s() - t0_ + startup_s_ > o_.budget_min * 60.0; }
+  // Starting another run now could end more than one run's time limit past the budget (less reserve_s).
+  bool out_of_budget(double reserve_s) const {
+    return runner_.now_s() - t0_ + startup_s_ > o_.budget_min * 60.0 - reserve_s;
+  }
+  // What confirming the best case would take (N runs of it): kept back from the shrink steps once a step was kept.
+  double confirmation_reserve_s() const {
+    if (chain_.empty()) return 0.0;
+    return o_.tries * (result_.best.config.time_limit_s + startup_s_);
+  }
 
   const ReproduceOptions& o_;
   ReproRunner& runner_;
@@ -177,6 +214,8 @@ class Shrinker {
   double t0_;
   double startup_s_ = 0;  // the longest a run took beyond its time limit so far
   ShrinkResult result_;
+  std::vector<std::pair<size_t, ReproCase>> chain_;  // record index, case
+  bool steps_out_ = false;  // the shrink steps' share of the budget is used up
 };
 
 // Up to the next half second.
@@ -286,6 +325,37 @@ void try_fewer(Shrinker& sh, bool processes) {
   }
 }
 
+// A case kept at R of N may have been lucky (many candidates, each a chance to pass at the rate): the smallest
+// one is run N times more and must reach R of N again. When it does not, the case kept before it is confirmed
+// instead, and so on back to the baseline (already measured). The confirmation's rate is the one reported.
+void confirm_best(Shrinker& sh, const ReproCase& original) {
+  auto chain = sh.chain();
+  while (!chain.empty()) {
+    if (sh.hard_stop()) {
+      sh.result().confirmed = false;
+      return;
+    }
+    const auto& [index, kept] = chain.back();
+    ReproCase c = kept;
+    c.change = "confirm [" + std::to_string(index) + "]: " + kept.change;
+    if (sh.evaluate(c, false)) {
+      c.change = kept.change;
+      sh.adopt(c, sh.result().tried.back().index);
+      sh.result().confirmed = true;
+      return;
+    }
+    chain.pop_back();
+  }
+  if (sh.hard_stop()) {
+    sh.result().confirmed = false;
+    return;
+  }
+  ReproCase base = original;
+  base.change = "baseline";
+  sh.adopt(base, 0);
+  sh.result().confirmed = true;
+}
+
 }  // namespace
 
 ShrinkResult shrink(const ReproCase& original, const ReproduceOptions& o, ReproRunner& runner, std::ostream& log) {
@@ -309,8 +379,13 @@ ShrinkResult shrink(const ReproCase& original, const ReproduceOptions& o, ReproR
   try_time_cuts(sh, o);
   try_fewer(sh, true);
   try_fewer(sh, false);
+  confirm_best(sh, original);
   ShrinkResult& r = sh.result();
-  r.stopped = r.interrupted ? "interrupted" : r.budget_exhausted ? "budget ran out" : "every candidate tried";
+  r.budget_exhausted = r.budget_exhausted || sh.steps_out();
+  r.stopped = r.runs_failing       ? "runs failed (harness or cluster errors)"
+              : r.interrupted      ? "interrupted"
+              : r.budget_exhausted ? (r.confirmed ? "budget ran out" : "budget ran out before the smallest case was confirmed")
+                                   : "every candidate tried";
   sh.finish();
   return r;
 }
@@ -352,14 +427,19 @@ class ChildRunRunner : public ReproRunner {
     std::ostringstream name;
     name << std::setw(2) << std::setfill('0') << candidate;
     const std::string dir = work_ + "/candidates/" + name.str();
-    if (try_index == 0 || !fs::exists(dir + "/config.json")) {
-      fs::create_directories(dir);
-      RunConfig cfg = c.config;
-      cfg.results_dir = work_ + "/runs";
-      cfg.progress = false;
-      write_json_file(dir + "/config.json", cfg);
-      write_json_file(dir + "/schedule.json", to_json(c.schedule));
-      std::ofstream(dir + "/change.txt") << c.change << "\n";
+    try {
+      if (try_index == 0 || !fs::exists(dir + "/config.json")) {
+        fs::create_directories(dir);
+        RunConfig cfg = c.config;
+        cfg.results_dir = work_ + "/runs";
+        cfg.progress = false;
+        write_json_file(dir + "/config.json", cfg);
+        write_json_file(dir + "/schedule.json", to_json(c.schedule));
+        std::ofstream(dir + "/change.txt") << c.change << "\n";
+      }
+    } catch (const std::exception& e) {
+      out.exit_code = kExitHarness;  // the case's files cannot be written (a full disk): a failed run
+      return out;
     }
     const std::string stem = dir + "/try" + std::to_string(try_index);
     ProcessSpec spec;
@@ -470,29 +550,29 @@ int reproduce(const std::string& run_dir_given, const ReproduceOptions& o, std::
   if (!(o.budget_min > 0) || o.budget_min > 24 * 60) throw ConfigError("--budget: must be > 0 and <= 1440 minutes");
   std::string run_dir = run_dir_given;
   while (run_dir.size() > 1 && run_dir.back() == '/') run_dir.pop_back();
-  if (!fs::is_directory(run_dir)) throw ConfigError("reproduce: " + run_dir + " is not a run folder");
+  if (!fs::is_directory(run_dir)) throw ConfigError(run_dir + " is not a run folder");
   for (const char* f : {"config.json", "results.json", "history.jsonl"}) {
-    if (!fs::exists(run_dir + "/" + f)) throw ConfigError("reproduce: " + run_dir + " has no " + f);
+    if (!fs::exists(run_dir + "/" + f)) throw ConfigError(run_dir + " has no " + f);
   }
   RunConfig cfg = read_run_config(run_dir);
   nlohmann::json results = read_json_file(run_dir + "/results.json");
   if (results.value("valid", "") != "invalid") {
-    throw ConfigError("reproduce: " + run_dir + "/results.json: the run is " + results.value("valid", "not checked") +
+    throw ConfigError(run_dir + "/results.json: the run is " + results.value("valid", "not checked") +
                       ", not invalid: there is no anomaly to reproduce");
   }
   const History h = read_history(run_dir + "/history.jsonl");
   const auto kinds = anomaly_kinds(results, &h);
   if (kinds.empty()) {
-    throw ConfigError("reproduce: " + run_dir + "/results.json: no anomaly with a \"kind\" in its invalid checkers");
+    throw ConfigError(run_dir + "/results.json: no anomaly with a \"kind\" in its invalid checkers");
   }
   const AnomalyKind target = kinds.front().kind;
   Schedule schedule;
   if (fs::exists(run_dir + "/schedule.json")) {
     schedule = read_schedule_file(run_dir + "/schedule.json");
   } else if (!cfg.nemesis.empty()) {
-    throw ConfigError("reproduce: " + run_dir + " has no schedule.json although the run had nemeses");
+    throw ConfigError(run_dir + " has no schedule.json although the run had nemeses");
   }
-  check_schedule_nemeses(schedule, cfg.nemesis, "reproduce: " + run_dir + "/schedule.json");
+  check_schedule_nemeses(schedule, cfg.nemesis, run_dir + "/schedule.json");
 
   const std::string work = run_dir + "/repro";
   boost::system::error_code ec;
@@ -535,6 +615,7 @@ int reproduce(const std::string& run_dir_given, const ReproduceOptions& o, std::
       {"elapsed_s", r.elapsed_s},
       {"stopped", r.stopped},
       {"reproducible", r.reproducible},
+      {"confirmed", r.confirmed},
       {"original", to_json(base)},
       {"minimal", to_json(min)},
       {"command", command},
@@ -564,6 +645,7 @@ int reproduce(const std::string& run_dir_given, const ReproduceOptions& o, std::
       << r.stopped << ")\n"
       << "table:  " << work << "/tried.md\nreport: " << run_dir << "/report.html\n";
   if (r.interrupted) return 128 + (interrupt.signal_number() ? interrupt.signal_number() : SIGINT);
+  if (r.runs_failing) return kExitHarness;
   return r.reproducible ? kExitInvalid : kExitValid;
 }
 

@@ -8,8 +8,12 @@
 //   2. the faults: first the one in force at the first anomaly alone, then each fault dropped one at a time,
 //      the others kept at their offsets (the schedule is replayed, `lockcheck run --schedule`);
 //   3. the time limit cut again (the first anomaly may come sooner with fewer faults);
-//   4. fewer client processes (2, then half), fewer keys (1, then half).
-// A candidate stops early once it cannot reach R of N. Nothing is started once the budget would be exceeded:
+//   4. fewer client processes (2, then half), fewer keys (1, then half);
+//   5. confirmation: the smallest case run N times more must reach R of N again (a case that passed by luck
+//      among many candidates does not), else the one kept before it, back to the baseline; its rate is reported.
+// A candidate stops early once it cannot reach R of N. A run that fails (exit 2 or 3: a cluster or harness
+// error) is not a try; after 3 failed runs of one candidate the search stops. Once a step was kept, the shrink steps leave the time of
+// a confirmation (N runs of the best case) in the budget. Nothing is started once the budget would be exceeded:
 // the whole shrink ends at most one run (time limit + the start-up seen so far) past the budget, with the best
 // case so far. The runs go through a ReproRunner: `lockcheck run` child processes in RUN_DIR/repro/runs for
 // the command, a fake in the unit tests (tests/reproduce_test.cc).
@@ -59,7 +63,7 @@ struct ReproCase {
 struct TrialOutcome {
   bool reproduced = false;                // the target anomaly kind was found
   std::optional<double> first_anomaly_s;  // when it was (seconds from the run's start)
-  int exit_code = -1;                     // of the run (core/exit_codes.h)
+  int exit_code = -1;                     // of the run (core/exit_codes.h); not 0, 1 or 4: it failed, not a try
   bool interrupted = false;               // SIGINT/SIGTERM: the shrink stops with what it has
   std::string run_dir;                    // empty when there is none (the fake runner)
   // Baseline tries: how many of the stored run's faults this run repeated, matched by role (harness/rerun.h).
@@ -70,7 +74,8 @@ struct TrialOutcome {
 class ReproRunner {
  public:
   virtual ~ReproRunner() = default;
-  // Runs c once. candidate: the index of the case in the shrink's list, try_index: 0 .. tries-1.
+  // Runs c once. candidate: the index of the case in the shrink's list, try_index: 0, 1, ... per run of it
+  // (failed runs are run again, so it can pass tries-1).
   virtual TrialOutcome run(const ReproCase& c, size_t candidate, int try_index) = 0;
   // Seconds since an arbitrary start, monotonic (the budget is measured with it).
   virtual double now_s() = 0;
@@ -90,7 +95,7 @@ struct CandidateRecord {
   size_t faults = 0;
   int concurrency = 0;
   int keys = 0;
-  int tries = 0;       // run (fewer than N when it stopped early or the budget ran out)
+  int tries = 0;       // runs that completed (fewer than N when it stopped early or the budget ran out)
   int reproduced = 0;  // of them
   std::vector<double> first_anomaly_s;
   int failed = 0;  // runs that ended in a harness or usage error
@@ -106,8 +111,10 @@ struct ShrinkResult {
   ReproCase best;                      // the smallest case kept (the original when nothing was)
   size_t best_index = 0;               // its record in tried
   bool reproducible = false;           // the baseline reproduced in >= R of N
+  bool confirmed = false;              // best's rate was measured again (a confirmation) or it is the baseline
   bool budget_exhausted = false;
   bool interrupted = false;
+  bool runs_failing = false;  // a candidate's runs kept failing (exit 2 or 3): the search stopped
   double elapsed_s = 0;
   std::string stopped;  // why the shrink ended, one line
 };
@@ -122,7 +129,7 @@ size_t fault_count(const Schedule& s);
 // `lockcheck reproduce RUN_DIR`: reads the run (ConfigError naming the file when it is not an invalid run
 // folder), shrinks with `lockcheck run` children of `binary` (empty: this executable), writes RUN_DIR/repro/
 // and the report's section. Returns 1 when the anomaly reproduced (in >= R of N tries of the minimal case),
-// 0 when it did not, 3 on a harness failure, 128+signal when interrupted.
+// 0 when it did not, 3 when runs kept failing (what was found so far is written), 128+signal when interrupted.
 int reproduce(const std::string& run_dir, const ReproduceOptions& o, std::ostream& out,
               const std::string& binary = "");
 

@@ -204,6 +204,10 @@ void render_reproduction(Page& pg, const std::string& run_dir) {
       << " of " << num(*c, "tries") << "</td><td>" << seconds(*c, "median_first_anomaly_s") << "</td></tr>\n";
   }
   s << "</table>\n";
+  if (const json* confirmed = find(*r, "confirmed"); confirmed && confirmed->is_boolean() && confirmed->get<bool>()) {
+    s << "<p class=\"note\">The minimal case's rate is its confirmation: it ran again after the search, so it does "
+         "not rest on the runs that chose it.</p>\n";
+  }
   const json* reproducible = find(*r, "reproducible");
   if (reproducible && reproducible->is_boolean() && reproducible->get<bool>()) {
     s << "<p>Run the minimal case:</p>\n<pre class=\"cmd\" id=\"repro-command\">" << text(*r, "command")

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 
@@ -133,6 +134,16 @@ TEST(CliTest, ReproduceAndScheduleFlagsNameTheFlag) {
   expect_usage_error({"reproduce", "/tmp", "--budget", "0"}, "--budget");
   expect_usage_error({"reproduce", "/tmp", "--budget", "-3"}, "--budget");
   expect_usage_error({"reproduce", "/tmp", "--frobnicate"}, "--frobnicate");
+  // A folder that is not an INVALID run: nothing to reproduce.
+  const std::string run = ::testing::TempDir() + "/cli_test_valid_run";
+  std::filesystem::create_directories(run);
+  std::ofstream(run + "/config.json") << "{}";
+  std::ofstream(run + "/history.jsonl") << "";
+  std::ofstream(run + "/results.json") << "{\"valid\": \"valid\", \"checkers\": []}";
+  expect_usage_error({"reproduce", run}, "the run is valid, not invalid: there is no anomaly to reproduce");
+  std::filesystem::remove(run + "/results.json");
+  expect_usage_error({"reproduce", run}, "has no results.json");
+  std::filesystem::remove_all(run);
   expect_usage_error({"run", "--schedule", "/nonexistent/schedule.json"}, "--schedule: ");
   expect_usage_error({"run", "--schedule", "/nonexistent/schedule.json"}, "cannot open");
   const std::string bad = ::testing::TempDir() + "/cli_test_bad_schedule.json";

@@ -116,7 +116,9 @@ TEST(ReproduceTest, ShrinksToTheOneFaultThatMattersAndFewerProcesses) {
     }
   }
   EXPECT_TRUE(tried_without) << log.str();
-  EXPECT_EQ(r.tried[r.best_index].change, "processes 5 -> 2");
+  EXPECT_EQ(r.best.change, "processes 5 -> 2");
+  EXPECT_EQ(r.tried[r.best_index].change, "confirm [4]: processes 5 -> 2");  // its rate measured again
+  EXPECT_TRUE(r.confirmed);
   EXPECT_EQ(r.stopped, "every candidate tried");
   // Slots folded into the 2 processes that exist.
   for (const auto& e : best.schedule.plan) {
@@ -193,6 +195,29 @@ TEST(ReproduceTest, KeepsACandidateOnlyAtTheRate) {
   EXPECT_LT(r2.best.config.time_limit_s, 12);
 }
 
+TEST(ReproduceTest, ALuckyCaseThatFailsItsConfirmationGivesWayToTheOneBefore) {
+  // Fewer processes passes 8 of 10 once (tries 0-7 of its first round), then reproduces only half the time.
+  int two_process_runs = 0;
+  FakeRunner runner([&](const ReproCase& c, int) {
+    if (c.config.concurrency != 2) return has_fault_at(c.schedule, 4500) && c.config.time_limit_s >= 5;
+    return ++two_process_runs <= 8 || two_process_runs % 2 == 0;
+  });
+  runner.first_s = 5.0;
+  std::ostringstream log;
+  ShrinkResult r = shrink(original_case(), ReproduceOptions{}, runner, log);
+  std::vector<std::string> changes;
+  for (const auto& c : r.tried) changes.push_back(c.change);
+  ASSERT_GE(changes.size(), 3u);
+  EXPECT_EQ(changes[changes.size() - 2], "confirm [4]: processes 5 -> 2") << log.str();
+  EXPECT_FALSE(r.tried[r.tried.size() - 2].kept);
+  EXPECT_EQ(changes.back(), "confirm [2]: only client-pause at 4.5 s");
+  EXPECT_TRUE(r.tried.back().kept);
+  EXPECT_TRUE(r.confirmed);
+  EXPECT_EQ(r.best.config.concurrency, 5);
+  EXPECT_EQ(fault_count(r.best.schedule), 1u);
+  EXPECT_EQ(r.best.change, "only client-pause at 4.5 s");
+}
+
 TEST(ReproduceTest, AStoredRunThatDoesNotComeBackIsNotShrunk) {
   FakeRunner runner([](const ReproCase&, int t) { return t % 2 == 0; });
   std::ostringstream log;
@@ -208,23 +233,59 @@ TEST(ReproduceTest, StopsWithinTheBudgetAndKeepsTheBestSoFar) {
   FakeRunner runner([](const ReproCase& c, int) { return has_fault_at(c.schedule, 1500); });
   std::ostringstream log;
   ReproduceOptions o;
-  // 240 s: the baseline (10 x 14 s), the time cut (10 x 6 s), dropping the fault (3 x 6 s), then 5 tries of
-  // fewer processes.
-  o.budget_min = 4;
+  // 300 s: the baseline (10 x 14 s) and the time cut (10 x 6 s) take 200 s; from then on 60 s (10 x 6 s) are
+  // kept back to confirm the cut: dropping the fault (3 x 6 s), 4 tries of fewer processes, then the
+  // confirmation.
+  o.budget_min = 5;
   ShrinkResult r = shrink(original_case(), o, runner, log);
   EXPECT_TRUE(r.budget_exhausted) << log.str();
   EXPECT_EQ(r.stopped, "budget ran out");
   // Never more than one run's time limit past the budget.
   EXPECT_LE(runner.clock_s, o.budget_min * 60 + r.best.config.time_limit_s + 0.001) << runner.clock_s;
-  EXPECT_TRUE(r.tried.back().note.find("budget ran out") != std::string::npos) << r.tried.back().note;
-  EXPECT_FALSE(r.tried.back().kept);
-  EXPECT_EQ(r.best.config.time_limit_s, 4);  // the cut, kept before the budget ran out
+  ASSERT_GE(r.tried.size(), 5u);
+  const CandidateRecord& fewer = r.tried[r.tried.size() - 2];
+  EXPECT_EQ(fewer.change, "processes 5 -> 2");
+  EXPECT_NE(fewer.note.find("budget ran out after 4 tries (the rest confirms the smallest case)"), std::string::npos)
+      << fewer.note;
+  EXPECT_FALSE(fewer.kept);
+  EXPECT_EQ(r.tried.back().change, "confirm [1]: time limit 12 s -> 4 s");
+  EXPECT_TRUE(r.tried.back().kept);
+  EXPECT_EQ(r.tried.back().tries, 10);
+  EXPECT_TRUE(r.confirmed);
+  EXPECT_EQ(r.best_index, r.tried.back().index);
+  EXPECT_EQ(r.best.config.time_limit_s, 4);  // the cut, kept and confirmed before the budget ran out
   // A budget too small for the baseline: nothing is kept, the original is the best.
   FakeRunner small([](const ReproCase&, int) { return true; });
   o.budget_min = 1;
   ShrinkResult r2 = shrink(original_case(), o, small, log);
   EXPECT_FALSE(r2.reproducible);
   EXPECT_LE(small.clock_s, 60 + 12 + 2 + 0.001);
+}
+
+TEST(ReproduceTest, FailedRunsAreNotTriesAndKeepFailingStopsTheSearch) {
+  // Every fifth run of the baseline fails (exit 3, e.g. a full disk): it is run again, not counted.
+  struct Flaky : FakeRunner {
+    Flaky() : FakeRunner([](const ReproCase& c, int) { return has_fault_at(c.schedule, 1500); }) {}
+    TrialOutcome run(const ReproCase& c, size_t k, int t) override {
+      TrialOutcome o = FakeRunner::run(c, k, t);
+      if (k == 0 && t % 5 == 4) o.exit_code = kExitHarness, o.reproduced = false;
+      if (k == 1) o.exit_code = kExitHarness, o.reproduced = false;  // the time cut's runs all fail
+      return o;
+    }
+  } runner;
+  std::ostringstream log;
+  ShrinkResult r = shrink(original_case(), ReproduceOptions{}, runner, log);
+  ASSERT_GE(r.tried.size(), 2u);
+  EXPECT_EQ(r.tried[0].tries, 10);
+  EXPECT_EQ(r.tried[0].reproduced, 10);
+  EXPECT_EQ(r.tried[0].failed, 2);  // attempts 4 and 9
+  EXPECT_TRUE(r.reproducible);
+  EXPECT_EQ(r.tried[1].failed, 3);
+  EXPECT_EQ(r.tried[1].tries, 0);
+  EXPECT_TRUE(r.runs_failing);
+  EXPECT_EQ(r.stopped, "runs failed (harness or cluster errors)");
+  EXPECT_EQ(r.tried.size(), 2u) << log.str();
+  EXPECT_EQ(r.best.config.time_limit_s, 12);
 }
 
 TEST(ReproduceTest, InterruptStopsTheShrink) {
