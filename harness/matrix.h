@@ -14,7 +14,8 @@
 // Entry fields: name (required, unique; letters, digits, '-', '_', '.'), expect (required: "valid",
 // "invalid", or an object checker -> verdict), seeds (a count N: seeds 1..N, or a list of seeds; default 1),
 // time (alias of time_limit_s), min_found (see below), library and scenario (a scorecard row and column,
-// harness/scorecard.h), and any config.json field.
+// harness/scorecard.h), note (free text for people: what the expectation rests on; not a run setting), and any
+// config.json field.
 // Expectations: "valid" holds when every seed's run is valid; "invalid" when at least min_found seeds' runs
 // found an anomaly (default 1: anomalies are probabilistic, more seeds, more chances; a findings matrix sets
 // e.g. 9 of 10 to demand that the anomaly be found reliably). Per checker likewise. A run that fails (cluster
