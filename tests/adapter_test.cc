@@ -77,8 +77,10 @@ TEST_P(AdapterTest, AcquiresExcludesExtendsAndReleases) {
     EXPECT_FALSE(r.validity_ms.has_value());  // the library computes none
   }
   for (int n = 0; n < nodes(); ++n) EXPECT_TRUE(c.exists(n, "lock-0")) << "node " << n;
+  EXPECT_EQ(r.keys, std::vector<std::string>{"lock-0"});  // protocol 2: the library's own key
   LockResult busy = b->acquire("lock-0", milliseconds(10000));
   EXPECT_EQ(busy.outcome, OpType::kFail) << busy.error;
+  EXPECT_EQ(busy.reason, "held");
   EXPECT_EQ(b->release("lock-0").outcome, OpType::kFail);  // b never held it
   EXPECT_EQ(b->extend("lock-0", milliseconds(20000)).outcome, OpType::kFail);
   LockResult ext = a->extend("lock-0", milliseconds(20000));
@@ -101,7 +103,9 @@ TEST_P(AdapterTest, ExtendAfterExpiryFails) {
   LockResult r = a->acquire("lock-0", milliseconds(300));
   ASSERT_EQ(r.outcome, OpType::kOk) << r.error;
   std::this_thread::sleep_for(milliseconds(600));
-  EXPECT_EQ(a->extend("lock-0", milliseconds(1000)).outcome, OpType::kFail);
+  LockResult e = a->extend("lock-0", milliseconds(1000));
+  EXPECT_EQ(e.outcome, OpType::kFail);
+  EXPECT_EQ(e.reason, "not_held") << e.error;
 }
 
 // redsync's WithSetNXOnExtend (--lock-opt setnx_on_extend=true): extend re-creates an expired lock with SET NX,
