@@ -113,6 +113,7 @@ std::string export_edn(const History& h) {
   std::string out;
   out.reserve(h.size() * 96);
   for (const Op& op : h) {
+    if (op.is_notice()) continue;  // a loss notice is not an operation Knossos or Elle know
     out += "{:type :";
     out += to_string(op.type);
     out += ", :f ";

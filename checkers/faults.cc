@@ -3,6 +3,9 @@
 //   a start op that completed ok applied its fault (info: it may have been applied only in part);
 //   client-pause is special: its start only arms a pause, which takes effect when a holder reaches its pause
 //   point; the stop op lists what fired (value.detail.paused).
+// Holder targeting (--nemesis-targeting holder): each start says whether it was aimed at the holder
+// (detail.aimed) and, when not, why (detail.not_aimed_because: e.g. no node had the keys the client reported);
+// counted per fault as aimed / not_aimed with the reasons, in the summary, and listed as a note per fault.
 // Verdict: unknown when some kind of fault was started but never took effect ("client-pause armed 5 times, fired
 // 0"), or when the history has no fault at all; valid otherwise. Never invalid: it judges the test, not the lock.
 #include <map>
@@ -19,6 +22,10 @@ struct FaultCount {
   int64_t applied = 0;    // start ops that completed ok
   int64_t uncertain = 0;  // start ops that completed info
   int64_t fired = 0;      // client-pause: pauses taken
+  int64_t aimed = 0;      // holder targeting: starts aimed at the holder
+  int64_t not_aimed = 0;  // holder targeting: starts that found nothing to aim at
+  std::map<std::string, int64_t> not_aimed_because;
+  int64_t first_not_aimed = -1;  // history index of the first
 };
 
 class FaultsChecker : public Checker {
@@ -36,6 +43,16 @@ class FaultsChecker : public Checker {
       FaultCount& c = counts[fault];
       if (phase == "start") {
         if (op.is_invoke()) ++c.started;
+        const auto detail = op.value.value("detail", nlohmann::json::object());
+        if (op.is_invoke() && detail.is_object() && detail.contains("aimed") && detail["aimed"].is_boolean()) {
+          if (detail["aimed"].get<bool>()) {
+            ++c.aimed;
+          } else {
+            ++c.not_aimed;
+            ++c.not_aimed_because[detail.value("not_aimed_because", std::string("no reason given"))];
+            if (c.first_not_aimed < 0) c.first_not_aimed = op.index;
+          }
+        }
         if (op.is_ok()) ++c.applied;
         if (op.is_info()) ++c.uncertain;
       } else if (phase == "stop" && !op.is_invoke() && fault == "client-pause") {
@@ -56,6 +73,26 @@ class FaultsChecker : public Checker {
                                   : fault + " started " + std::to_string(c.started) + ", applied " +
                                         std::to_string(c.applied) +
                                         (c.uncertain ? " (+" + std::to_string(c.uncertain) + " in part)" : "");
+      if (c.aimed + c.not_aimed > 0) {
+        per[fault]["aimed"] = c.aimed;
+        per[fault]["not_aimed"] = c.not_aimed;
+        per[fault]["not_aimed_because"] = c.not_aimed_because;
+        line += ", aimed at the holder " + std::to_string(c.aimed) + " of " + std::to_string(c.aimed + c.not_aimed);
+        if (c.not_aimed > 0) {
+          std::string reasons;
+          for (const auto& [why, n] : c.not_aimed_because)
+            reasons += (reasons.empty() ? "" : "; ") + why + (n > 1 ? " (" + std::to_string(n) + "x)" : "");
+          r.anomalies.push_back(
+              {{"kind", "fault-not-aimed"},
+               {"severity", "note"},
+               {"description", fault + ": " + std::to_string(c.not_aimed) + " of " +
+                                   std::to_string(c.aimed + c.not_aimed) +
+                                   " holder-targeted starts were not aimed at the holder (they hit the planned "
+                                   "targets): " + reasons},
+               {"ops", nlohmann::json::array({c.first_not_aimed})}});
+          line += " (not aimed: " + reasons + ")";
+        }
+      }
       summary += (summary.empty() ? "" : "; ") + line;
       if (c.started > 0 && effective == 0) {
         never += (never.empty() ? "" : "; ") + line;

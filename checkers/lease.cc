@@ -12,11 +12,17 @@
 //   expired-grant     an ok acquire or extend reported validity_ms <= 0: the client handed out a lock that had
 //                     already expired (some clients do). Invalid: its caller would use a lock nobody holds.
 //   lost-before-release / lost-before-extend (notes, not violations): a release or extend of a lock the process
-//                     held failed with "not held": the lock had expired or been taken by then. Listed so a
-//                     reader sees where locks were lost; a violation needs an overlap of use or of leases.
+//                     held failed because it no longer held it: the lock had expired or been taken by then. Known
+//                     from the typed reason "not_held" in the completion's value (protocol 2 of external
+//                     clients), or, for clients that give none (the built-in locks, protocol-1 clients), from an
+//                     error text starting with "not held" (what the built-in locks write). Listed so a reader
+//                     sees where locks were lost; a violation needs an overlap of use or of leases.
 // An acquire without validity_ms gets the lease a careful client computes from its TTL (CheckOptions.ttl_ms):
-// [ok, invoke + TTL], counted as validity_from_ttl. Without a TTL its window is unknown: counted, and a history
-// where no window could be formed is unknown, never valid.
+// [ok, invoke + TTL], counted as validity_from_ttl. An ok extend without validity_ms likewise stretches the window
+// to its invoke + TTL (what the renew workload assumes), counted in validity_from_ttl too. Without a TTL the
+// window of such an acquire is unknown (counted, acquires_without_validity) and such an extend stretches nothing
+// (counted, extends_without_validity, and said in the summary). A history where no window could be formed is
+// unknown, never valid.
 #include <algorithm>
 #include <memory>
 #include <unordered_map>
@@ -64,8 +70,15 @@ struct Windows {
   }
 };
 
+// The client says the op failed because it no longer held the lock: the typed reason when it gave one, else the
+// built-in locks' text.
 bool says_not_held(const Op& done) {
-  return done.is_fail() && done.error.rfind("not held", 0) == 0 && done.error != "not held by this client";
+  if (!done.is_fail()) return false;
+  if (done.value.is_object()) {
+    auto reason = done.value.find("reason");
+    if (reason != done.value.end() && reason->is_string()) return reason->get<std::string>() == "not_held";
+  }
+  return done.error.rfind("not held", 0) == 0 && done.error != "not held by this client";
 }
 
 class LeaseChecker : public Checker {
@@ -86,6 +99,7 @@ class LeaseChecker : public Checker {
     // acquire or extend of the key that ended its claim).
     FlatTable<int64_t> current;
     int64_t ok_acquires = 0, without_validity = 0, expired_grants = 0, extends_applied = 0, lost = 0, derived = 0;
+    int64_t extends_without_validity = 0;
     nlohmann::json notes = nlohmann::json::array();
     Atom last_key;
     uint32_t last_id = 0;
@@ -152,10 +166,20 @@ class LeaseChecker : public Checker {
         }
         validity = left;
       }
+      if (!validity && extend && opts.ttl_ms > 0) {
+        // The same for an ok extend: it holds the lock until invoke + TTL by the client's own reckoning.
+        const int64_t left = opts.ttl_ms - (done->time_ns - op.time_ns) / 1000000;
+        if (left > 0) {
+          validity = left;
+          ++derived;
+        }
+      }
       if (!validity) {
         if (acquire) {
           ++without_validity;
           current[who] = -1;
+        } else {
+          ++extends_without_validity;  // stretches nothing: its window, if any, ends where it did
         }
         continue;
       }
@@ -269,6 +293,7 @@ class LeaseChecker : public Checker {
                {"windows_cut_before_ok", cut_at_once},
                {"expired_grants", expired_grants},
                {"extends_applied", extends_applied},
+               {"extends_without_validity", extends_without_validity},
                {"double_grants", overlaps},
                {"lost_before_release_or_extend", lost},
                {"total_overlap_ms", static_cast<double>(total_overlap_ns) / 1e6},
@@ -301,6 +326,9 @@ class LeaseChecker : public Checker {
       if (derived > 0) r.summary += ", " + std::to_string(derived) + " from the TTL (no validity reported)";
       if (without_validity > 0)
         r.summary += ", " + std::to_string(without_validity) + " acquires without validity skipped";
+      if (extends_without_validity > 0)
+        r.summary += ", " + std::to_string(extends_without_validity) +
+                     " ok extends without validity and no TTL given: they stretch no window";
       r.summary += ")" + lost_note;
     }
     return r;

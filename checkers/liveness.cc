@@ -397,7 +397,7 @@ class LivenessChecker : public Checker {
       const int64_t c = pairs[static_cast<size_t>(i)];
       if (c > i) return std::string(" ended ") + to_string(h[static_cast<size_t>(c)].type);
       for (size_t k = static_cast<size_t>(i) + 1; k < h.size(); ++k) {
-        if (h[k].process == op.process) return std::string(" ended ") + to_string(h[k].type);
+        if (h[k].process == op.process && !h[k].is_notice()) return std::string(" ended ") + to_string(h[k].type);
       }
       return " never completed";
     };

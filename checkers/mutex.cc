@@ -310,7 +310,7 @@ CheckResult MutexChecker::check(const History& h, const CheckOptions& opts) cons
   size_t last_key = 0;  // most histories have one or a few keys: try the previous op's first
   for (size_t i = 0; i < h.size(); ++i) {
     const Op& op = h[i];
-    if (!op.is_client()) continue;
+    if (!op.is_client() || op.is_notice()) continue;  // a loss notice opens and closes nothing
     if (!op.is_invoke()) {
       const OpenInvokes::Ref ref = open.take(op.process);
       if (ref.key < 0) continue;

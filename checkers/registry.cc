@@ -8,6 +8,7 @@ const Registry<CheckerInfo>& checker_registry() {
       LOCKCHECK_ENTRY(CheckerInfo, fencing_checker),  LOCKCHECK_ENTRY(CheckerInfo, lost_updates_checker),
       LOCKCHECK_ENTRY(CheckerInfo, liveness_checker), LOCKCHECK_ENTRY(CheckerInfo, renewal_checker),
       LOCKCHECK_ENTRY(CheckerInfo, stats_checker),    LOCKCHECK_ENTRY(CheckerInfo, faults_checker),
+      LOCKCHECK_ENTRY(CheckerInfo, loss_notice_checker),
   };
   return registry;
 }

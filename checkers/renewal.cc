@@ -1,8 +1,9 @@
 // The `renewal` checker: judges extends. A process's lease on a key is renewed by its ok acquire and each ok
 // extend after it; a failed extend or a release ends it. An ok extend by p is a "resurrected-lock" when another
 // process q had an ok acquire of the key that completed after p's last renewal and before p's extend was
-// invoked: q held the lock in between, so p's extend did not extend anything; it re-created the lock (as an
-// extend by SET NX does once the key is gone), and p believes it held the lock throughout. An extend that fails
+// invoked: q held the lock in between, so p's lease did not last, yet p was told that it still holds the lock.
+// How the extend succeeded is not in the history (re-created by SET NX once the key was gone, q's key
+// overwritten, a client that does not look): the message says only what the history shows. An extend that fails
 // is the honest outcome (the client learns that the lock is lost) and is only counted.
 //
 // Extends by a process without a lease on the key (none acquired, or ended by a release or a failed extend) are
@@ -97,12 +98,12 @@ class RenewalChecker : public Checker {
           const std::string p = std::to_string(op.process), q = std::to_string(it->process);
           r.anomalies.push_back(
               {{"kind", "resurrected-lock"},
-               {"description", "process " + p + "'s extend of " + op.key +
-                                   " succeeded at t=" + format_time_s(done->time_ns) + " although process " + q +
-                                   " acquired it at t=" + format_time_s(it->ok_ns) + ", after process " + p +
-                                   "'s last lease (renewed at t=" + format_time_s(last.ok_ns) +
-                                   "): the lock was re-created, not extended, and " + "process " + p +
-                                   " believes it held it throughout"},
+               {"description", "process " + p + "'s extend of " + op.key + " succeeded at t=" +
+                                   format_time_s(done->time_ns) + " although process " + q + " acquired it at t=" +
+                                   format_time_s(it->ok_ns) + ", after process " + p + "'s last renewal (t=" +
+                                   format_time_s(last.ok_ns) + ") and before this extend was invoked (t=" +
+                                   format_time_s(op.time_ns) + "): process " + p +
+                                   "'s lease did not last, yet it was told that it still holds the lock"},
                {"ops", ops},
                {"key", op.key},
                {"processes", {op.process, it->process}},

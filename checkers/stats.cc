@@ -90,12 +90,17 @@ class StatsChecker : public Checker {
     std::map<std::string, int64_t> nemesis;
     std::vector<int64_t> ok_per_s, fail_per_s, info_per_s;
     Counts total;
+    int64_t loss_notices = 0;
 
     for (size_t i = 0; i < h.size(); ++i) {
       prefetch_pair(h, pairs, i);
       const Op& op = h[i];
       if (!op.is_client()) {
         if (op.is_invoke() || pairs[i] < 0) ++nemesis[op.f];
+        continue;
+      }
+      if (op.is_notice()) {  // a loss notice is not an op's outcome: the loss-notice checker reads it
+        ++loss_notices;
         continue;
       }
       if (op.is_invoke()) {
@@ -159,6 +164,7 @@ class StatsChecker : public Checker {
     r.stats["processes"] = process_count;
     r.stats["by_process"] = p_json;
     r.stats["nemesis"] = nemesis;
+    if (loss_notices > 0) r.stats["loss_notices"] = loss_notices;
     r.stats["latency_ms"] = lat_json;
     r.stats["throughput_per_s"] = {{"bucket_s", 1}, {"ok", ok_per_s}, {"fail", fail_per_s}, {"info", info_per_s}};
     r.stats["span_s"] = span_s;

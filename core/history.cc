@@ -93,15 +93,21 @@ class OpRules {
  public:
   // Returns why op (history index i, after every op before it) breaks a rule; empty when it does not.
   std::string check(const Op& op, int64_t i) {
-    if (op.is_client() && !known_client_f(op.f)) {
-      return "unknown f \"" + op.f + "\" for a client op (known: acquire, release, extend, read, add, increment)";
+    const bool lost = op.is_client() && op.f == lost_f();
+    if (op.is_client() && !lost && !known_client_f(op.f)) {
+      return "unknown f \"" + op.f + "\" for a client op (known: acquire, release, extend, read, add, increment, lost)";
+    }
+    if (lost && !op.is_info()) {
+      return "a loss notice (f \"lost\") is one op of type info, not " + std::string(to_string(op.type));
     }
     Proc& pr = proc(op.process);
     if (op.time_ns < pr.last_time) {
       return "time goes backwards for process " + process_name(op.process) + ": " + std::to_string(op.time_ns) +
              " ns after " + std::to_string(pr.last_time) + " ns at op " + std::to_string(pr.last_index);
     }
-    if (op.is_invoke()) {
+    if (lost) {
+      // A notice stands alone: it may come while the process has an op open.
+    } else if (op.is_invoke()) {
       if (pr.open >= 0) {
         return "process " + process_name(op.process) + " invokes " + op.f + " while its " + pr.open_f +
                " invoked at op " + std::to_string(pr.open) + " is still open";

@@ -77,7 +77,8 @@ History parse_history(const std::string& text, const std::string& name = "histor
 //  - a process invokes nothing while it has an open invoke (a client whose op is indeterminate gets a new
 //    process id, or completes it as info first);
 //  - time never goes backwards within a process;
-//  - a client op's f is one the workloads write (is_known_client_f); nemesis ops may have any f.
+//  - a client op's f is one the workloads write (is_known_client_f); nemesis ops may have any f;
+//  - a loss notice (f "lost", core/op.h) is one op of type info that neither opens nor closes anything.
 // Invokes left open at the end are fine (crashed clients). Throws HistoryError("NAME: op N: reason").
 void validate_history(const History& h, const std::string& name);
 

@@ -201,6 +201,11 @@ void from_json(const nlohmann::json& j, Op& op) {
   }
 }
 
+const Atom& lost_f() {
+  static const Atom kLost(kLostF);
+  return kLost;
+}
+
 std::vector<int64_t> pair_index(const History& h) {
   std::vector<int64_t> pairs;
   assign_huge(&pairs, h.size(), int64_t{-1});
@@ -219,6 +224,7 @@ std::vector<int64_t> pair_index(const History& h) {
   };
   for (size_t i = 0; i < h.size(); ++i) {
     const Op& op = h[i];
+    if (op.is_notice()) continue;  // a single op: it pairs with nothing
     int64_t& open = slot(op.process);
     if (op.is_invoke()) {
       open = static_cast<int64_t>(i);

@@ -45,6 +45,8 @@ struct Op {
   bool is_fail() const { return type == OpType::kFail; }
   bool is_info() const { return type == OpType::kInfo; }
   bool is_client() const { return process >= 0; }
+  // A loss notice (see kLostF): a single op, neither an invoke nor the completion of one.
+  bool is_notice() const;
 };
 
 // A million-op history is two million of these: they are kept small (f, key and error interned, the optional
@@ -52,6 +54,15 @@ struct Op {
 static_assert(sizeof(Op) <= 80, "an Op is 80 bytes");
 
 using History = std::vector<Op>;
+
+// The f of a loss notice: a client process's lock library told its caller that the lock on `key` is gone (an
+// external client's "lost" event, locks/README-external.md), at the op's time, in its own words in
+// value.detail. Written as ONE op of type info: {"process":3,"type":"info","f":"lost","key":"lock-0",
+// "value":{"detail":"..."}}. It opens and closes nothing (pair_index leaves it unpaired; it may come while the
+// process has an op open), says nothing about whether an op happened, and only the loss-notice checker reads it.
+constexpr const char* kLostF = "lost";
+const Atom& lost_f();  // kLostF interned
+inline bool Op::is_notice() const { return type == OpType::kInfo && process >= 0 && f == lost_f(); }
 
 // One line of history.jsonl, e.g.
 // {"index":13,"time":1835100456,"process":3,"type":"ok","f":"acquire","key":"lock-0","value":null,"token":41}

@@ -114,6 +114,10 @@ std::vector<std::string> checkers_for(const RunConfig& c) {
   // Whenever a nemesis runs, whether its faults took effect is judged too: a fault that never happened is not a
   // test passed.
   if (!c.nemesis.empty()) names.push_back("faults");
+  // A subprocess client may report that its library warned it of a lost lock (protocol 2's "lost" event): how
+  // timely those warnings are is judged whenever such a client runs.
+  const LockAlgorithm* lock = find_lock_algorithm(c.lock);
+  if (lock != nullptr && lock->external) names.push_back("loss-notice");
   return names;
 }
 

@@ -208,6 +208,16 @@ class Workers {
         lo.fencing = plan_.fencing;
         lo.seed = derive_seed(cfg_.seed, 1000 + static_cast<uint64_t>(p));
         lo.extra = lock_extra(cfg_, run_dir_ + "/clients/p" + std::to_string(p) + ".stderr");
+        // A loss notice is stamped when the client's line is read (HistoryWriter::record stamps the time).
+        lo.on_lost = [this, p](const std::string& key, const std::string& detail) {
+          Op notice;
+          notice.process = p;
+          notice.type = OpType::kInfo;
+          notice.f = lost_f();
+          notice.key = key;
+          notice.value = {{"detail", detail}};
+          history_.record(notice);
+        };
         auto client = algo->make(lo);
         ProcessEnv env{p,        *client,
                        history_, std::mt19937_64(derive_seed(cfg_.seed, static_cast<uint64_t>(p))),

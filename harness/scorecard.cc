@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "core/exit_codes.h"
+#include "core/run_files.h"
 #include "harness/seed_search.h"
 #include "report/html.h"
 
@@ -51,7 +52,53 @@ std::string cell_text(const ScorecardCell& c) {
   return o.str();
 }
 
+// Adds one run's loss-notice stats (results.json) to f; a run without them adds nothing.
+void add_loss_notices(const std::string& run_dir, LossNoticeFigures* f) {
+  nlohmann::json results;
+  try {
+    results = read_json_file(run_dir + "/results.json");
+  } catch (const std::exception&) {
+    return;
+  }
+  for (const auto& c : results.value("checkers", nlohmann::json::array())) {
+    if (c.value("checker", "") != "loss-notice") continue;
+    const auto st = c.value("stats", nlohmann::json::object());
+    if (!st.is_object()) return;
+    ++f->runs;
+    f->takeovers += st.value("takeovers", int64_t{0});
+    f->warned_before += st.value("warned_before", int64_t{0});
+    f->warned_after += st.value("warned_after", int64_t{0});
+    f->never += st.value("never", int64_t{0});
+    f->notices += st.value("notices", int64_t{0});
+    for (const auto& l : st.value("lags_ms", nlohmann::json::array())) {
+      if (l.is_number()) f->lags_ms.push_back(l.get<double>());
+    }
+    return;
+  }
+}
+
 }  // namespace
+
+double LossNoticeFigures::median_lag_ms() const {
+  std::vector<double> v = lags_ms;
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+std::string loss_notice_text(const LossNoticeFigures& f) {
+  if (f.runs == 0) return "";
+  std::ostringstream o;
+  if (f.takeovers == 0) {
+    o << "no takeover (" << f.notices << " notice" << (f.notices == 1 ? "" : "s") << ")";
+    return o.str();
+  }
+  if (!f.lags_ms.empty()) o << "median lag " << std::fixed << std::setprecision(1) << f.median_lag_ms() << " ms; ";
+  o << f.takeovers << " takeover" << (f.takeovers == 1 ? "" : "s") << ": warned " << f.warned_before << " before, "
+    << f.warned_after << " after, " << f.never << " never";
+  if (f.notices == 0) o << " (the client reports no losses)";
+  return o.str();
+}
 
 Scorecard build_scorecard(const Matrix& m, const std::vector<ScorecardRun>& runs) {
   Scorecard s;
@@ -62,6 +109,7 @@ Scorecard build_scorecard(const Matrix& m, const std::vector<ScorecardRun>& runs
     where[i] = {index_of(s.rows, e.library), index_of(s.columns, e.scenario)};
   }
   s.cells.assign(s.rows.size(), std::vector<ScorecardCell>(s.columns.size()));
+  s.loss_notices.assign(s.rows.size(), LossNoticeFigures{});
   std::vector<std::vector<std::vector<double>>> firsts(s.rows.size(),
                                                        std::vector<std::vector<double>>(s.columns.size()));
   for (const auto& r : runs) {
@@ -76,6 +124,7 @@ Scorecard build_scorecard(const Matrix& m, const std::vector<ScorecardRun>& runs
                     : r.exit_code == kExitUnknown ? "unknown"
                                                   : "error";
     if (v == "error") ++c.error_runs;
+    if (!r.run_dir.empty()) add_loss_notices(r.run_dir, &s.loss_notices[row]);
     if (v == "invalid") {
       c.anomaly_seeds.push_back(r.seed);
       if (!r.run_dir.empty()) {
@@ -108,7 +157,7 @@ std::string scorecard_html(const Scorecard& s, const std::string& base) {
        "found an anomaly), the seeds that found one, the median time to the first anomaly, and the runs.</p>\n"
        "<table><tr><th>library</th>";
   for (const auto& c : s.columns) o << "<th>" << report::escape(c) << "</th>";
-  o << "</tr>\n";
+  o << "<th>loss notices</th></tr>\n";
   for (size_t r = 0; r < s.rows.size(); ++r) {
     o << "<tr><th>" << report::escape(s.rows[r]) << "</th>";
     for (size_t c = 0; c < s.columns.size(); ++c) {
@@ -122,6 +171,7 @@ std::string scorecard_html(const Scorecard& s, const std::string& base) {
       }
       o << "</td>";
     }
+    o << "<td>" << report::escape(r < s.loss_notices.size() ? loss_notice_text(s.loss_notices[r]) : "") << "</td>";
     o << "</tr>\n";
   }
   o << "</table>\n";
@@ -133,13 +183,13 @@ std::string scorecard_markdown(const Scorecard& s) {
   std::ostringstream o;
   o << "| library |";
   for (const auto& c : s.columns) o << " " << c << " |";
-  o << "\n|---|";
+  o << " loss notices |\n|---|";
   for (size_t c = 0; c < s.columns.size(); ++c) o << "---|";
-  o << "\n";
+  o << "---|\n";
   for (size_t r = 0; r < s.rows.size(); ++r) {
     o << "| " << s.rows[r] << " |";
     for (size_t c = 0; c < s.columns.size(); ++c) o << " " << cell_text(s.cells[r][c]) << " |";
-    o << "\n";
+    o << " " << (r < s.loss_notices.size() ? loss_notice_text(s.loss_notices[r]) : "") << " |\n";
   }
   return o.str();
 }

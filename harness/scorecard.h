@@ -30,11 +30,25 @@ struct ScorecardCell {
   double median_first_s = -1;  // median time to the first anomaly over the anomalous seeds; -1: none
 };
 
+// A library's loss notices over all its runs (the loss-notice checker's stats in each run's results.json): how
+// timely it warned a holder whose lock another process acquired.
+struct LossNoticeFigures {
+  size_t runs = 0;  // runs with a loss-notice result
+  int64_t takeovers = 0, warned_before = 0, warned_after = 0, never = 0, notices = 0;
+  std::vector<double> lags_ms;  // every warned takeover's lag (notice - the other acquire)
+  double median_lag_ms() const;  // REQUIRES: !lags_ms.empty()
+};
+
 struct Scorecard {
   std::vector<std::string> rows, columns;         // in the matrix's order of first appearance
   std::vector<std::vector<ScorecardCell>> cells;  // [row][column]
+  std::vector<LossNoticeFigures> loss_notices;    // [row]
   bool empty() const { return rows.empty(); }
 };
+
+// The loss-notice column's text for a library: "median lag 12.0 ms; 6 takeovers: warned 2 before, 3 after, 1
+// never", "no takeover (4 notices)", or "" when no run judged loss notices.
+std::string loss_notice_text(const LossNoticeFigures& f);
 
 // The time to the first anomaly comes from each invalid run's results.json (first_anomaly_ns).
 Scorecard build_scorecard(const Matrix& m, const std::vector<ScorecardRun>& runs);

@@ -25,11 +25,23 @@ struct LockResult {
   std::string error;                   // why, for fail and info
   std::optional<int64_t> validity_ms;  // acquire/extend ok: how long the client may assume it holds it
   std::optional<int64_t> token;        // acquire ok with fencing: the fencing token
+  // Protocol 2 of external clients (locks/README-external.md); empty when the client did not say.
+  std::vector<std::string> keys;  // acquire/extend ok: the Redis keys the op wrote, named as the library names them
+  std::string reason;             // fail/info: held, not_held, timeout, unreachable or error
 
-  static LockResult ok() { return {OpType::kOk, "", std::nullopt, std::nullopt}; }
-  static LockResult fail(std::string why) { return {OpType::kFail, std::move(why), std::nullopt, std::nullopt}; }
-  static LockResult info(std::string why) { return {OpType::kInfo, std::move(why), std::nullopt, std::nullopt}; }
+  static LockResult ok() { return {OpType::kOk, "", std::nullopt, std::nullopt, {}, ""}; }
+  static LockResult fail(std::string why) {
+    return {OpType::kFail, std::move(why), std::nullopt, std::nullopt, {}, ""};
+  }
+  static LockResult info(std::string why) {
+    return {OpType::kInfo, std::move(why), std::nullopt, std::nullopt, {}, ""};
+  }
 };
+
+// The typed reasons of a failed op (protocol 2's "reason"): the only values a client may send.
+bool is_known_reason(const std::string& reason);
+// "held, not_held, timeout, unreachable, error": for messages.
+const char* known_reasons();
 
 struct LockOptions {
   std::vector<Endpoint> nodes;  // the lock nodes as this client reaches them
@@ -42,6 +54,10 @@ struct LockOptions {
   bool fencing = false;                             // hand out fencing tokens with each acquire
   uint64_t seed = 0;                                // for retry jitter and the like
   nlohmann::json extra = nlohmann::json::object();  // algorithm-specific options, e.g. redlock retries
+  // Called when the client's library tells its caller that the lock on key is gone (an external client's
+  // "lost" event), at the moment the client learns of it, from any thread of the client (not the caller's);
+  // detail is the library's words. The runner records it in the history as a loss notice. Null: nobody listens.
+  std::function<void(const std::string& key, const std::string& detail)> on_lost;
 };
 
 class LockClient {

@@ -63,22 +63,24 @@ class Clock : public Nemesis {
   void aim(NemesisEnv& env, FaultPlan& plan) const override {
     if (!env.holders) return;
     auto held = env.holders->current();
-    if (held.empty()) return;
+    if (held.empty()) return mark_not_aimed(plan.detail, "no lock was held when the fault started");
     const Holding& h = held.back();
     const auto& nodes = env.cluster.nodes();
-    const auto holding = nodes_holding(env.cluster, h.key);
+    const HolderNodes found = find_holder_nodes(env.cluster, h);
+    plan.detail["aimed_at"] = {{"process", h.process}, {"key", h.key}};
+    plan.detail["holder_nodes"] = found.to_json(env.cluster);
+    if (found.nodes.empty()) return mark_not_aimed(plan.detail, found.why_none());
+    const auto& holding = found.nodes;
     const size_t k =
         std::max(plan.targets.size(), nemesis_util::aimed_count(plan.targets.size(), holding.size(), nodes.size()));
     std::vector<std::string> chosen;
     for (size_t n : holding) {
       if (chosen.size() < k) chosen.push_back(nodes[n].name);
     }
-    if (chosen.empty()) return;
     std::sort(chosen.begin(), chosen.end(), u::party_less);
     plan.targets = chosen;
     const int64_t delta = std::abs(plan.detail.value("delta_ms", int64_t{0}));
     plan.detail["delta_ms"] = std::max(delta, 2 * env.options.ttl_ms);
-    plan.detail["aimed_at"] = {{"process", h.process}, {"key", h.key}};
   }
 
   Op invoke(NemesisEnv& env, const Op& op) override {

@@ -63,18 +63,24 @@ class Delay : public Nemesis {
   void aim(NemesisEnv& env, FaultPlan& plan) const override {
     if (!env.holders) return;
     auto held = env.holders->current();
-    if (held.empty()) return;
+    if (held.empty()) return mark_not_aimed(plan.detail, "no lock was held when the fault started");
     const Holding& h = held.back();
     const std::string mode = plan.detail.value("mode", "");
     std::string who;
+    nlohmann::json holder_nodes;
     if (mode == "client") {
       who = slot_of(h.process, env.options.concurrency);
     } else if (mode == "node") {
-      auto holding = nodes_holding(env.cluster, h.key);
-      if (holding.empty()) return;
-      who = env.cluster.nodes()[holding.front()].name;
+      const HolderNodes found = find_holder_nodes(env.cluster, h);
+      holder_nodes = found.to_json(env.cluster);
+      if (found.nodes.empty()) {
+        plan.detail["aimed_at"] = {{"process", h.process}, {"key", h.key}};
+        plan.detail["holder_nodes"] = holder_nodes;
+        return mark_not_aimed(plan.detail, found.why_none());
+      }
+      who = env.cluster.nodes()[found.nodes.front()].name;
     } else {
-      return;
+      return mark_not_aimed(plan.detail, "mode " + mode + " is not aimed at a holder");
     }
     std::vector<std::string> nodes, sentinels;
     for (const auto& n : env.cluster.nodes()) nodes.push_back(n.name);
@@ -82,6 +88,7 @@ class Delay : public Nemesis {
     plan = make_plan(PlanContext::from(env.options, nodes, sentinels), mode, who, plan.detail.value("delay_ms", 0),
                      plan.detail.value("jitter_ms", 0));
     plan.detail["aimed_at"] = {{"process", h.process}, {"key", h.key}};
+    if (!holder_nodes.is_null()) plan.detail["holder_nodes"] = holder_nodes;
   }
 
   Op invoke(NemesisEnv& env, const Op& op) override {

@@ -215,17 +215,27 @@ void NemesisDriver::apply_start(const ScheduleEntry& e) {
     auto fresh = holders_->wait_for_fresh(holders_->acquires_seen(), std::chrono::milliseconds(wait_ms), &stopping_);
     if (stopping_.load()) return;
     bool aimed = false;
+    std::string why = "no lock was held within " + std::to_string(wait_ms) + " ms of the fault's start";
     if (fresh) {
       try {
         nemeses_[k]->aim(env_, plan);
-        aimed = true;
+        // An aim that could not find what it aims at says so (mark_not_aimed); otherwise it aimed.
+        aimed = plan.detail.value("aimed", true);
+        why = plan.detail.value("not_aimed_because", "");
       } catch (const std::exception& ex) {
         log("nemesis: aiming step " + std::to_string(e.step) + " failed (" + ex.what() + "); using the plan");
         plan = e.fault;
+        why = std::string("aiming failed: ") + ex.what();
       }
     }
     plan.detail["step"] = e.step;
     plan.detail["aimed"] = aimed;
+    if (aimed) {
+      plan.detail.erase("not_aimed_because");
+    } else {
+      plan.detail["not_aimed_because"] = why;
+      log("nemesis: step " + std::to_string(e.step) + " not aimed at the holder: " + why);
+    }
   }
   Op op;
   op.f = plan.f;

@@ -194,7 +194,10 @@ class Failover : public Nemesis {
     }
     if (master_) return u::complete(op, OpType::kInfo, json::array(), detail, "a failover is already in force");
     const auto& nodes = env.cluster.nodes();
-    const std::string key = detail.contains("aimed_at") ? detail["aimed_at"].value("key", kDefaultKey) : kDefaultKey;
+    // The Redis key whose master goes: the one the holder's client reported (protocol 2), else the request's key.
+    const std::string key = detail.contains("aimed_at")
+                                ? detail["aimed_at"].value("redis_key", detail["aimed_at"].value("key", kDefaultKey))
+                                : kDefaultKey;
     if (topology == Topology::kCluster) detail["slot"] = cluster_key_slot(key);
     std::string mode = detail.value("mode", "kill");
     if (mode == "partition") mode = "split-brain";
@@ -290,13 +293,15 @@ class Failover : public Nemesis {
   void aim(NemesisEnv& env, FaultPlan& plan) const override {
     if (!env.holders) return;
     auto held = env.holders->current();
-    if (held.empty()) return;
+    if (held.empty()) return mark_not_aimed(plan.detail, "no lock was held when the fault started");
     const Holding h = held.back();
     plan.detail["aimed_at"] = {{"process", h.process}, {"key", h.key}};
+    if (!h.keys.empty()) plan.detail["aimed_at"]["redis_key"] = h.keys.front();
+    const std::string redis_key = h.keys.empty() ? h.key : h.keys.front();
     const std::string mode = plan.detail.value("mode", "");
     if (env.options.topology != Topology::kCluster || (mode != "split-brain" && mode != "partition")) return;
     if (master_) return;  // invoke answers that a failover is in force; nothing may be cut for it
-    const std::optional<size_t> master = current_master(env.cluster, Topology::kCluster, h.key);
+    const std::optional<size_t> master = current_master(env.cluster, Topology::kCluster, redis_key);
     if (!master) return;  // invoke says so
     plan.detail["master"] = env.cluster.nodes()[*master].name;
     json replicas = json::array();

@@ -7,6 +7,11 @@
 
 namespace lockcheck {
 
+namespace {
+const char* const kHowReported = "keys reported by the client";
+const char* const kHowRequestKey = "the request's key";
+}  // namespace
+
 std::shared_ptr<HolderTracker> HolderTracker::attach(HistoryWriter& history) {
   auto t = std::make_shared<HolderTracker>();
   history.observe([t](const Op& op) { t->on_op(op); });
@@ -14,7 +19,7 @@ std::shared_ptr<HolderTracker> HolderTracker::attach(HistoryWriter& history) {
 }
 
 void HolderTracker::on_op(const Op& op) {
-  if (!op.is_client()) return;
+  if (!op.is_client() || op.is_notice()) return;  // a loss notice neither ends a holding nor retires anyone
   std::vector<std::function<void()>> due;  // on_release actions of the holdings this op ends
   std::vector<uint64_t> due_serials;
   bool changed = false;
@@ -38,6 +43,16 @@ void HolderTracker::on_op(const Op& op) {
       v.erase(it, v.end());
       changed = true;
     };
+    const auto reported_keys = [&op] {
+      std::vector<std::string> keys;
+      if (!op.value.is_object()) return keys;
+      auto it = op.value.find("keys");
+      if (it == op.value.end() || !it->is_array()) return keys;
+      for (const auto& k : *it) {
+        if (k.is_string()) keys.push_back(k.get<std::string>());
+      }
+      return keys;
+    };
     if (op.is_ok() && op.f == "acquire") {
       Holding h;
       h.key = op.key;
@@ -45,8 +60,17 @@ void HolderTracker::on_op(const Op& op) {
       h.since_ns = op.time_ns;
       h.seen = std::chrono::steady_clock::now();
       h.serial = ++serial_;
+      h.keys = reported_keys();
       holdings_.push_back(h);
       changed = true;
+    } else if (op.is_ok() && op.f == "extend") {
+      // The keys of the last ok extend replace those of the acquire (a library may move its keys).
+      std::vector<std::string> keys = reported_keys();
+      if (!keys.empty()) {
+        for (Holding& h : holdings_) {
+          if (of_op(false)(h)) h.keys = keys;
+        }
+      }
     } else if (op.is_info()) {
       // Retired: whatever it held or was releasing is over.
       end(holdings_, true);
@@ -150,6 +174,60 @@ std::vector<size_t> nodes_holding(const Cluster& cluster, const std::string& key
     if (r.ok() && r.integer().value_or(0) == 1) out.push_back(n);
   }
   return out;
+}
+
+std::vector<size_t> nodes_holding_any(const Cluster& cluster, const std::vector<std::string>& keys,
+                                      std::chrono::milliseconds timeout) {
+  std::vector<size_t> out;
+  if (keys.empty()) return out;
+  const auto& nodes = cluster.nodes();
+  for (size_t n = 0; n < nodes.size(); ++n) {
+    if (!cluster.is_running(n)) continue;
+    // One EXISTS per key: on Redis Cluster keys of different slots cannot share a command.
+    RedisConn c(nodes[n].endpoint, timeout, timeout);
+    for (const auto& k : keys) {
+      Reply r = c.command({"EXISTS", k});
+      if (r.ok() && r.integer().value_or(0) == 1) {
+        out.push_back(n);
+        break;
+      }
+      if (!r.ok() && !r.is_error()) break;  // unreachable: the next keys would wait out the timeout again
+    }
+  }
+  return out;
+}
+
+std::string HolderNodes::why_none() const {
+  if (!nodes.empty()) return "";
+  std::string ks;
+  for (const auto& k : keys) ks += (ks.empty() ? "" : ", ") + k;
+  if (how == kHowReported) return "no running node has the keys the client reported (" + ks + ")";
+  return "no running node has the key " + ks +
+         " (the request's key; the client reported no Redis keys of its own, protocol 2's \"keys\")";
+}
+
+nlohmann::json HolderNodes::to_json(const Cluster& cluster) const {
+  nlohmann::json found = nlohmann::json::array();
+  for (size_t n : nodes) found.push_back(cluster.nodes()[n].name);
+  return {{"how", how}, {"keys", keys}, {"found", found}};
+}
+
+HolderNodes find_holder_nodes(const Cluster& cluster, const Holding& h, std::chrono::milliseconds timeout) {
+  HolderNodes out;
+  if (!h.keys.empty()) {
+    out.how = kHowReported;
+    out.keys = h.keys;
+  } else {
+    out.how = kHowRequestKey;
+    out.keys = {h.key};
+  }
+  out.nodes = nodes_holding_any(cluster, out.keys, timeout);
+  return out;
+}
+
+void mark_not_aimed(nlohmann::json& detail, const std::string& why) {
+  detail["aimed"] = false;
+  detail["not_aimed_because"] = why;
 }
 
 std::string slot_of(Process p, int concurrency) { return client_party(p, concurrency).name(); }

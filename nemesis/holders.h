@@ -34,6 +34,9 @@ struct Holding {
   int64_t since_ns = 0;                        // time of the ok acquire in the history
   std::chrono::steady_clock::time_point seen;  // when the tracker saw it (the same instant, harness clock)
   uint64_t serial = 0;                         // 1, 2, ...: acquires in the order they were seen
+  // The Redis keys the client reported for its last ok acquire or extend of this holding (an external client's
+  // protocol-2 "keys", in the completion's value); empty when it reported none.
+  std::vector<std::string> keys;
 };
 
 class HolderTracker {
@@ -89,6 +92,27 @@ class HolderTracker {
 // nodes * timeout. Returns node indices in order.
 std::vector<size_t> nodes_holding(const Cluster& cluster, const std::string& key,
                                   std::chrono::milliseconds timeout = std::chrono::milliseconds(100));
+// The same for several keys: the nodes that have any of them.
+std::vector<size_t> nodes_holding_any(const Cluster& cluster, const std::vector<std::string>& keys,
+                                      std::chrono::milliseconds timeout = std::chrono::milliseconds(100));
+
+// Where a holder's lock lives, and how that was found out: by the Redis keys its client reported (protocol 2),
+// else by the request's key (lockcheck's own locks name their Redis key after it).
+struct HolderNodes {
+  std::vector<size_t> nodes;      // node indices, in order; empty: none found
+  std::string how;                // "keys reported by the client" or "the request's key"
+  std::vector<std::string> keys;  // the Redis keys looked for
+  // Why nothing was found (empty when nodes is not): says which keys were looked for and how.
+  std::string why_none() const;
+  // {"how": ..., "keys": [...], "found": ["n1", ...]}, for a fault's detail ("holder_nodes").
+  nlohmann::json to_json(const Cluster& cluster) const;
+};
+HolderNodes find_holder_nodes(const Cluster& cluster, const Holding& h,
+                              std::chrono::milliseconds timeout = std::chrono::milliseconds(100));
+
+// Marks plan detail as not aimed at the holder: "aimed": false and "not_aimed_because": why. The driver keeps
+// it (a plan an aim left unmarked counts as aimed).
+void mark_not_aimed(nlohmann::json& detail, const std::string& why);
 
 // "c" + p % concurrency: the client slot of process p (its network party).
 std::string slot_of(Process p, int concurrency);

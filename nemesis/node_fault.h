@@ -1,7 +1,10 @@
 // The common part of the nemeses that act on whole data nodes (pause, kill): which nodes. Modes are counts:
 // one, minority, majority, all (nemesis_util::count_for); the nodes are drawn at plan time. Holder targeting
 // re-aims at the nodes that hold the current holder's key: at least the planned number, and enough of them to
-// take the key from a majority (nemesis_util::aimed_count), filled up with planned nodes when fewer hold it.
+// take the key from a majority (nemesis_util::aimed_count), filled up with planned nodes when fewer hold it. The
+// holder's nodes are found by the keys its client reported, else by the request's key (find_holder_nodes); the
+// detail records which ("holder_nodes"), and when none was found the planned nodes stay and the fault says
+// "aimed": false with the reason.
 // A subclass applies and undoes the fault on node indices and says how long the fault lasts.
 #pragma once
 
@@ -37,10 +40,15 @@ class NodeFault : public Nemesis {
   void aim(NemesisEnv& env, FaultPlan& plan) const override {
     if (!env.holders) return;
     auto held = env.holders->current();
-    if (held.empty()) return;
+    if (held.empty()) return mark_not_aimed(plan.detail, "no lock was held when the fault started");
     const Holding& h = held.back();
     const auto& nodes = env.cluster.nodes();
-    const auto holding = nodes_holding(env.cluster, h.key);
+    const HolderNodes found = find_holder_nodes(env.cluster, h);
+    plan.detail["aimed_at"] = {{"process", h.process}, {"key", h.key}};
+    plan.detail["holder_nodes"] = found.to_json(env.cluster);
+    // Nothing found: the planned (random) nodes stay, and the fault says it was not aimed.
+    if (found.nodes.empty()) return mark_not_aimed(plan.detail, found.why_none());
+    const auto& holding = found.nodes;
     const size_t k =
         std::max(plan.targets.size(), nemesis_util::aimed_count(plan.targets.size(), holding.size(), nodes.size()));
     std::vector<std::string> chosen;
@@ -52,7 +60,6 @@ class NodeFault : public Nemesis {
     }
     std::sort(chosen.begin(), chosen.end(), nemesis_util::party_less);
     plan.targets = chosen;
-    plan.detail["aimed_at"] = {{"process", h.process}, {"key", h.key}};
   }
 
   Op invoke(NemesisEnv& env, const Op& op) override {

@@ -211,16 +211,22 @@ class Partition : public Nemesis {
     if (!env.holders) return;
     const std::string mode = plan.detail.value("mode", "");
     auto held = env.holders->current();
-    if (held.empty()) return;
+    if (held.empty()) return mark_not_aimed(plan.detail, "no lock was held when the fault started");
     const Holding& h = held.back();
     const PlanContext ctx = context(env);
+    nlohmann::json holder_nodes;
     std::mt19937_64 rng(static_cast<uint64_t>(plan.detail.value("step", 0)) + 1);
     const std::string slot = slot_of(h.process, env.options.concurrency);
     Grudge g;
     if (mode == "isolate") {
-      auto holding = nodes_holding(env.cluster, h.key);
-      if (holding.empty()) return;
-      g = isolate(ctx, env.cluster.nodes()[holding.front()].name);
+      const HolderNodes found = find_holder_nodes(env.cluster, h);
+      holder_nodes = found.to_json(env.cluster);
+      if (found.nodes.empty()) {
+        plan.detail["aimed_at"] = {{"process", h.process}, {"key", h.key}};
+        plan.detail["holder_nodes"] = holder_nodes;
+        return mark_not_aimed(plan.detail, found.why_none());
+      }
+      g = isolate(ctx, env.cluster.nodes()[found.nodes.front()].name);
     } else if (mode == "client-cut") {
       g = client_cut(ctx, slot, rng);
     } else if (mode == "client-split") {
@@ -228,10 +234,11 @@ class Partition : public Nemesis {
       u::shuffle(order, rng);
       g = client_split(ctx, {slot}, order);
     } else {
-      return;
+      return mark_not_aimed(plan.detail, "mode " + mode + " is not aimed at a holder");
     }
     plan = make_plan(ctx, mode, g);
     plan.detail["aimed_at"] = {{"process", h.process}, {"key", h.key}};
+    if (!holder_nodes.is_null()) plan.detail["holder_nodes"] = holder_nodes;
   }
 
   Op invoke(NemesisEnv& env, const Op& op) override {

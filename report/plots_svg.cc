@@ -254,7 +254,7 @@ std::string render_throughput_plot(const History& h, const std::vector<FaultBand
   std::vector<double> ok(nbins), fail(nbins), info(nbins);
   size_t completions = 0;
   for (const Op& op : h) {
-    if (!op.is_client() || op.is_invoke()) continue;
+    if (!op.is_client() || op.is_invoke() || op.is_notice()) continue;
     size_t b = static_cast<size_t>(static_cast<double>(op.time_ns) / 1e9 / bin_s);
     b = std::min(b, nbins - 1);
     (op.is_ok() ? ok : op.is_fail() ? fail : info)[b] += 1;

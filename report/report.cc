@@ -99,7 +99,7 @@ void render_verdict(Page& pg) {
   } else {
     int64_t ok = 0, fail = 0, info = 0;
     for (const Op& op : pg.h) {
-      if (!op.is_client()) continue;
+      if (!op.is_client() || op.is_notice()) continue;
       ok += op.is_ok();
       fail += op.is_fail();
       info += op.is_info();

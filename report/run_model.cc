@@ -165,6 +165,13 @@ std::vector<FaultBand> fault_bands(const History& h, const std::vector<int64_t>&
       auto d = v->find("detail");
       if (d != v->end() && !d->is_null()) {
         b.detail = d->dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+        // A holder-targeted fault that found nothing to aim at says so first, whatever the length of the rest.
+        if (d->is_object() && d->contains("aimed") && (*d)["aimed"].is_boolean() && !(*d)["aimed"].get<bool>()) {
+          const auto why = d->find("not_aimed_because");
+          b.detail = "not aimed at the holder" +
+                     (why != d->end() && why->is_string() ? " (" + why->get<std::string>() + ")" : std::string()) +
+                     "; " + b.detail;
+        }
         if (b.detail.size() > 200) b.detail = b.detail.substr(0, 197) + "...";
       }
       bands.push_back(b);

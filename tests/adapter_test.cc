@@ -94,8 +94,10 @@ TEST_P(AdapterTest, AcquiresExcludesExtendsAndReleases) {
   for (int n = 0; n < nodes(); ++n) {
     for (const auto& k : redis_keys()) EXPECT_TRUE(c.exists(n, k)) << "node " << n << " key " << k;
   }
+  EXPECT_EQ(r.keys, redis_keys());  // protocol 2: the library's own keys
   LockResult busy = b->acquire("lock-0", milliseconds(10000));
   EXPECT_EQ(busy.outcome, OpType::kFail) << busy.error;
+  EXPECT_EQ(busy.reason, "held");
   EXPECT_EQ(b->release("lock-0").outcome, OpType::kFail);  // b never held it
   EXPECT_EQ(b->extend("lock-0", milliseconds(20000)).outcome, OpType::kFail);
   LockResult ext = a->extend("lock-0", milliseconds(20000));
@@ -133,7 +135,9 @@ TEST_P(AdapterTest, ExtendAfterExpiryFails) {
     for (const auto& k : redis_keys()) c.conn(0)->command({"DEL", k});
   }
   std::this_thread::sleep_for(milliseconds(600));
-  EXPECT_EQ(a->extend("lock-0", milliseconds(1000)).outcome, OpType::kFail);
+  LockResult e = a->extend("lock-0", milliseconds(1000));
+  EXPECT_EQ(e.outcome, OpType::kFail);
+  if (GetParam() != "laravel") EXPECT_EQ(e.reason, "not_held") << e.error;  // laravel: no extend at all
   if (GetParam() == "rueidislock" || GetParam().rfind("symfony-", 0) == 0) {
     // The library had said it was gone (a cancelled context; a refused refresh): the release says not_held.
     EXPECT_EQ(a->release("lock-0").outcome, OpType::kFail);

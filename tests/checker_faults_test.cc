@@ -67,3 +67,31 @@ TEST(FaultsChecker, ClientPauseThatFiredIsValid) {
 
 }  // namespace
 }  // namespace lockcheck
+
+namespace lockcheck {
+namespace {
+
+// Holder targeting: a start that found the holder's nodes says "aimed": true; one that found none says
+// "aimed": false with the reason, counted in the stats and summary and listed as a note (never an anomaly).
+TEST(FaultsChecker, StartsNotAimedAtTheHolderAreCountedWithTheirReasons) {
+  HistoryBuilder b;
+  fault(b, "kill", "kill", "start", OpType::kOk, {{"aimed", true}, {"holder_nodes", {{"how", "the request's key"}}}});
+  fault(b, "restart", "kill", "stop", OpType::kOk);
+  const std::string why = "no running node has the key lock-0 (the request's key; the client reported no Redis keys)";
+  fault(b, "kill", "kill", "start", OpType::kOk, {{"aimed", false}, {"not_aimed_because", why}});
+  fault(b, "restart", "kill", "stop", OpType::kOk);
+  CheckResult r = check(b.history());
+  EXPECT_EQ(r.valid, Validity::kValid) << r.summary;
+  EXPECT_EQ(r.stats["faults"]["kill"]["aimed"], 1);
+  EXPECT_EQ(r.stats["faults"]["kill"]["not_aimed"], 1);
+  EXPECT_EQ(r.stats["faults"]["kill"]["not_aimed_because"][why], 1);
+  EXPECT_NE(r.summary.find("aimed at the holder 1 of 2"), std::string::npos) << r.summary;
+  ASSERT_EQ(r.anomalies.size(), 1u);
+  EXPECT_EQ(r.anomalies[0]["kind"], "fault-not-aimed");
+  EXPECT_EQ(r.anomalies[0]["severity"], "note");
+  EXPECT_EQ(r.anomalies[0]["ops"], json::array({4}));
+  EXPECT_NE(r.anomalies[0]["description"].get<std::string>().find(why), std::string::npos);
+}
+
+}  // namespace
+}  // namespace lockcheck

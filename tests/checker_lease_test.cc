@@ -253,6 +253,47 @@ TEST(LeaseChecker, WithoutValidityTheTtlGivesTheLease) {
   EXPECT_NE(r2.summary.find("2 from the TTL"), std::string::npos) << r2.summary;
 }
 
+// Protocol 2: the typed reason "not_held" says the lock was lost, whatever the free text; a typed reason other
+// than not_held is not a loss even if the text starts with "not held"; without a reason the text decides.
+TEST(LeaseChecker, TheTypedReasonNotHeldIsALossWhateverTheText) {
+  HistoryBuilder b;
+  acquire(b, 0, 0, 1, 10);
+  b.at_ms(9).invoke(0, "release");
+  b.at_ms(20).fail(0, "release", "lock-0", {{"reason", "not_held"}});
+  b.error("redislock: lock not held");
+  acquire(b, 1, 21, 22, 10);
+  b.at_ms(23).invoke(1, "release");
+  b.at_ms(24).fail(1, "release", "lock-0", {{"reason", "unreachable"}});
+  b.error("not held: the node is down");
+  CheckResult r = check(b.history());
+  EXPECT_EQ(r.valid, Validity::kValid) << r.summary;
+  ASSERT_EQ(r.anomalies.size(), 1u);
+  EXPECT_EQ(r.anomalies[0]["kind"], "lost-before-release");
+  EXPECT_EQ(r.anomalies[0]["ops"], nlohmann::json::array({2, 3}));
+}
+
+// An ok extend without validity_ms: with the TTL known it stretches the window to its invoke + TTL (what the
+// renew workload assumes); without, it stretches nothing and the summary says so.
+TEST(LeaseChecker, AnOkExtendWithoutValidityIsNotIgnoredSilently) {
+  CheckOptions o;
+  o.ttl_ms = 50;
+  HistoryBuilder b;
+  acquire(b, 0, 0, 1, 40);  // [1, 41]
+  b.at_ms(30).invoke(0, "extend");
+  b.at_ms(32).ok(0, "extend");  // no validity: to 30 + 50 = 80
+  acquire(b, 1, 60, 61, 40);    // overlaps [61, 80]
+  CheckResult r = run_checker(*make_checker("lease"), b.history(), o);
+  ASSERT_EQ(r.valid, Validity::kInvalid) << r.summary;
+  EXPECT_EQ(r.anomalies[0]["to_ns"], 80000000);
+  EXPECT_EQ(r.stats["validity_from_ttl"], 1);
+  CheckResult r2 = check(b.history());  // no TTL given
+  EXPECT_EQ(r2.valid, Validity::kValid) << r2.summary;
+  EXPECT_EQ(r2.stats["extends_without_validity"], 1);
+  EXPECT_NE(r2.summary.find("1 ok extends without validity and no TTL given: they stretch no window"),
+            std::string::npos)
+      << r2.summary;
+}
+
 TEST(LeaseChecker, TheSameProcessReacquiringIsNotAnOverlap) {
   HistoryBuilder b;
   acquire(b, 0, 0, 1, 100);

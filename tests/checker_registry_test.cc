@@ -17,7 +17,7 @@ TEST(CheckerRegistry, Names) {
     EXPECT_EQ(made->name(), c.name);
   }
   EXPECT_EQ(names, (std::vector<std::string>{"mutex", "lease", "fencing", "lost-updates", "liveness", "renewal",
-                                             "stats", "faults"}));
+                                             "stats", "faults", "loss-notice"}));
   EXPECT_EQ(make_checker("no-such-checker"), nullptr);
 }
 

@@ -4,6 +4,8 @@
 #include <gtest/gtest.h>
 
 #include <fstream>
+#include <mutex>
+#include <thread>
 #include <sstream>
 
 #include "core/history.h"
@@ -153,6 +155,178 @@ TEST_F(ExternalLockTest, BadCommandLinesAreClearErrors) {
   EXPECT_THROW(make_lock("external", o), std::invalid_argument);
 }
 
+// Protocol 2 (locks/README-external.md): tests/clients/proto2_client.py names its key "myprefix:{KEY}" and
+// speaks protocol 2 when asked to by its flags.
+std::string proto2_cmd(const std::string& flags) { return client_cmd("proto2_client.py") + " " + flags; }
+
+// The loss notices a client reported through LockOptions.on_lost, with when they arrived.
+struct Notices {
+  std::mutex mu;
+  std::vector<std::pair<std::string, std::string>> got;  // key, detail
+  std::vector<std::chrono::steady_clock::time_point> at;
+  void listen(LockOptions* o) {
+    o->on_lost = [this](const std::string& key, const std::string& detail) {
+      std::lock_guard<std::mutex> lock(mu);
+      got.emplace_back(key, detail);
+      at.push_back(std::chrono::steady_clock::now());
+    };
+  }
+  size_t size() {
+    std::lock_guard<std::mutex> lock(mu);
+    return got.size();
+  }
+};
+
+TEST_F(ExternalLockTest, Protocol2RequestsSayProtocol2) {
+  TestCluster c(1);
+  TempDir dir;
+  const std::string record = dir.path() + "/requests.jsonl";
+  LockOptions o = options_for(c, "proto2_client.py");
+  o.extra["client_cmd"] = proto2_cmd("--record '" + record + "'");
+  auto a = make_lock("external", o);
+  ASSERT_EQ(a->acquire("lock-0", milliseconds(5000)).outcome, OpType::kOk);
+  ASSERT_EQ(a->release("lock-0").outcome, OpType::kOk);
+  std::ifstream in(record);
+  std::string line;
+  int n = 0;
+  while (std::getline(in, line)) {
+    EXPECT_EQ(nlohmann::json::parse(line).value("protocol", 0), 2) << line;
+    ++n;
+  }
+  EXPECT_EQ(n, 2);
+}
+
+TEST_F(ExternalLockTest, Protocol2KeysAndReasonsAreRead) {
+  TestCluster c(1);
+  LockOptions o = options_for(c, "proto2_client.py");
+  o.extra["client_cmd"] = proto2_cmd("");
+  auto a = make_lock("external", o);
+  auto b = make_lock("external", o);
+  LockResult r = a->acquire("lock-0", milliseconds(5000));
+  ASSERT_EQ(r.outcome, OpType::kOk) << r.error;
+  EXPECT_EQ(r.keys, std::vector<std::string>{"myprefix:{lock-0}"});
+  EXPECT_TRUE(c.exists(0, "myprefix:{lock-0}"));
+  EXPECT_FALSE(c.exists(0, "lock-0"));
+  LockResult busy = b->acquire("lock-0", milliseconds(5000));
+  EXPECT_EQ(busy.outcome, OpType::kFail);
+  EXPECT_EQ(busy.reason, "held");
+  EXPECT_EQ(busy.error, "lock taken");
+  LockResult not_held = b->extend("lock-0", milliseconds(5000));
+  EXPECT_EQ(not_held.outcome, OpType::kFail);
+  EXPECT_EQ(not_held.reason, "not_held");
+  LockResult ext = a->extend("lock-0", milliseconds(5000));
+  EXPECT_EQ(ext.outcome, OpType::kOk);
+  EXPECT_EQ(ext.keys, std::vector<std::string>{"myprefix:{lock-0}"});
+  EXPECT_EQ(a->release("lock-0").outcome, OpType::kOk);
+  EXPECT_EQ(a->release("lock-0").reason, "not_held");
+  c.cluster->kill(0);
+  auto d = make_lock("external", o);
+  LockResult dead = d->acquire("lock-0", milliseconds(1000));
+  EXPECT_EQ(dead.outcome, OpType::kFail);
+  EXPECT_EQ(dead.reason, "unreachable");
+}
+
+TEST_F(ExternalLockTest, Protocol1ClientsAreJudgedAsBefore) {
+  // The same client answering as a protocol-1 client (no keys, no reason, no events), and the example client.
+  TestCluster c(1);
+  for (const std::string& cmd : {proto2_cmd("--old --lost-after-ms 50 --hello 10"), client_cmd("example_client.py")}) {
+    LockOptions o = options_for(c, "proto2_client.py");
+    o.extra["client_cmd"] = cmd;
+    Notices notices;
+    notices.listen(&o);
+    auto a = make_lock("external", o);
+    auto b = make_lock("external", o);
+    LockResult r = a->acquire("lock-0", milliseconds(5000));
+    ASSERT_EQ(r.outcome, OpType::kOk) << cmd << ": " << r.error;
+    EXPECT_TRUE(r.keys.empty()) << cmd;
+    LockResult busy = b->acquire("lock-0", milliseconds(5000));
+    EXPECT_EQ(busy.outcome, OpType::kFail) << cmd;
+    EXPECT_EQ(busy.reason, "") << cmd;
+    std::this_thread::sleep_for(milliseconds(200));
+    EXPECT_EQ(a->release("lock-0").outcome, OpType::kOk) << cmd;
+    EXPECT_EQ(notices.size(), 0u) << cmd;
+  }
+}
+
+TEST_F(ExternalLockTest, Protocol2LostEventWhileIdleIsTakenWhenItArrives) {
+  TestCluster c(1);
+  LockOptions o = options_for(c, "proto2_client.py");
+  o.extra["client_cmd"] = proto2_cmd("--lost-after-ms 300");
+  Notices notices;
+  notices.listen(&o);
+  auto a = make_lock("external", o);
+  ASSERT_EQ(a->acquire("lock-0", milliseconds(5000)).outcome, OpType::kOk);
+  const auto acquired = std::chrono::steady_clock::now();
+  // No request is outstanding: the notice must come in anyway, about 300 ms after the acquire.
+  for (int i = 0; i < 100 && notices.size() == 0; ++i) std::this_thread::sleep_for(milliseconds(20));
+  ASSERT_EQ(notices.size(), 1u);
+  EXPECT_EQ(notices.got[0].first, "lock-0");
+  EXPECT_EQ(notices.got[0].second, "context canceled: lock expired");
+  EXPECT_GE(notices.at[0] - acquired, milliseconds(200));
+  EXPECT_LT(notices.at[0] - acquired, milliseconds(1500));
+  // The client is still in good standing.
+  EXPECT_EQ(a->release("lock-0").outcome, OpType::kOk);
+  EXPECT_EQ(notices.size(), 1u);
+}
+
+TEST_F(ExternalLockTest, Protocol2LostEventDuringARequestIsTakenBeforeTheAnswer) {
+  TestCluster c(1);
+  LockOptions o = options_for(c, "proto2_client.py");
+  o.extra["client_cmd"] = proto2_cmd("--lost-now");
+  Notices notices;
+  notices.listen(&o);
+  auto a = make_lock("external", o);
+  ASSERT_EQ(a->acquire("lock-0", milliseconds(5000)).outcome, OpType::kOk);
+  EXPECT_EQ(notices.size(), 0u);
+  EXPECT_EQ(a->extend("lock-0", milliseconds(5000)).outcome, OpType::kOk);
+  EXPECT_EQ(notices.size(), 1u);  // written before the answer: taken by the time the answer is
+  EXPECT_EQ(a->release("lock-0").outcome, OpType::kOk);
+}
+
+TEST_F(ExternalLockTest, Protocol2HelloSetsTheDeadline) {
+  // The default deadline here is 300 ms x 1 node + 1 s = 1300 ms; the client takes 1800 ms per call.
+  TestCluster c(1);
+  for (bool hello : {false, true}) {
+    LockOptions o = c.options();
+    o.extra["client_cmd"] = proto2_cmd(std::string("--slow-ms 1800") + (hello ? " --hello 2500" : ""));
+    o.extra["client_startup_ms"] = 10000;
+    auto a = make_lock("external", o);
+    const std::string key = hello ? "lock-h" : "lock-0";  // the first round's client dies holding lock-0
+    ASSERT_EQ(a->acquire(key, milliseconds(10000)).outcome, OpType::kOk);  // within the start-up allowance
+    LockResult r = a->release(key);
+    if (hello) {
+      EXPECT_EQ(r.outcome, OpType::kOk) << r.error;  // 2500 + 1000 ms
+    } else {
+      EXPECT_EQ(r.outcome, OpType::kInfo);
+      EXPECT_NE(r.error.find("no answer within 1300 ms"), std::string::npos) << r.error;
+    }
+  }
+  // An explicit client_timeout_ms is the user's bound: the hello does not lift it.
+  LockOptions o = options_for(c, "proto2_client.py", 1300);
+  o.extra["client_cmd"] = proto2_cmd("--slow-ms 1800 --hello 2500");
+  auto a = make_lock("external", o);
+  ASSERT_EQ(a->acquire("lock-1", milliseconds(10000)).outcome, OpType::kOk);
+  EXPECT_EQ(a->release("lock-1").outcome, OpType::kInfo);
+}
+
+TEST_F(ExternalLockTest, Protocol2MalformedFieldsAndEventsAreInfo) {
+  TestCluster c(1);
+  LockOptions o = options_for(c, "proto2_client.py");
+  o.extra["client_cmd"] = proto2_cmd("--bad-event");
+  auto a = make_lock("external", o);
+  LockResult r = a->acquire("lock-0", milliseconds(5000));
+  EXPECT_EQ(r.outcome, OpType::kInfo);
+  EXPECT_NE(r.error.find("malformed event"), std::string::npos) << r.error;
+  EXPECT_FALSE(running_anywhere("--bad-event"));
+  o.extra["client_cmd"] = proto2_cmd("--bad-reason");
+  auto holder = make_lock("external", o);
+  auto waiter = make_lock("external", o);
+  ASSERT_EQ(holder->acquire("lock-0", milliseconds(5000)).outcome, OpType::kOk);
+  r = waiter->acquire("lock-0", milliseconds(5000));
+  EXPECT_EQ(r.outcome, OpType::kInfo);
+  EXPECT_NE(r.error.find("\"reason\" must be one of held, not_held"), std::string::npos) << r.error;
+}
+
 // A whole run (run_test, lock external, a few seconds) with each client: it completes, and the broken ones
 // leave info ops, never a hang, and no subprocess behind.
 struct RunCounts {
@@ -194,6 +368,107 @@ TEST_F(ExternalLockTest, RunsCompleteWithGoodAndBadClients) {
     EXPECT_EQ(c.ok, 0) << bad;
     EXPECT_FALSE(running_anywhere(client_path(bad))) << bad;
   }
+}
+
+// A whole run with a protocol-2 client whose Redis keys are named "myprefix:{lock-0}" under holder-targeted
+// kills: the faults find the holder's node by the keys the client reported and say so; its loss notices are in the
+// history, stamped, as ops of the process whose client wrote them; the loss-notice checker judged them. The same
+// client without "keys": every holder-targeted kill says it was not aimed, and why.
+struct TargetedRun {
+  History h;
+  nlohmann::json results;
+};
+
+TargetedRun targeted_run(const std::string& flags, const std::string& results_dir) {
+  RunConfig cfg;
+  cfg.lock = "external";
+  cfg.client_cmd = proto2_cmd(flags);
+  cfg.nodes = 1;
+  cfg.concurrency = 2;
+  cfg.time_limit_s = 4;
+  cfg.ttl_ms = 400;
+  cfg.op_timeout_ms = 200;
+  cfg.seed = 11;
+  cfg.nemesis = {"kill"};
+  cfg.nemesis_targeting = "holder";
+  cfg.nemesis_interval_s = 0.6;
+  cfg.progress = false;
+  cfg.results_dir = results_dir;
+  std::ostringstream out;
+  RunOutcome o = run_test(cfg, out);
+  EXPECT_NE(o.exit_code, 3) << out.str();
+  TargetedRun r;
+  r.h = read_history(o.run_dir + "/history.jsonl");
+  std::ifstream in(o.run_dir + "/results.json");
+  r.results = nlohmann::json::parse(in);
+  return r;
+}
+
+std::vector<nlohmann::json> kill_starts(const History& h) {
+  std::vector<nlohmann::json> out;
+  for (const Op& op : h) {
+    if (op.process == kNemesis && op.is_invoke() && op.value.value("phase", "") == "start") {
+      out.push_back(op.value.value("detail", nlohmann::json::object()));
+    }
+  }
+  return out;
+}
+
+const nlohmann::json* checker_result(const nlohmann::json& results, const std::string& name) {
+  for (const auto& c : results["checkers"]) {
+    if (c.value("checker", "") == name) return &c;
+  }
+  return nullptr;
+}
+
+TEST_F(ExternalLockTest, HolderTargetingFindsTheNodesByTheReportedKeysAndNoticesAreRecorded) {
+  TempDir results;
+  TargetedRun run = targeted_run("--lost-after-ms 100", results.path());
+  int aimed = 0;
+  for (const auto& d : kill_starts(run.h)) {
+    ASSERT_TRUE(d.contains("aimed")) << d.dump();
+    if (!d["aimed"].get<bool>()) {
+      EXPECT_TRUE(d.contains("not_aimed_because")) << d.dump();
+      continue;
+    }
+    ++aimed;
+    EXPECT_EQ(d["holder_nodes"]["how"], "keys reported by the client") << d.dump();
+    EXPECT_EQ(d["holder_nodes"]["keys"], nlohmann::json::array({"myprefix:{lock-0}"})) << d.dump();
+    EXPECT_EQ(d["holder_nodes"]["found"], nlohmann::json::array({"n1"})) << d.dump();
+  }
+  EXPECT_GT(aimed, 0);
+  int notices = 0;
+  for (const Op& op : run.h) {
+    if (!op.is_notice()) continue;
+    ++notices;
+    EXPECT_GE(op.process, 0);
+    EXPECT_EQ(op.key, "lock-0");
+    EXPECT_EQ(op.value["detail"], "context canceled: lock expired");
+  }
+  EXPECT_GT(notices, 0);
+  const nlohmann::json* ln = checker_result(run.results, "loss-notice");
+  ASSERT_NE(ln, nullptr) << run.results.dump();
+  EXPECT_EQ((*ln)["stats"]["notices"], notices);
+}
+
+TEST_F(ExternalLockTest, HolderTargetingWithoutReportedKeysSaysItWasNotAimed) {
+  TempDir results;
+  TargetedRun run = targeted_run("--no-keys", results.path());
+  int not_found = 0;
+  const auto starts = kill_starts(run.h);
+  ASSERT_FALSE(starts.empty());
+  for (const auto& d : starts) {
+    EXPECT_FALSE(d.value("aimed", true)) << d.dump();  // never aimed at a node nobody found
+    const std::string why = d.value("not_aimed_because", "");
+    EXPECT_FALSE(why.empty()) << d.dump();
+    if (why.find("the request's key") != std::string::npos) ++not_found;
+  }
+  EXPECT_GT(not_found, 0);
+  const nlohmann::json* faults = checker_result(run.results, "faults");
+  ASSERT_NE(faults, nullptr);
+  EXPECT_EQ((*faults)["stats"]["faults"]["kill"]["aimed"], 0);
+  EXPECT_GT((*faults)["stats"]["faults"]["kill"]["not_aimed"].get<int>(), 0);
+  EXPECT_NE((*faults)["summary"].get<std::string>().find("aimed at the holder 0 of"), std::string::npos);
 }
 
 }  // namespace

@@ -174,6 +174,20 @@ TEST(HistoryRulesTest, UnknownTypeOrClientFIsRejected) {
   EXPECT_EQ(error_of(ok), "(accepted)");
 }
 
+TEST(HistoryRulesTest, ALossNoticeIsOneInfoOpThatOpensAndClosesNothing) {
+  // A notice while the process's acquire is open, and one on its own: the acquire still pairs with its ok.
+  const std::string text = line(0, "1", "invoke", "acquire") + line(1, "1", "info", "lost") +
+                           line(2, "1", "ok", "acquire") + line(3, "1", "info", "lost");
+  EXPECT_EQ(error_of(text), "(accepted)");
+  const History h = parse_history(text, "h");
+  EXPECT_TRUE(h[1].is_notice());
+  EXPECT_FALSE(h[2].is_notice());
+  const std::vector<int64_t> pairs = pair_index(h);
+  EXPECT_EQ(pairs, (std::vector<int64_t>{2, -1, 0, -1}));
+  const std::string e = error_of(line(0, "1", "invoke", "lost"));
+  EXPECT_NE(e.find("a loss notice (f \"lost\") is one op of type info"), std::string::npos) << e;
+}
+
 TEST(HistoryRulesTest, WrongFieldTypesAreRejected) {
   EXPECT_NE(error_of(R"({"index":0,"time":"1","process":0,"type":"invoke","f":"acquire"})")
                 .find("h:1: field \"time\" must be an integer"),

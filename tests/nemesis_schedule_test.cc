@@ -386,6 +386,27 @@ TEST(HolderTrackerTest, FollowsAcquiresReleasesAndRetirements) {
   EXPECT_EQ(slot_of(7, 5), "c2");
 }
 
+// Protocol 2: a holding keeps the Redis keys its client reported (the acquire's, then the last ok extend's), and
+// a loss notice of the holder neither ends the holding nor retires the process.
+TEST(HolderTrackerTest, KeepsTheReportedKeysAndIgnoresLossNotices) {
+  HolderTracker t;
+  Op a = client_op(1, OpType::kOk, "acquire", "lock-0");
+  a.value = {{"keys", {"myprefix:{lock-0}"}}};
+  t.on_op(a);
+  ASSERT_EQ(t.current().size(), 1u);
+  EXPECT_EQ(t.current()[0].keys, std::vector<std::string>{"myprefix:{lock-0}"});
+  Op e = client_op(1, OpType::kOk, "extend", "lock-0");
+  e.value = {{"keys", {"a:{lock-0}", "b:{lock-0}"}}};
+  t.on_op(e);
+  EXPECT_EQ(t.current()[0].keys, (std::vector<std::string>{"a:{lock-0}", "b:{lock-0}"}));
+  t.on_op(client_op(1, OpType::kOk, "extend", "lock-0"));  // reported no keys: the last ones stay
+  EXPECT_EQ(t.current()[0].keys.size(), 2u);
+  t.on_op(client_op(1, OpType::kInfo, kLostF, "lock-0"));  // a loss notice
+  EXPECT_EQ(t.current().size(), 1u);
+  t.on_op(client_op(2, OpType::kOk, "acquire", "lock-1"));
+  EXPECT_TRUE(t.current().back().keys.empty());
+}
+
 TEST(HolderTrackerTest, AHoldingIsOverWhenItsReleaseCompletesOrItsProcessRetires) {
   HolderTracker t;
   std::atomic<bool> stop{false};

@@ -70,6 +70,45 @@ TEST(Scorecard, LaysOutLibrariesByScenarioWithSeedsAndMedianTimeToFirst) {
   EXPECT_NE(html.find("href=\"a/report.html\">s1</a>"), std::string::npos) << html;
 }
 
+// The loss-notice column: each library's takeovers and lags over all its runs (the loss-notice checker's stats).
+TEST(Scorecard, LossNoticesPerLibraryOverItsRuns) {
+  TempDir tmp;
+  auto run_with = [&](const std::string& name, nlohmann::json stats) {
+    const std::string dir = tmp.path() + "/" + name;
+    std::filesystem::create_directories(dir);
+    nlohmann::json r = {{"valid", "valid"},
+                        {"checkers", {{{"checker", "loss-notice"}, {"valid", "valid"}, {"stats", stats}}}}};
+    std::ofstream(dir + "/results.json") << r.dump();
+    return dir;
+  };
+  Matrix m;
+  m.entries = {entry("rueidislock", "healthy"), entry("rueidislock", "kill"), entry("redis-py", "kill")};
+  std::vector<ScorecardRun> runs = {
+      {0, 1, 0, run_with("h", {{"takeovers", 0}, {"notices", 2}, {"lags_ms", nlohmann::json::array()}})},
+      {1, 1, 1,
+       run_with("k1", {{"takeovers", 2}, {"warned_before", 1}, {"warned_after", 1}, {"never", 0}, {"notices", 2},
+                       {"lags_ms", {-4.0, 10.0}}})},
+      {1, 2, 1,
+       run_with("k2", {{"takeovers", 2}, {"warned_before", 0}, {"warned_after", 1}, {"never", 1}, {"notices", 1},
+                       {"lags_ms", {30.0}}})},
+      {2, 1, 1, run_with("p", {{"takeovers", 3}, {"never", 3}, {"notices", 0}})},
+  };
+  Scorecard s = build_scorecard(m, runs);
+  ASSERT_EQ(s.loss_notices.size(), 2u);
+  EXPECT_EQ(s.loss_notices[0].runs, 3u);
+  EXPECT_EQ(s.loss_notices[0].takeovers, 4);
+  EXPECT_DOUBLE_EQ(s.loss_notices[0].median_lag_ms(), 10.0);
+  EXPECT_EQ(loss_notice_text(s.loss_notices[0]), "median lag 10.0 ms; 4 takeovers: warned 1 before, 2 after, 1 never");
+  EXPECT_EQ(loss_notice_text(s.loss_notices[1]),
+            "3 takeovers: warned 0 before, 0 after, 3 never (the client reports no losses)");
+  const std::string md = scorecard_markdown(s);
+  EXPECT_NE(md.find("| library | healthy | kill | loss notices |"), std::string::npos) << md;
+  EXPECT_NE(md.find("median lag 10.0 ms"), std::string::npos) << md;
+  EXPECT_NE(scorecard_html(s, tmp.path()).find("<th>loss notices</th>"), std::string::npos);
+  LossNoticeFigures none;
+  EXPECT_EQ(loss_notice_text(none), "");
+}
+
 TEST(Scorecard, NoLibraryEntriesNoTable) {
   Matrix m;
   MatrixEntry e;

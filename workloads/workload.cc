@@ -55,6 +55,13 @@ LockResult record_lock_op(ProcessEnv& env, const std::string& f, const std::stri
   op.token = r.token;
   op.validity_ms = r.validity_ms;
   op.error = r.error;
+  // Protocol 2 of external clients: what the client said beyond the outcome goes into the completion's value
+  // (which otherwise repeats the invoke's, null for most ops): {"keys":[...]} on ok, {"reason":"not_held"} on
+  // fail or info.
+  if (op.value.is_null() || op.value.is_object()) {
+    if (!r.keys.empty() && r.outcome == OpType::kOk) op.value["keys"] = r.keys;
+    if (!r.reason.empty() && r.outcome != OpType::kOk) op.value["reason"] = r.reason;
+  }
   env.history.record(op);
   return r;
 }

@@ -9,6 +9,11 @@ release and extend are Lua scripts that raise LockNotOwnedError (definite fail).
 "Error N connecting to ..." and TimeoutError "Timeout connecting to server" before anything is sent (definite
 fail); every other ConnectionError or TimeoutError (reading, writing, closed by server) may follow a command that
 reached Redis: indeterminate. redis-py computes no validity, so none is reported.
+
+Protocol 2 (to a harness whose requests say "protocol": 2): an ok acquire or extend reports keys [name] (the Lock
+writes its name as the Redis key); failures carry their reason: held (acquire returned False), not_held
+(LockNotOwnedError), unreachable (not sent: "connecting to"), timeout (indeterminate), error (the rest). redis-py
+has no loss callback, so no "lost" events.
 """
 import argparse
 import json
@@ -48,6 +53,7 @@ def main():
             client = redis.Redis(host=host, port=int(port), socket_timeout=t, socket_connect_timeout=t,
                                  retry_on_timeout=args.retry_on_timeout)
         op, key = req["op"], req["key"]
+        v2 = req.get("protocol") == 2
         try:
             if op == "acquire":
                 lock = client.lock(key, timeout=req["ttl_ms"] / 1000.0, sleep=args.sleep_s,
@@ -55,25 +61,29 @@ def main():
                                    blocking_timeout=args.blocking_timeout_s)
                 if lock.acquire():
                     locks[key] = lock
-                    ans = {"ok": True}
+                    ans = {"ok": True, "keys": [key]}
                 else:
-                    ans = {"ok": False, "error": "held"}
+                    ans = {"ok": False, "error": "held", "reason": "held"}
             elif key not in locks:
-                ans = {"ok": False, "error": "not held by this client"}
+                ans = {"ok": False, "error": "not held by this client", "reason": "error"}
             elif op == "release":
                 locks.pop(key).release()
                 ans = {"ok": True}
             elif op == "extend":
                 locks[key].extend(req["ttl_ms"] / 1000.0, replace_ttl=True)
-                ans = {"ok": True}
+                ans = {"ok": True, "keys": [key]}
             else:
-                ans = {"ok": False, "error": "unknown op " + op}
+                ans = {"ok": False, "error": "unknown op " + op, "reason": "error"}
         except (LockNotOwnedError, LockError, ResponseError, BusyLoadingError) as e:  # an answer, or never ran
-            ans = {"ok": False, "error": "%s: %s" % (type(e).__name__, e)}
+            ans = {"ok": False, "error": "%s: %s" % (type(e).__name__, e),
+                   "reason": "not_held" if isinstance(e, LockNotOwnedError) else "error"}
         except (ConnectionError, TimeoutError) as e:
-            ans = {"ok": False, "error": "%s: %s" % (type(e).__name__, e)}
+            ans = {"ok": False, "error": "%s: %s" % (type(e).__name__, e), "reason": "unreachable"}
             if not not_sent(e):
-                ans["indeterminate"] = True
+                ans["indeterminate"], ans["reason"] = True, "timeout"
+        if not v2:  # a protocol-1 harness gets the protocol-1 answer
+            ans.pop("keys", None)
+            ans.pop("reason", None)
         print(json.dumps(ans), flush=True)
 
 

@@ -6,6 +6,10 @@
 // error comes from go-redis or the context and is indeterminate unless it certainly never reached Redis (an
 // error reply, a refused dial): a context that ends between retries cannot be told from one that ends in flight.
 // redislock computes no validity of its own (it offers Lock.TTL, one more round trip), so none is reported.
+//
+// Protocol 2: an ok Obtain or Refresh reports keys [Lock.Key()]; failures carry their reason: held
+// (ErrNotObtained on Obtain), not_held (ErrLockNotHeld, ErrNotObtained on Refresh), timeout (indeterminate),
+// unreachable (a refused or failed dial), error (an error reply and the rest). redislock has no loss callback.
 package main
 
 import (
@@ -13,7 +17,9 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"net"
 	"os"
+	"syscall"
 	"time"
 
 	"github.com/bsm/redislock"
@@ -28,6 +34,27 @@ var (
 	obtainTimeout  = flag.Int("obtain-timeout-ms", 0, "context deadline of Obtain (0: the library's default, the TTL)")
 	rf             proto.RedisFlags
 )
+
+// fromError is proto.FromError with the protocol-2 reason.
+func fromError(err error) proto.Answer {
+	a := proto.FromError(err)
+	var dial *net.OpError
+	switch {
+	case a.Indeterminate:
+		a.Reason = proto.ReasonTimeout
+	case errors.As(err, &dial) && dial.Op == "dial", errors.Is(err, syscall.ECONNREFUSED):
+		a.Reason = proto.ReasonUnreachable
+	default:
+		a.Reason = proto.ReasonError
+	}
+	return a
+}
+
+func okWith(l *redislock.Lock) proto.Answer {
+	a := proto.OK()
+	a.Keys = []string{l.Key()}
+	return a
+}
 
 type adapter struct {
 	client *redis.Client
@@ -59,12 +86,12 @@ func (a *adapter) handle(req proto.Request) proto.Answer {
 		l, err := a.locker.Obtain(ctx, req.Key, ttl, opt)
 		if err != nil {
 			if errors.Is(err, redislock.ErrNotObtained) {
-				return proto.Fail(err.Error())
+				return proto.FailBecause(proto.ReasonHeld, err.Error())
 			}
-			return proto.FromError(err)
+			return fromError(err)
 		}
 		a.locks[req.Key] = l
-		return proto.OK()
+		return okWith(l)
 	case "release":
 		l := a.locks[req.Key]
 		if l == nil {
@@ -73,9 +100,9 @@ func (a *adapter) handle(req proto.Request) proto.Answer {
 		delete(a.locks, req.Key)
 		if err := l.Release(ctx); err != nil {
 			if errors.Is(err, redislock.ErrLockNotHeld) {
-				return proto.Fail(err.Error())
+				return proto.FailBecause(proto.ReasonNotHeld, err.Error())
 			}
-			return proto.FromError(err)
+			return fromError(err)
 		}
 		return proto.OK()
 	case "extend":
@@ -84,12 +111,12 @@ func (a *adapter) handle(req proto.Request) proto.Answer {
 			return proto.Fail("not held by this client")
 		}
 		if err := l.Refresh(ctx, ttl, nil); err != nil {
-			if errors.Is(err, redislock.ErrNotObtained) {
-				return proto.Fail(err.Error())
+			if errors.Is(err, redislock.ErrNotObtained) || errors.Is(err, redislock.ErrLockNotHeld) {
+				return proto.FailBecause(proto.ReasonNotHeld, err.Error())
 			}
-			return proto.FromError(err)
+			return fromError(err)
 		}
-		return proto.OK()
+		return okWith(l)
 	}
 	return proto.Fail("unknown op " + req.Op)
 }

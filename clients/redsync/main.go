@@ -7,6 +7,11 @@
 // released what it got. A node error that may have reached Redis (a timeout, the per-try context of
 // timeout-factor x expiry ending while in flight) makes the op indeterminate, since the SET (or the release
 // redsync sends after a failed try) may have landed unanswered.
+//
+// Protocol 2: an ok acquire or extend reports keys [KEY] (redsync writes the mutex's name as the key on every
+// node); a failure carries its reason: held (acquire: taken on a quorum, or tries exhausted), not_held (release,
+// extend: taken, expired, not on a quorum), timeout (indeterminate), unreachable (every node error a refused or
+// failed dial), error (anything else, e.g. an error reply). redsync has no loss callback: no "lost" events.
 package main
 
 import (
@@ -14,8 +19,10 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"net"
 	"os"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/go-redsync/redsync/v4"
@@ -69,9 +76,50 @@ func (a *adapter) newMutex(key string, ttl time.Duration, value string) *redsync
 	return a.rs.NewMutex(key, opts...)
 }
 
-// classify maps a redsync error: definite when every part of it is a "taken" answer or an error that never
+// classify maps a redsync error of op (acquire, release, extend) to an answer with its protocol-2 reason.
+func classify(op string, err error) proto.Answer {
+	a := outcome(err)
+	a.Reason = reasonOf(op, err, a)
+	return a
+}
+
+// reasonOf: timeout when the outcome is unknown; held / not_held when a node said the lock is someone else's or
+// gone (or redsync gave up: ErrFailed, ErrExtendFailed); unreachable when every node error is a failed dial;
+// error otherwise.
+func reasonOf(op string, err error, a proto.Answer) string {
+	if a.Indeterminate {
+		return proto.ReasonTimeout
+	}
+	lost := proto.ReasonNotHeld
+	if op == "acquire" {
+		lost = proto.ReasonHeld
+	}
+	if errors.Is(err, redsync.ErrFailed) || errors.Is(err, redsync.ErrExtendFailed) {
+		return lost
+	}
+	dials, others := 0, 0
+	for _, e := range proto.Joined(err) {
+		var taken *redsync.ErrTaken
+		var nodeTaken *redsync.ErrNodeTaken
+		var dial *net.OpError
+		switch {
+		case errors.As(e, &taken), errors.As(e, &nodeTaken), errors.Is(e, redsync.ErrLockAlreadyExpired):
+			return lost
+		case errors.As(e, &dial) && dial.Op == "dial", errors.Is(e, syscall.ECONNREFUSED):
+			dials++
+		default:
+			others++
+		}
+	}
+	if dials > 0 && others == 0 {
+		return proto.ReasonUnreachable
+	}
+	return proto.ReasonError
+}
+
+// outcome maps a redsync error: definite when every part of it is a "taken" answer or an error that never
 // reached Redis; indeterminate as soon as one node's request may have landed unanswered.
-func classify(err error) proto.Answer {
+func outcome(err error) proto.Answer {
 	if errors.Is(err, redsync.ErrFailed) || errors.Is(err, redsync.ErrExtendFailed) {
 		return proto.Fail(err.Error())
 	}
@@ -106,10 +154,12 @@ func (a *adapter) handle(req proto.Request) proto.Answer {
 	case "acquire":
 		m := a.newMutex(req.Key, ttl, "")
 		if err := m.LockContext(context.Background()); err != nil {
-			return classify(err)
+			return classify(req.Op, err)
 		}
 		a.mutexes[req.Key] = m
-		return proto.OKUntil(m.Until())
+		ans := proto.OKUntil(m.Until())
+		ans.Keys = []string{m.Name()}
+		return ans
 	case "release":
 		m := a.mutexes[req.Key]
 		if m == nil {
@@ -118,9 +168,9 @@ func (a *adapter) handle(req proto.Request) proto.Answer {
 		delete(a.mutexes, req.Key)
 		if ok, err := m.UnlockContext(context.Background()); !ok {
 			if err == nil {
-				return proto.Fail("not released on a quorum")
+				return proto.FailBecause(proto.ReasonNotHeld, "not released on a quorum")
 			}
-			return classify(err)
+			return classify(req.Op, err)
 		}
 		return proto.OK()
 	case "extend":
@@ -134,11 +184,13 @@ func (a *adapter) handle(req proto.Request) proto.Answer {
 		}
 		if ok, err := m.ExtendContext(context.Background()); !ok {
 			if err == nil {
-				return proto.Fail("not extended on a quorum")
+				return proto.FailBecause(proto.ReasonNotHeld, "not extended on a quorum")
 			}
-			return classify(err)
+			return classify(req.Op, err)
 		}
-		return proto.OKUntil(m.Until())
+		ans := proto.OKUntil(m.Until())
+		ans.Keys = []string{m.Name()}
+		return ans
 	}
 	return proto.Fail("unknown op " + req.Op)
 }
