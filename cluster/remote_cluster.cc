@@ -452,7 +452,11 @@ void RemoteCluster::kill_server(ServerSlot& s) {
 void RemoteCluster::kill(size_t n) {
   std::lock_guard<std::mutex> lock(mu_);
   check_node(n);
-  if (!servers_[n].killed) kill_server(servers_[n]);
+  if (servers_[n].killed) return;
+  kill_server(servers_[n]);
+  // The clients' proxy links to it refuse from now on, as the dead node's port does (a definite failure, not
+  // a connection accepted and then closed).
+  if (proxy_) proxy_->upstream_down(nodes_[n].endpoint);
 }
 
 void RemoteCluster::restart(size_t n) {
@@ -462,6 +466,7 @@ void RemoteCluster::restart(size_t n) {
   if (!s.killed) kill_server(s);
   start_server(s);
   wait_ready(s);
+  if (proxy_) proxy_->upstream_up(nodes_[n].endpoint);
 }
 
 void RemoteCluster::pause(size_t n) {

@@ -15,7 +15,8 @@
 //   kill / restart / pause / resume  kill -s KILL|STOP|CONT <pid> on the host (kill waits until the process is
 //                    gone); restart runs the same start command again (the server kind names what a restart
 //                    must not find: a node without persistence loses its RDB). Multi-step remote actions are
-//                    constant `sh -c` scripts whose variable parts are quoted positional arguments.
+//                    constant `sh -c` scripts whose variable parts are quoted positional arguments. While a node
+//                    is killed, the clients' proxy links to it refuse connections, as its own port does.
 //   clock            8 bytes written into the server's offset file with dd conv=notrunc (one write(2) into the
 //                    page the shim maps)
 //   server <-> server  iptables DROP by the peer host's address in the run's chain, on each side's host that can
