@@ -37,7 +37,8 @@ int main(int argc, char** argv) {
     else if (a == "--repeat")
       repeat = std::atoi(argv[i + 1]);
     else {
-      std::fprintf(stderr, "usage: ssh_cluster_bench --hosts FILE | --docker [--nodes N] [--repeat R] [--topology T]\n");
+      std::fprintf(stderr,
+                   "usage: ssh_cluster_bench --hosts FILE | --docker [--nodes N] [--repeat R] [--topology T]\n");
       return 2;
     }
     ++i;

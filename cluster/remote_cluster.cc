@@ -100,7 +100,7 @@ std::string remote_hostname() {
 }
 
 // Redis: data nodes and Sentinels, from one config file each in the server's folder.
-class RedisKind final : public ServerKind {
+class RedisKind final : public RemoteServerKind {
  public:
   RedisKind(const RunConfig& config, const RemoteClusterOptions& options) : config_(config), options_(options) {}
 
@@ -178,7 +178,7 @@ class RedisKind final : public ServerKind {
 
 }  // namespace
 
-std::unique_ptr<ServerKind> redis_server_kind(const RunConfig& config, const RemoteClusterOptions& options) {
+std::unique_ptr<RemoteServerKind> redis_remote_kind(const RunConfig& config, const RemoteClusterOptions& options) {
   return std::make_unique<RedisKind>(config, options);
 }
 
@@ -193,7 +193,8 @@ RemoteCluster::RemoteCluster(std::string backend, const RunConfig& config, std::
       options_(std::move(options)),
       run_id_(std::move(run_id)),
       chain_(std::move(chain)),
-      kind_(redis_server_kind(config_, options_)) {}
+      // The one kind so far. Another (etcd) is chosen here from the run's config, as the local backend does.
+      kind_(redis_remote_kind(config_, options_)) {}
 
 RemoteCluster::~RemoteCluster() { stop(); }
 
@@ -213,7 +214,8 @@ void RemoteCluster::place(std::vector<RemoteHost> hosts, const std::vector<Place
     host_state_[p.host].used = true;
   };
   for (size_t i = 0; i < nodes.size(); ++i) {
-    const bool replica = (config_.topology == Topology::kReplicated && i > 0) || (redis_cluster && i >= nodes.size() / 2);
+    const bool replica =
+        (config_.topology == Topology::kReplicated && i > 0) || (redis_cluster && i >= nodes.size() / 2);
     add(nodes[i], Party::node(i).name(), replica ? NodeRole::kReplica : NodeRole::kMaster);
   }
   for (size_t s = 0; s < sentinels.size(); ++s) add(sentinels[s], Party::sentinel(s).name(), NodeRole::kSentinel);

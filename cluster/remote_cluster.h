@@ -27,8 +27,11 @@
 //                    HOST".
 //   client <-> node  the harness's TCP fault proxy (cluster/fault_proxy.h) on 127.0.0.1, forwarding to the node.
 //
-// A server kind (ServerKind below) says what a server is: its files, its start command, its pid and log files,
-// what a restart must not find, and when it is ready; Redis is the one kind so far (redis_server_kind()).
+// A server kind (RemoteServerKind below) says what a server is: its files, its start command, its pid and log
+// files, what a restart must not find, when it is ready, and what its topology waits for after start; Redis is
+// the one kind so far (redis_remote_kind()). Another kind (etcd: a start command that daemonizes or is put in
+// the background with its pid written, its data dir to wipe, `etcdctl endpoint health` as readiness, a leader
+// elected as after_start) plugs in by implementing it; nothing else here changes.
 // Thread-safety: one internal mutex; stop() from another thread cuts short a wait for readiness.
 #pragma once
 
@@ -77,9 +80,9 @@ struct ServerSlot {
 };
 
 // What the cluster needs to know of a kind of server: Redis now; another kind (etcd) gives the same.
-class ServerKind {
+class RemoteServerKind {
  public:
-  virtual ~ServerKind() = default;
+  virtual ~RemoteServerKind() = default;
   // Files of a server's folder, written before the first start: name (relative to slot.dir) -> content.
   // servers: every server of the run (nodes first, then Sentinels), hosts: for their addresses.
   virtual std::vector<std::pair<std::string, std::string>> files(const ServerSlot& slot,
@@ -113,7 +116,7 @@ struct RemoteClusterOptions {
 
 // Redis (data nodes, and Sentinels in the replicated topology), as every backend runs it. Programs on a host:
 // programs["redis-server"], programs["redis-sentinel"].
-std::unique_ptr<ServerKind> redis_server_kind(const RunConfig& config, const RemoteClusterOptions& options);
+std::unique_ptr<RemoteServerKind> redis_remote_kind(const RunConfig& config, const RemoteClusterOptions& options);
 
 class RemoteCluster : public Cluster, private PeerLinks {
  public:
@@ -219,7 +222,7 @@ class RemoteCluster : public Cluster, private PeerLinks {
 
   const std::string run_id_;
   const std::string chain_;
-  std::unique_ptr<ServerKind> kind_;
+  std::unique_ptr<RemoteServerKind> kind_;
   std::string ready_hint_;
   std::vector<ServerSlot> servers_;  // nodes first, then Sentinels
   std::vector<NodeInfo> nodes_;

@@ -110,23 +110,13 @@ class SshRemote final : public Remote {
   SshCommands cmds_;
 };
 
-RemoteClusterOptions remote_options(const SshClusterOptions& o) {
-  RemoteClusterOptions r;
-  r.clock_shim = o.clock_shim;
-  r.sentinels = o.sentinels;
-  r.sentinel_timings = o.sentinel_timings;
-  r.call_timeout = o.call_timeout;
-  r.ready_timeout = o.ready_timeout;
-  return r;
-}
-
 }  // namespace
 
 SshCluster::SshCluster(const RunConfig& config, std::string run_dir, SshClusterOptions options)
     : SshCluster(config, std::move(run_dir), std::move(options), random_id()) {}
 
 SshCluster::SshCluster(const RunConfig& config, std::string run_dir, SshClusterOptions options, std::string id)
-    : RemoteCluster("ssh cluster", config, std::move(run_dir), remote_options(options), id, "LC-" + id),
+    : RemoteCluster("ssh cluster", config, std::move(run_dir), options, id, "LC-" + id),
       connect_timeout_(options.connect_timeout) {
   file_ = load_ssh_hosts(config_.hosts);
   control_dir_ = "/tmp/lcssh-" + run_id();

@@ -33,13 +33,10 @@ namespace lockcheck {
 
 class ChildProcess;
 
-struct SshClusterOptions {
-  std::string clock_shim;  // empty: clock_shim_library()
-  int sentinels = 3;
-  SentinelTimings sentinel_timings = kRemoteSentinelTimings;  // cluster/redis_config.h
-  std::chrono::seconds connect_timeout{10};                   // ssh ConnectTimeout
-  std::chrono::milliseconds call_timeout{30000};              // bound on any one ssh/scp call
-  std::chrono::milliseconds ready_timeout{30000};             // bound on waiting for PING after start/restart
+// RemoteClusterOptions (clock_shim, sentinels, sentinel_timings, call_timeout: any one ssh/scp call,
+// ready_timeout), plus ssh's own.
+struct SshClusterOptions : RemoteClusterOptions {
+  std::chrono::seconds connect_timeout{10};  // ssh ConnectTimeout
 };
 
 class SshCluster final : public RemoteCluster {

@@ -107,13 +107,8 @@ class DockerExecRemote final : public Remote {
 };
 
 RemoteClusterOptions docker_remote_options(const DockerClusterOptions& o) {
-  RemoteClusterOptions r;
-  r.clock_shim = o.clock_shim;
-  r.sentinels = o.sentinels;
-  r.sentinel_timings = o.sentinel_timings;
-  r.cluster_node_timeout_ms = o.cluster_node_timeout_ms;
+  RemoteClusterOptions r = o;  // its RemoteClusterOptions part
   r.call_timeout = o.engine_timeout;
-  r.ready_timeout = o.ready_timeout;
   return r;
 }
 

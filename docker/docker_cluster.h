@@ -48,7 +48,9 @@ constexpr const char* kDockerOwnerHostLabel = "lockcheck.owner-host";
 
 // The replicated topology's Sentinels monitor the master under kSentinelMasterName (core/cluster.h).
 
-struct DockerClusterOptions {
+// RemoteClusterOptions (clock_shim: the shim copied into the image, sentinels, sentinel_timings,
+// cluster_node_timeout_ms, ready_timeout; call_timeout is engine_timeout), plus docker's own.
+struct DockerClusterOptions : RemoteClusterOptions {
   std::string docker_path;  // the docker client; empty: `docker` on PATH
   // Use this image instead of building one (e.g. from docker/Dockerfile.redis7). It must provide the paths
   // of docker/node_image.h: /usr/bin/redis-server, /usr/bin/redis-sentinel, /usr/sbin/iptables-restore,
@@ -56,13 +58,8 @@ struct DockerClusterOptions {
   // on PATH. Empty: build (or reuse) the offline image.
   std::string image;
   std::string redis_server = "redis-server";  // copied into the image (resolved on PATH)
-  std::string iptables = "iptables";          // likewise
-  std::string clock_shim;                     // the clock shim library; empty: clock_shim_library()
-  int sentinels = 3;                          // Sentinels of the replicated topology (quorum: a majority)
-  SentinelTimings sentinel_timings = kRemoteSentinelTimings;  // cluster/redis_config.h
-  int64_t cluster_node_timeout_ms = 1000;           // cluster topology: cluster-node-timeout (as on the local backend)
+  std::string iptables = "iptables";                // likewise
   std::chrono::milliseconds engine_timeout{60000};  // bound on any one docker call (run, exec, cp, rm, ...)
-  std::chrono::milliseconds ready_timeout{30000};   // bound on waiting for PING after start/restart
   std::chrono::seconds build_timeout{300};          // bound on building the image
 };
 
