@@ -35,6 +35,22 @@ class Remote {
                         std::chrono::milliseconds timeout) const = 0;
 };
 
+// The Remote seam on this machine: exec runs argv here (as the harness's user: privileged calls are not
+// elevated), upload and download copy files. A host for RemoteCluster's tests on loopback, without root, Docker
+// or sshd (tests/remote_cluster_test.cc).
+class LocalRemote final : public Remote {
+ public:
+  explicit LocalRemote(std::string name = "localhost") : name_(std::move(name)) {}
+  std::string where() const override { return "local " + name_; }
+  CommandResult exec(const std::vector<std::string>& argv, const RemoteCall& call) const override;
+  void upload(const std::string& local, const std::string& remote, std::chrono::milliseconds timeout) const override;
+  void download(const std::string& remote, const std::string& local,
+                std::chrono::milliseconds timeout) const override;
+
+ private:
+  std::string name_;
+};
+
 // "ssh h1 (...): `kill -s STOP 12` failed (exit 1): <stderr>" (or "did not finish within N ms").
 std::string remote_failure(const Remote& r, const std::vector<std::string>& argv, const RemoteCall& call,
                            const CommandResult& result);

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <sstream>
@@ -65,6 +66,33 @@ bool remote_try(const Remote& r, const std::vector<std::string>& argv, const Rem
   if (result.ok()) return true;
   if (err) *err = remote_failure(r, argv, call, result);
   return false;
+}
+
+CommandResult LocalRemote::exec(const std::vector<std::string>& argv, const RemoteCall& call) const {
+  CommandOptions o;
+  o.timeout = call.timeout;
+  o.stdin_data = call.input;
+  o.own_process_group = true;  // as the other transports: a teardown outlives a terminal's Ctrl-C
+  try {
+    return run_command(argv, o);
+  } catch (const std::exception& e) {
+    throw ClusterError(where() + ": cannot run " + (argv.empty() ? std::string("nothing") : argv[0]) + ": " +
+                       e.what());
+  }
+}
+
+void LocalRemote::upload(const std::string& local, const std::string& remote, milliseconds) const {
+  boost::system::error_code ec;
+  if (fs::exists(remote, ec)) throw ClusterError(where() + ": cannot upload to " + remote + ": it exists");
+  std::error_code sec;
+  std::filesystem::copy(local, remote, std::filesystem::copy_options::recursive, sec);
+  if (sec) throw ClusterError(where() + ": cannot copy " + local + " to " + remote + ": " + sec.message());
+}
+
+void LocalRemote::download(const std::string& remote, const std::string& local, milliseconds) const {
+  std::error_code sec;
+  std::filesystem::copy_file(remote, local, std::filesystem::copy_options::overwrite_existing, sec);
+  if (sec) throw ClusterError(where() + ": cannot copy " + remote + " to " + local + ": " + sec.message());
 }
 
 namespace {
