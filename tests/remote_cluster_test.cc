@@ -49,31 +49,15 @@ class LoopbackCluster final : public RemoteCluster {
   ~LoopbackCluster() override { stop(); }
 };
 
-// One command on a fresh connection; "ERR <why>" when there is no reply.
+// One command on a fresh connection (tests/support's connect and command); "ERR <why>" when there is no reply.
 std::string call(const Endpoint& ep, const std::vector<std::string>& argv, milliseconds timeout = milliseconds(1000)) {
-  const timeval tv = testing_support::to_timeval(timeout);
-  redisContext* c = redisConnectWithTimeout(ep.host.c_str(), ep.port, tv);
-  if (c == nullptr || c->err) {
-    std::string e = c ? c->errstr : "oom";
-    if (c) redisFree(c);
-    return "ERR " + e;
-  }
-  redisSetTimeout(c, tv);
-  std::vector<const char*> args;
-  std::vector<size_t> lens;
-  for (const auto& a : argv) args.push_back(a.data()), lens.push_back(a.size());
-  auto* r = static_cast<redisReply*>(redisCommandArgv(c, static_cast<int>(args.size()), args.data(), lens.data()));
-  std::string out;
-  if (r == nullptr) {
-    out = std::string("ERR ") + (c->err ? c->errstr : "no reply");
-  } else {
-    if (r->type == REDIS_REPLY_NIL) out = "(nil)";
-    if (r->str) out.assign(r->str, r->len);
-    if (r->type == REDIS_REPLY_ARRAY && r->elements > 0 && r->element[0]->str) out = r->element[0]->str;
-    freeReplyObject(r);
-  }
-  redisFree(c);
-  return out;
+  testing_support::RedisConn c = testing_support::connect(ep, timeout);
+  if (!c || c->err) return "ERR " + std::string(c ? c->errstr : "oom");
+  testing_support::Reply r = testing_support::command(c.get(), argv);
+  if (!r) return std::string("ERR ") + (c->err ? c->errstr : "no reply");
+  if (r->type == REDIS_REPLY_NIL) return "(nil)";
+  if (r->type == REDIS_REPLY_ARRAY && r->elements > 0 && r->element[0]->str) return r->element[0]->str;
+  return r->str ? std::string(r->str, r->len) : "";
 }
 
 TEST(RemoteClusterTest, ServersOnALocalRemoteStartFaultAndAreRemovedAtStop) {
