@@ -361,7 +361,7 @@ void RemoteCluster::setup_host(size_t h) {
       if (!f) throw ClusterError(backend_ + ": cannot write " + d + "/" + name);
     }
   }
-  check(h, {"mkdir", "-p", "--", host.work_dir});
+  if (!host.work_dir_exists) check(h, {"mkdir", "-p", "--", host.work_dir});
   host_state_[h].dir_made = true;
   host.remote->upload(stage, remote_dir(h), options_.call_timeout);
 }

@@ -62,6 +62,7 @@ struct RemoteHost {
   std::string name;                      // in messages: "h1", "n1"
   std::string address;                   // where peers and the harness reach its servers (set by provision())
   std::string work_dir;                  // absolute; each run makes <work_dir>/lockcheck-<run id> in it
+  bool work_dir_exists = false;          // true: no `mkdir -p` first (a container's image has it)
   std::map<std::string, std::string> programs;  // program paths by the server kind's name for them
   std::string clock_shim;                        // the shim's path on the host; empty: uploaded with the folder
   bool can_filter = true;                        // iptables rules can be loaded there (root or CAP_NET_ADMIN)

@@ -139,7 +139,8 @@ DockerCluster::DockerCluster(const RunConfig& config, std::string run_dir, Docke
     RemoteHost host;
     host.name = node ? Party::node(h).name() : Party::sentinel(h - config_.nodes).name();
     host.remote = std::make_shared<DockerExecRemote>(cli_, container_name(host.name));
-    host.work_dir = kContainerWorkDir;
+    host.work_dir = kContainerWorkDir;  // in the image (docker/node_image.cc), so no mkdir
+    host.work_dir_exists = true;
     host.programs = {{"redis-server", docker::kImageRedisServer}, {"redis-sentinel", docker::kImageRedisSentinel}};
     host.clock_shim = docker::kImageClockShim;
     host.can_filter = node;  // only the nodes' containers have CAP_NET_ADMIN

@@ -173,7 +173,7 @@ ImagePlan plan_node_image(const NodeImageInputs& inputs) {
   add_dir("/tmp", 01777);
   add_dir("/run", 0755);            // iptables' lock file
   add_dir("/var/log", 0755);        // the node's log file is bind-mounted here
-  add_dir("/lockcheck", 0755);      // mount points of the clock file and the Sentinel config
+  add_dir("/lockcheck", 0755);      // the runs' folders in a container (docker/docker_cluster.cc)
   add_dir("/etc/lockcheck", 0777);  // Sentinel rewrites its config by rename: the dir must be writable
   entries[kImageSentinelConf] = ImageEntry{ImageEntry::Kind::kText, kImageSentinelConf,
                                            "port 26379\nbind 0.0.0.0\nprotected-mode no\ndir /tmp\n", 0666};
