@@ -20,7 +20,7 @@ namespace fs = boost::filesystem;
 
 namespace {
 
-constexpr const char* kFormatVersion = "lockcheck node image v1";
+constexpr const char* kFormatVersion = "lockcheck node image v2";
 constexpr auto kLddTimeout = std::chrono::seconds(60);
 
 // A program name (looked up on PATH) or a path, resolved to its real file. Throws ClusterError.
@@ -150,7 +150,20 @@ ImagePlan plan_node_image(const NodeImageInputs& inputs) {
   add_file(kImageClockShim, shim);
   for (const auto& m : modules) add_file((xtables_dir / m.filename()).string(), m);
 
+  // The shell and tools of the remote scripts, in /usr/bin (on PATH in every container), dash also as /bin/sh.
+  std::vector<fs::path> tools;
+  const fs::path dash = resolve_program("a POSIX shell", "dash");
+  add_file("/usr/bin/dash", dash);
+  add_symlink("/usr/bin/sh", "dash");
+  add_symlink("/bin/sh", "/usr/bin/dash");
+  tools.push_back(dash);
+  for (const char* tool : kImageTools) {
+    const fs::path t = resolve_program(tool, tool);
+    add_file(std::string("/usr/bin/") + tool, t);
+    tools.push_back(t);
+  }
   std::vector<fs::path> elf = {redis, iptables, shim};
+  elf.insert(elf.end(), tools.begin(), tools.end());
   elf.insert(elf.end(), modules.begin(), modules.end());
   // A library goes where ldd found it: with no ld.so.cache in the image, the loader searches its trusted
   // directories (/lib/<triplet>, /usr/lib/<triplet>, ...), which include every place ldd names here.
@@ -160,7 +173,7 @@ ImagePlan plan_node_image(const NodeImageInputs& inputs) {
   add_dir("/tmp", 01777);
   add_dir("/run", 0755);            // iptables' lock file
   add_dir("/var/log", 0755);        // the node's log file is bind-mounted here
-  add_dir("/lockcheck", 0755);      // mount points of the clock file and the Sentinel config
+  add_dir("/lockcheck", 0755);      // the runs' folders in a container (docker/docker_cluster.cc)
   add_dir("/etc/lockcheck", 0777);  // Sentinel rewrites its config by rename: the dir must be writable
   entries[kImageSentinelConf] = ImageEntry{ImageEntry::Kind::kText, kImageSentinelConf,
                                            "port 26379\nbind 0.0.0.0\nprotected-mode no\ndir /tmp\n", 0666};

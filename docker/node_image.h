@@ -2,7 +2,9 @@
 // starts FROM scratch and holds only files copied from this host: redis-server (which Debian installs as
 // redis-check-rdb, redis-server and redis-sentinel being symlinks to it), iptables (the xtables multi-binary,
 // invoked as iptables and iptables-restore) with the xtables extensions its rules use, the clock shim, every shared
-// library they load (found with ldd) and the dynamic loader. No shell, no package manager.
+// library they load (found with ldd) and the dynamic loader; and the few tools the Remote seam's commands use
+// inside a container (cluster/remote_cluster.h): a POSIX shell (dash, as /bin/sh), sleep, cat, rm, mkdir, dd,
+// tail, grep and env. No package manager.
 //
 // The image is tagged by a SHA-1 of everything that goes into it (each file's path, mode and bytes, and the
 // Dockerfile): `lockcheck-redis:<12 hex>`. ensure_node_image() builds it only when the engine does not
@@ -25,6 +27,9 @@ constexpr const char* kImageRedisSentinel = "/usr/bin/redis-sentinel";  // symli
 constexpr const char* kImageIptables = "/usr/sbin/iptables";
 constexpr const char* kImageIptablesRestore = "/usr/sbin/iptables-restore";
 constexpr const char* kImageClockShim = "/usr/lib/lockcheck/libclockshim.so";
+constexpr const char* kImageSleep = "/usr/bin/sleep";  // a container's first process: `sleep infinity`
+// The tools copied from this host into /usr/bin (and dash as /bin/sh): what the remote scripts run.
+inline constexpr const char* kImageTools[] = {"sleep", "cat", "rm", "mkdir", "dd", "tail", "grep", "env"};
 // A minimal Sentinel config (port 26379, bind 0.0.0.0, protected-mode no, dir /tmp) that each container can
 // rewrite in its own writable layer; the monitor line comes on the command line. For the compose files: the
 // backend bind-mounts a config of its own instead, so that Sentinel's state lands in the run folder.
