@@ -126,6 +126,7 @@ EtcdCluster::EtcdCluster(EtcdClusterOptions opts) : opts_(std::move(opts)) {
   peer_listen_.resize(nodes_.size());
   peer_advertise_.resize(nodes_.size());
   member_ids_.assign(nodes_.size(), 0);
+  respawns_.assign(nodes_.size(), 0);
 }
 
 EtcdCluster::~EtcdCluster() { stop(); }
@@ -184,6 +185,37 @@ void EtcdCluster::spawn(size_t n) {
   }
 }
 
+void EtcdCluster::place_ports(size_t n) {
+  const bool first = peer_advertise_[n].port == 0;
+  nodes_[n].listen = Endpoint{"127.0.0.1", free_loopback_port()};
+  nodes_[n].endpoint = nodes_[n].listen;  // the harness's own queries go direct
+  do {
+    peer_listen_[n] = Endpoint{"127.0.0.1", free_loopback_port()};
+  } while (peer_listen_[n].port == nodes_[n].listen.port);
+  if (!proxy_) {
+    peer_advertise_[n] = peer_listen_[n];
+    return;
+  }
+  try {
+    if (first) {
+      peer_advertise_[n] = proxy_->add_shared_link(nodes_[n].name, peer_listen_[n], "peer");
+    } else {
+      proxy_->set_upstream("*peer", nodes_[n].name, peer_listen_[n]);
+    }
+  } catch (const std::exception& e) {
+    throw ClusterError("cannot open the shared proxy link to " + nodes_[n].name + "'s peer port: " + e.what());
+  }
+}
+
+bool EtcdCluster::log_says_port_taken(const std::string& log_path) {
+  std::ifstream in(log_path);
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.find("address already in use") != std::string::npos) return true;
+  }
+  return false;
+}
+
 std::string EtcdCluster::etcdctl_json(const std::vector<Endpoint>& endpoints, const std::string& what,
                                       std::string* why) const {
   std::string list;
@@ -212,9 +244,16 @@ void EtcdCluster::wait_until_ready() {
   std::string why = "no answer yet";
   while (std::chrono::steady_clock::now() < deadline) {
     for (size_t n = 0; n < nodes_.size(); ++n) {
-      if (!procs_[n]->running()) {
-        throw ClusterError("etcd member " + nodes_[n].name + " exited at start; see " + nodes_[n].log_path);
+      if (procs_[n]->running()) continue;
+      // A port drawn free can be taken before etcd binds it (another run starting at the same time): the
+      // member's peer URL is its proxy link, so it can start again on other ports, twice at most.
+      if (proxy_ && respawns_[n] < 2 && log_says_port_taken(nodes_[n].log_path)) {
+        ++respawns_[n];
+        place_ports(n);
+        spawn(n);
+        continue;
       }
+      throw ClusterError("etcd member " + nodes_[n].name + " exited at start; see " + nodes_[n].log_path);
     }
     std::vector<Endpoint> all;
     for (const auto& n : nodes_) all.push_back(n.listen);
@@ -280,19 +319,7 @@ void EtcdCluster::start() {
     for (size_t n = 0; n < nodes_.size(); ++n) {
       fs::create_directories(data_dirs_[n], ec);
       if (ec) throw ClusterError("cannot create " + data_dirs_[n] + ": " + ec.message());
-      nodes_[n].listen = Endpoint{"127.0.0.1", free_loopback_port()};
-      nodes_[n].endpoint = nodes_[n].listen;  // the harness's own queries go direct
-      do {
-        peer_listen_[n] = Endpoint{"127.0.0.1", free_loopback_port()};
-      } while (peer_listen_[n].port == nodes_[n].listen.port);
-      peer_advertise_[n] = peer_listen_[n];
-      if (proxy_) {
-        try {
-          peer_advertise_[n] = proxy_->add_shared_link(nodes_[n].name, peer_listen_[n], "peer");
-        } catch (const std::exception& e) {
-          throw ClusterError("cannot open the shared proxy link to " + nodes_[n].name + "'s peer port: " + e.what());
-        }
-      }
+      place_ports(n);
     }
     for (size_t n = 0; n < nodes_.size(); ++n) spawn(n);
     wait_until_ready();

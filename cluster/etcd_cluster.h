@@ -95,6 +95,10 @@ class EtcdCluster : public Cluster {
  private:
   std::vector<std::string> argv_for(size_t n) const;
   void spawn(size_t n);  // REQUIRES: mu_ held; throws ClusterError
+  // Draws member n's client and peer ports (free a moment ago); its peer URL stays its shared proxy link,
+  // which is pointed at the new peer port. REQUIRES: mu_ held; throws ClusterError.
+  void place_ports(size_t n);
+  static bool log_says_port_taken(const std::string& log_path);
   void wait_until_ready();
   // etcdctl's JSON for `endpoint <what>` over the given client endpoints ("" on failure, with why).
   std::string etcdctl_json(const std::vector<Endpoint>& endpoints, const std::string& what, std::string* why) const;
@@ -105,6 +109,7 @@ class EtcdCluster : public Cluster {
   std::vector<Endpoint> peer_listen_;     // where member n's peer port listens
   std::vector<Endpoint> peer_advertise_;  // its peer URL: the shared proxy link (or peer_listen_ without proxy)
   std::vector<uint64_t> member_ids_;      // learnt at start (etcdctl endpoint status)
+  std::vector<int> respawns_;             // starts again after a port clash, per member
   mutable std::mutex mu_;
   std::vector<std::unique_ptr<ChildProcess>> procs_;
   std::vector<bool> paused_;

@@ -4,7 +4,7 @@
 // Per acquire: a lease is granted with TTL = --ttl-ms rounded UP to whole seconds (etcd leases have a TTL in
 // seconds; the server may raise it further to its minimum, 1.5 x election timeout rounded up: 2 s with the
 // default 1 s election timeout, and the granted TTL is what the answer's validity uses); a Session keeps that
-// lease alive in the background (KeepAlive every TTL/3); a Mutex on prefix "<key>/" puts its key
+// lease alive in the background (KeepAlive every TTL/3); a Mutex on key prefix "<key>" puts its key
 // "<key>/<lease hex>" under the lease and holds the lock while that key has the lowest create revision.
 // With --wait-ms 0 (default) the acquire is Mutex.TryLock: taken means a definite fail (reason held). With
 // --wait-ms N it is Mutex.Lock, which waits up to N ms for the earlier keys to go (the seed's setting:
@@ -13,7 +13,7 @@
 // What the answers say:
 //   - validity_ms: the lease's granted TTL minus the time since the grant was sent, at the end of the acquire: a
 //     lower bound of what the leader has left on it (the leader starts the TTL when it applies the grant); after
-//     a blocking wait, the larger of that and what LeaseTimeToLive says is left (whole seconds). The
+//     a blocking wait, the lease is renewed once more (KeepAliveOnce) and the TTL counts from that request. The
 //     session's background keep-alive renews it without asking the harness; lockcheck's extend is the same
 //     renewal sent once (KeepAliveOnce), and answers the validity it gives.
 //   - keys: the lock key the acquire created ("<key>/<lease hex>").
@@ -163,7 +163,7 @@ func (a *adapter) acquire(req proto.Request) proto.Answer {
 		a.revokeLater(grant.ID, opTimeout)
 		return answerFor(err)
 	}
-	m := concurrency.NewMutex(session, req.Key+"/")
+	m := concurrency.NewMutex(session, req.Key) // its keys: "<key>/<lease hex>"
 	if *waitMs > 0 {
 		// Mutex.Lock cleans up after a failed wait with the client's own context, which has no deadline: bound
 		// the call here (the clean-up goes on in the background; the lease is revoked below anyway).
@@ -205,23 +205,21 @@ func (a *adapter) acquire(req proto.Request) proto.Answer {
 	}
 	validity := time.Duration(grant.TTL)*time.Second - time.Since(sent)
 	if *waitMs > 0 {
-		// While Lock waited, the session's keep-alive renewed the lease: ask what it has left now (etcd answers
-		// whole seconds, rounded down, so this too is a lower bound).
-		asked := time.Now()
-		ttl, terr := a.client.TimeToLive(ctx, grant.ID)
-		if terr != nil || ttl.TTL <= 0 {
+		// While Lock waited, the session's keep-alive renewed the lease, so the grant says little: renew it once
+		// more (the request the keep-alive sends) and take its TTL from when that renewal was sent.
+		renewed := time.Now()
+		ka, kerr := a.client.KeepAliveOnce(ctx, grant.ID)
+		if kerr != nil || ka.TTL <= 0 {
 			session.Orphan()
 			a.revokeLater(grant.ID, opTimeout)
-			if terr == nil {
+			if kerr == nil || errors.Is(kerr, rpctypes.ErrLeaseNotFound) {
 				return proto.FailBecause(proto.ReasonNotHeld, "the lease expired before the acquire ended")
 			}
-			ans := answerFor(terr)
+			ans := answerFor(kerr)
 			ans.Indeterminate, ans.OK = true, false // it was held, at least for a moment
 			return ans
 		}
-		if v := time.Duration(ttl.TTL)*time.Second - time.Since(asked); v > validity {
-			validity = v
-		}
+		validity = time.Duration(ka.TTL)*time.Second - time.Since(renewed)
 	}
 	h := &holding{session: session, mutex: m, released: make(chan struct{})}
 	a.mu.Lock()
