@@ -342,6 +342,12 @@ void EtcdCluster::stop() noexcept {
     std::lock_guard<std::mutex> pids_lock(pids_mu_);
     pids_.assign(nodes_.size(), -1);
   }
+  if (!opts_.keep_data) {
+    for (const auto& d : data_dirs_) {
+      boost::system::error_code ignored;
+      fs::remove_all(d + "/data", ignored);
+    }
+  }
   std::lock_guard<std::mutex> links_lock(links_mu_);
   if (proxy_) proxy_->stop();
   proxy_.reset();

@@ -49,12 +49,15 @@ TEST(EtcdCluster, StartsWithOneLeaderAndStopsLeavingNothing) {
       std::ifstream log(c.cluster->nodes()[n].log_path);
       EXPECT_TRUE(log.good()) << c.cluster->nodes()[n].log_path;
     }
-    // The peer links are the members' shared proxy links, each told apart by the process that owns the socket:
-    // the member logs name the other members as active peers.
     const auto t1 = std::chrono::steady_clock::now();
     c.cluster->stop();
     std::cout << "[ etcd     ] stopped in "
               << std::chrono::duration_cast<milliseconds>(std::chrono::steady_clock::now() - t1).count() << " ms\n";
+    // The data dirs go with stop() (each member preallocates a 64 MB log); the logs stay in the run folder.
+    for (const auto& n : c.cluster->nodes()) {
+      EXPECT_FALSE(std::filesystem::exists(c.dir.path() + "/nodes/" + n.name + "/data")) << n.name;
+      EXPECT_TRUE(std::filesystem::exists(n.log_path)) << n.log_path;
+    }
   }
   for (pid_t p : pids) EXPECT_FALSE(alive(p)) << p;
 }
