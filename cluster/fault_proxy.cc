@@ -402,6 +402,13 @@ class FaultProxy::Impl {
     });
   }
 
+  void set_source_classifier(std::function<std::string(const Endpoint&)> classify) {
+    call([this, classify = std::move(classify)]() mutable {
+      classifier_ = std::move(classify);
+      return 0;
+    });
+  }
+
   void set_upstream(const std::string& from, const std::string& to, const Endpoint& upstream) {
     const tcp::endpoint up = resolve_upstream(upstream);
     call([this, from, to, up] {
@@ -646,8 +653,18 @@ class FaultProxy::Impl {
     const tcp::endpoint remote = socket.remote_endpoint(ec);
     if (ec) return shared_.no_fault;
     auto it = sources_.find(remote.address());
-    if (it == sources_.end() || it->second == link.to) return shared_.no_fault;
-    return fault(it->second, link.to);
+    std::string party;
+    if (it != sources_.end()) {
+      party = it->second;
+    } else if (classifier_) {
+      try {
+        party = classifier_(Endpoint{remote.address().to_string(), remote.port()});
+      } catch (...) {
+        party.clear();  // the contract says it does not throw; an unknown source is never faulted
+      }
+    }
+    if (party.empty() || party == link.to || party == kSharedFrom) return shared_.no_fault;
+    return fault(party, link.to);
   }
 
   void close_all() {
@@ -674,6 +691,7 @@ class FaultProxy::Impl {
   std::map<PartyPair, std::unique_ptr<PairFault>> faults_;  // by unordered pair; proxy thread
   std::map<PartyPair, std::unique_ptr<Link>> links_;        // by (from, to); proxy thread
   std::map<asio::ip::address, std::string> sources_;        // source address -> party (shared links); proxy thread
+  std::function<std::string(const Endpoint&)> classifier_;  // for unnamed sources on shared links; proxy thread
   uint64_t next_connection_id_ = 0;
   std::future<void> loop_done_;
   std::thread thread_;
@@ -691,6 +709,9 @@ Endpoint FaultProxy::add_shared_link(const std::string& to, const Endpoint& upst
 }
 void FaultProxy::name_source(const std::string& address, const std::string& party) {
   impl_->name_source(address, party);
+}
+void FaultProxy::set_source_classifier(std::function<std::string(const Endpoint&)> classify) {
+  impl_->set_source_classifier(std::move(classify));
 }
 void FaultProxy::set_upstream(const std::string& from, const std::string& to, const Endpoint& upstream) {
   impl_->set_upstream(from, to, upstream);

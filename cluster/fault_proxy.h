@@ -47,6 +47,7 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <stdexcept>
 #include <string>
@@ -105,6 +106,12 @@ class FaultProxy {
   // Connections to shared links from `address` (an IP literal) belong to `party` from now on (connections
   // already open keep what they had). Throws std::invalid_argument for a bad address or party name.
   void name_source(const std::string& address, const std::string& party);
+  // For a program that cannot choose its source address (etcd, a Go program: name_source cannot tell its
+  // members apart): a connection to a shared link from a source address that name_source did not name is
+  // given to classify(remote end as seen by the proxy), which returns its party, or "" for none (never
+  // faulted). Runs on the proxy thread at accept, so it must be quick and must not call the proxy; it must
+  // not throw. Replaces any earlier classifier; an empty function removes it.
+  void set_source_classifier(std::function<std::string(const Endpoint& remote)> classify);
   // The node at upstream went down (killed) / is up again (restarted): see "Upstream down" above. The proxy
   // notices both by itself too (a refused connect, its probe); these make it immediate.
   void upstream_down(const Endpoint& upstream);

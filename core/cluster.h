@@ -1,10 +1,12 @@
-// The Redis nodes under test, behind one interface with three backends: `local` (redis-server processes on
-// loopback, cluster/local_cluster.h), `docker` (containers, docker/docker_cluster.h) and `ssh` (remote hosts,
-// cluster/ssh_cluster.h). Node numbers are 0-based; node names are "n1", "n2", ...
+// The nodes under test, behind one interface with three backends: `local` (redis-server processes on
+// loopback, cluster/local_cluster.h; or an etcd cluster, cluster/etcd_cluster.h), `docker` (containers,
+// docker/docker_cluster.h) and `ssh` (remote hosts, cluster/ssh_cluster.h). Node numbers are 0-based; node
+// names are "n1", "n2", ...
 #pragma once
 
 #include <chrono>
 #include <cstdint>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -18,6 +20,12 @@ struct Endpoint {
   bool operator==(const Endpoint& o) const { return host == o.host && port == o.port; }
   bool operator!=(const Endpoint& o) const { return !(*this == o); }
 };
+
+// What the nodes run (--server): Redis (every backend and topology), or etcd (a Raft cluster of etcd members,
+// local backend only: cluster/etcd_cluster.h). What the harness does to a node itself (readiness, holder
+// targeting, Sentinel failover) is Redis-only; every such place asks Cluster::server() and refuses etcd.
+enum class ServerKind { kRedis, kEtcd };
+const char* to_string(ServerKind s);  // "redis", "etcd"
 
 enum class Persistence { kNone, kAofEverysec, kAofAlways };
 const char* to_string(Persistence p);  // "none", "aof-everysec", "aof-always"
@@ -121,6 +129,11 @@ class Cluster : public NodeFaults, public Network {
   virtual const std::vector<NodeInfo>& nodes() const = 0;
   // Sentinels of the replicated topology (empty otherwise).
   virtual std::vector<NodeInfo> sentinels() const { return {}; }
+  // What the nodes run. Redis unless the backend says otherwise.
+  virtual ServerKind server() const { return ServerKind::kRedis; }
+  // The node that leads the cluster now, asked of the nodes (a bounded query), or nullopt when none is known or
+  // the server has no leader of its own (Redis). Never throws.
+  virtual std::optional<size_t> leader() const { return std::nullopt; }
 
   NodeFaults& node_faults() { return *this; }
   Network& network() { return *this; }

@@ -28,7 +28,21 @@ const char* to_string(Topology t) {
   return "independent";
 }
 
+const char* to_string(ServerKind s) {
+  switch (s) {
+    case ServerKind::kRedis: return "redis";
+    case ServerKind::kEtcd: return "etcd";
+  }
+  return "redis";
+}
+
 namespace {
+
+ServerKind parse_server(const std::string& s) {
+  if (s == "redis") return ServerKind::kRedis;
+  if (s == "etcd") return ServerKind::kEtcd;
+  throw ConfigError("--server: '" + s + "' is not one of redis, etcd");
+}
 
 Persistence parse_persistence(const std::string& s) {
   if (s == "none") return Persistence::kNone;
@@ -82,7 +96,7 @@ template <auto M>
 json get_field(const RunConfig& c) {
   const auto& v = c.*M;
   using T = std::decay_t<decltype(v)>;
-  if constexpr (std::is_same_v<T, Topology> || std::is_same_v<T, Persistence>) {
+  if constexpr (std::is_same_v<T, Topology> || std::is_same_v<T, Persistence> || std::is_same_v<T, ServerKind>) {
     return to_string(v);
   } else {
     return v;
@@ -96,6 +110,8 @@ void set_field(RunConfig& c, const json& j, const std::string& name) {
   try {
     if constexpr (std::is_same_v<T, Topology>) {
       v = parse_topology(j.get<std::string>());
+    } else if constexpr (std::is_same_v<T, ServerKind>) {
+      v = parse_server(j.get<std::string>());
     } else if constexpr (std::is_same_v<T, Persistence>) {
       v = parse_persistence(j.get<std::string>());
     } else if constexpr (std::is_same_v<T, json>) {
@@ -141,6 +157,8 @@ void parse_flag_field(RunConfig& c, const std::string& text, const std::string& 
     v = parse_double(text, name);
   } else if constexpr (std::is_same_v<T, Topology>) {
     v = parse_topology(text);
+  } else if constexpr (std::is_same_v<T, ServerKind>) {
+    v = parse_server(text);
   } else if constexpr (std::is_same_v<T, Persistence>) {
     v = parse_persistence(text);
   } else if constexpr (std::is_same_v<T, std::vector<std::string>>) {
@@ -173,7 +191,7 @@ constexpr Kind kind_of() {
     return Kind::kInt;
   else if constexpr (std::is_floating_point_v<T>)
     return Kind::kDouble;
-  else if constexpr (std::is_same_v<T, Topology> || std::is_same_v<T, Persistence>)
+  else if constexpr (std::is_same_v<T, Topology> || std::is_same_v<T, Persistence> || std::is_same_v<T, ServerKind>)
     return Kind::kEnum;
   else if constexpr (std::is_same_v<T, std::vector<std::string>>)
     return Kind::kList;
@@ -213,6 +231,7 @@ const std::vector<ConfigField>& config_fields() {
   static const std::vector<ConfigField> fields = {
     row<&C::cluster>("cluster", "cluster", "local (redis-server processes), docker, or ssh (--hosts)", "cluster", "",
         [](const C& c) { one_of(c.cluster, "--cluster", {"local", "docker", "ssh"}); }),
+    row<&C::server>("server", "server", "redis (default), or etcd: a five-node etcd cluster (Debian's etcd-server) on the local backend", "cluster", ""),
     row<&C::hosts>("hosts", "hosts", "hosts file of --cluster ssh (JSON; scripts/ssh-testbed writes one)", "cluster", "",
         [](const C& c) { if (c.cluster != "ssh" && !c.hosts.empty()) throw ConfigError("--hosts: only with --cluster ssh"); }),
     row<&C::topology>("topology", "topology", "independent (N masters), replicated (master, replicas, 3 Sentinels) or cluster (Redis Cluster: half masters, half replicas)", "cluster", ""),
@@ -293,6 +312,41 @@ nlohmann::json read_json_file(const std::string& path) {
   }
 }
 
+namespace {
+
+// What an etcd run cannot have: each of these is something the harness does to Redis nodes itself.
+void validate_etcd_fields(const RunConfig& c) {
+  if (c.cluster != "local") {
+    throw ConfigError("--server etcd: only on the local backend (--cluster local); the " + c.cluster +
+                      " backend starts Redis nodes only");
+  }
+  if (c.topology != Topology::kIndependent) {
+    throw ConfigError(std::string("--topology ") + to_string(c.topology) +
+                      ": a Redis topology; --server etcd runs one etcd cluster (leave --topology at independent)");
+  }
+  if (c.persistence != Persistence::kNone) {
+    throw ConfigError("--persistence: a Redis setting; etcd always writes its log to disk (leave it at none)");
+  }
+  for (const auto& n : c.nemesis) {
+    const std::string base = n.substr(0, n.find(':'));
+    // Holder targeting aims client faults at the holder's process (fine) and node faults at the nodes that hold
+    // its key, which it finds with Redis EXISTS (not on etcd, where every member holds every key).
+    if (c.nemesis_targeting == "holder" && base != "client-pause" && base != "client-crash") {
+      throw ConfigError("--nemesis-targeting holder: aims " + base +
+                        " at the holder's nodes, found with Redis EXISTS; not with --server etcd (holder targeting "
+                        "works there for client-pause and client-crash only)");
+    }
+    if (base == "clock") {
+      throw ConfigError(
+          "--nemesis clock: not with --server etcd: the clock shim (LD_PRELOAD) does not reach etcd, a Go program "
+          "that reads the clock through the vDSO, and etcd times leases with the monotonic clock anyway");
+    }
+    if (base == "failover") throw ConfigError("--nemesis failover: a Sentinel failover; not with --server etcd");
+  }
+}
+
+}  // namespace
+
 void validate_fields(const RunConfig& c) {
   for (const auto& f : config_fields()) {
     if (f.check) f.check(c);
@@ -312,6 +366,7 @@ void validate_fields(const RunConfig& c) {
   if (c.topology == Topology::kCluster && c.cluster == "ssh") {
     throw ConfigError("--topology cluster: only on the local and docker backends (--cluster local|docker)");
   }
+  if (c.server == ServerKind::kEtcd) validate_etcd_fields(c);
   if (c.lock == "external" && c.client_cmd.empty()) throw ConfigError("--client-cmd: required with --lock external");
 }
 
@@ -340,5 +395,6 @@ void from_json(const nlohmann::json& j, RunConfig& c) {
 
 Persistence persistence_from_string(const std::string& s) { return parse_persistence(s); }
 Topology topology_from_string(const std::string& s) { return parse_topology(s); }
+ServerKind server_from_string(const std::string& s) { return parse_server(s); }
 
 }  // namespace lockcheck

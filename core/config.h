@@ -22,6 +22,7 @@ class ConfigError : public std::invalid_argument {
 
 struct RunConfig {
   std::string cluster = "local";                 // --cluster local|docker|ssh
+  ServerKind server = ServerKind::kRedis;        // --server redis|etcd (etcd: local backend only)
   std::string hosts;                             // --hosts FILE: the ssh backend's hosts (cluster/ssh_hosts.h)
   Topology topology = Topology::kIndependent;    // --topology independent|replicated
   int nodes = 5;                                 // --nodes: lock nodes (replicated: master + replicas)
@@ -79,6 +80,7 @@ nlohmann::json read_json_file(const std::string& path);
 // Parse the enum flags; throw ConfigError naming the flag.
 Persistence persistence_from_string(const std::string& s);
 Topology topology_from_string(const std::string& s);
+ServerKind server_from_string(const std::string& s);
 
 // Every field of config.json (written with every field; missing fields keep their defaults; unknown fields and
 // bad values throw ConfigError naming the field).

@@ -415,6 +415,11 @@ int cmd_list(const std::vector<std::string>& args, std::ostream& out) {
     out << desc;
     return kExitValid;
   }
+  out << "servers (--server; default redis):\n"
+      << "  " << std::left << std::setw(20) << to_string(ServerKind::kRedis)
+      << "redis-server nodes: every backend and topology, every lock but etcd\n"
+      << "  " << std::setw(20) << to_string(ServerKind::kEtcd)
+      << "an etcd cluster (Debian etcd-server 3.4; local backend only), for --lock etcd\n";
   out << "lock algorithms (--lock):\n";
   for (const auto& a : lock_registry()) {
     out << "  " << std::left << std::setw(20) << a.name << a.description << "\n"
@@ -426,6 +431,7 @@ int cmd_list(const std::vector<std::string>& args, std::ostream& out) {
     std::error_code ec;
     const bool built = std::filesystem::exists(adapter_program(a), ec);
     out << "  " << std::left << std::setw(20) << a.name << a.library << " " << a.version
+        << (a.server == ServerKind::kRedis ? "" : std::string("  [needs --server ") + to_string(a.server) + "]")
         << (built ? "" : "  [not built: scripts/build-clients]") << "\n";
     for (const auto& o : a.options) {
       out << "  " << std::setw(20) << ""

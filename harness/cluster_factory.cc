@@ -1,5 +1,6 @@
 #include "harness/cluster_factory.h"
 
+#include "cluster/etcd_cluster.h"
 #include "cluster/local_cluster.h"
 #include "cluster/ssh_cluster.h"
 #include "docker/docker_cluster.h"
@@ -7,6 +8,11 @@
 namespace lockcheck {
 
 std::unique_ptr<Cluster> make_cluster(const RunConfig& cfg, const std::string& run_dir) {
+  if (cfg.server == ServerKind::kEtcd) {
+    // validate_fields refuses the other backends first (exit 2); this keeps a direct caller honest.
+    if (cfg.cluster != "local") throw ClusterError("--server etcd: only on the local backend (--cluster local)");
+    return std::make_unique<EtcdCluster>(EtcdClusterOptions::from(cfg, run_dir));
+  }
   if (cfg.cluster == "local") return std::make_unique<LocalCluster>(LocalClusterOptions::from(cfg, run_dir));
   if (cfg.cluster == "docker") return std::make_unique<DockerCluster>(cfg, run_dir);
   if (cfg.cluster == "ssh") return std::make_unique<SshCluster>(cfg, run_dir);

@@ -83,6 +83,10 @@ Plan resolve_plan(RunConfig c) {
     throw ConfigError("--lock " + c.lock + ": needs --topology " + to_string(plan.lock->topology) + " (given " +
                       to_string(c.topology) + ")");
   }
+  if (plan.lock->server != c.server) {
+    throw ConfigError("--lock " + c.lock + ": needs --server " + to_string(plan.lock->server) + " (given " +
+                      to_string(c.server) + ")");
+  }
   plan.workload = workload_registry().find(c.workload);
   if (!plan.workload) throw ConfigError("--workload: unknown workload '" + c.workload + "' (see lockcheck list)");
   std::set<std::string> seen;

@@ -147,6 +147,23 @@ const Registry<LockAdapter>& lock_adapters() {
        "adapter clients/php/laravel.php",
        "one node is a single point of failure; whole seconds only, no extend, no validity: a paused holder outlives "
        "its lease"},
+      {"etcd",
+       "go.etcd.io/etcd/client/v3 concurrency.Mutex over a Session (etcd's own lock; needs --server etcd)",
+       "v3.5.36 (against Debian's etcd-server 3.4.23)",
+       "etcd",
+       "",
+       "go",
+       {
+           {"wait_ms", "--wait-ms", K::kInt,
+            "0 (default): Mutex.TryLock; N: Mutex.Lock waiting up to N ms for the holder (the seed's blocking clients)"},
+           {"dial_timeout_ms", "--dial-timeout-ms", K::kInt, "clientv3 DialTimeout (default: --op-timeout-ms)"},
+       },
+       "library: etcd's concurrency.Mutex (Go, client v3.5 against an etcd 3.4 cluster), adapter clients/etcd; "
+       "lease TTL = --ttl-ms rounded up to whole seconds (etcd's unit; the server raises it to its 2 s minimum); "
+       "token = the lock key's create revision",
+       "a lease, not a fence: a holder paused past its TTL (2 s at least) loses the lock without knowing; only the "
+       "revision as a fencing token (or a transaction comparing the lock key) protects the resource",
+       ServerKind::kEtcd},
   };
   return registry;
 }

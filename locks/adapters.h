@@ -9,6 +9,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/cluster.h"
 #include "core/registry.h"
 
 namespace lockcheck {
@@ -32,6 +33,7 @@ struct LockAdapter {
   std::vector<AdapterOption> options;
   const char* description;    // one line for `lockcheck list`: the library and its adapter
   const char* known_defects;  // one line: what the library is known to get wrong
+  ServerKind server = ServerKind::kRedis;  // what its nodes must run (--server)
 };
 
 // The registry (locks/adapters.cc): one entry per shipped adapter.

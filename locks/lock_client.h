@@ -100,6 +100,8 @@ struct LockAlgorithm {
   Topology topology = Topology::kIndependent;
   // A subprocess client (external and the shipped library adapters) rather than a client in this process.
   bool external = false;
+  // What its nodes must run (--server): every built-in algorithm speaks Redis; an adapter says (etcd).
+  ServerKind server = ServerKind::kRedis;
 };
 
 // The registry (locks/registry.cc): one line per algorithm, then one lock per shipped library adapter.

@@ -19,7 +19,8 @@ LockAlgorithm adapter_lock(const LockAdapter& a) {
           "",
           /*hands_out_tokens=*/false,
           Topology::kIndependent,
-          /*external=*/true};
+          /*external=*/true,
+          a.server};
 }
 
 }  // namespace

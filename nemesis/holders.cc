@@ -166,6 +166,8 @@ bool HolderTracker::wait_until_released(const Holding& h, std::chrono::milliseco
 
 std::vector<size_t> nodes_holding(const Cluster& cluster, const std::string& key, std::chrono::milliseconds timeout) {
   std::vector<size_t> out;
+  // EXISTS is a Redis command; etcd runs refuse holder targeting (core/config.cc), and this keeps it that way.
+  if (cluster.server() != ServerKind::kRedis) return out;
   const auto& nodes = cluster.nodes();
   for (size_t n = 0; n < nodes.size(); ++n) {
     if (!cluster.is_running(n)) continue;

@@ -89,7 +89,7 @@ class HolderTracker {
 
 // Which data nodes have `key` now: asks each running node directly (its own endpoint, not through the fault
 // proxy) with a short timeout; a paused or cut node counts as not holding it. Bounded by about
-// nodes * timeout. Returns node indices in order.
+// nodes * timeout. Returns node indices in order; none for a cluster that does not run Redis.
 std::vector<size_t> nodes_holding(const Cluster& cluster, const std::string& key,
                                   std::chrono::milliseconds timeout = std::chrono::milliseconds(100));
 // The same for several keys: the nodes that have any of them.

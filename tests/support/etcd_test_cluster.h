@@ -1,0 +1,53 @@
+// A started etcd cluster (cluster/etcd_cluster.h) in its own temporary folder, for the tests labelled `etcd`.
+// Without etcd (Debian etcd-server) or etcdctl (etcd-client) the test skips with the reason, except under CI,
+// where that is a failure. The destructor stops every member and removes the folder: nothing is left behind.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <memory>
+#include <string>
+
+#include "cluster/etcd_cluster.h"
+#include "locks/lock_client.h"
+#include "sys/process.h"
+#include "tests/support/ci.h"
+#include "tests/support/temp_dir.h"
+
+namespace lockcheck {
+namespace testing_util {
+
+inline bool etcd_installed() { return find_program("etcd").has_value() && find_program("etcdctl").has_value(); }
+inline const char* kNoEtcd = "etcd and etcdctl are not installed (apt-get install etcd-server etcd-client)";
+
+struct EtcdTestCluster {
+  explicit EtcdTestCluster(int nodes = 5, bool proxy = true) {
+    EtcdClusterOptions o;
+    o.nodes = nodes;
+    o.use_proxy = proxy;
+    o.nodes_dir = dir.path() + "/nodes";
+    cluster = std::make_unique<EtcdCluster>(o);
+    cluster->start();
+  }
+  ~EtcdTestCluster() { cluster->stop(); }
+
+  // Options for one client process (slot c0 unless told): every member through that slot's proxy links.
+  LockOptions options(std::chrono::milliseconds op_timeout = std::chrono::milliseconds(1000),
+                      const std::string& slot = "c0") const {
+    LockOptions lo;
+    for (size_t n = 0; n < cluster->nodes().size(); ++n) lo.nodes.push_back(cluster->endpoint_for(slot, n));
+    for (const auto& n : cluster->nodes()) lo.node_addresses.push_back(n.endpoint);
+    lo.op_timeout = op_timeout;
+    lo.connect_timeout = op_timeout;
+    return lo;
+  }
+
+  TempDir dir{"lockcheck-etcd"};
+  std::unique_ptr<EtcdCluster> cluster;
+};
+
+}  // namespace testing_util
+}  // namespace lockcheck
+
+// Skips (or fails under CI) when etcd is missing.
+#define LOCKCHECK_NEED_ETCD() LOCKCHECK_NEED(::lockcheck::testing_util::etcd_installed(), ::lockcheck::testing_util::kNoEtcd)
