@@ -348,10 +348,7 @@ void EtcdCluster::stop() noexcept {
       fs::remove_all(d + "/data", ignored);
     }
   }
-  std::lock_guard<std::mutex> links_lock(links_mu_);
-  if (proxy_) proxy_->stop();
-  proxy_.reset();
-  links_.clear();
+  links_.reset(proxy_);
 }
 
 std::optional<size_t> EtcdCluster::leader() const {
@@ -474,40 +471,15 @@ std::string EtcdCluster::member_owning(const Endpoint& source) const {
 Endpoint EtcdCluster::endpoint_for(const std::string& party, size_t n) const {
   const Endpoint& node = nodes_.at(n).listen;
   if (!opts_.use_proxy) return node;
-  std::lock_guard<std::mutex> lock(links_mu_);
-  auto key = std::make_pair(party, n);
-  auto it = links_.find(key);
-  if (it != links_.end()) return it->second;
-  if (!proxy_) throw ClusterError("endpoint_for(" + party + ", " + nodes_[n].name + "): the cluster is not started");
-  try {
-    Endpoint ep = proxy_->add_link(party, nodes_[n].name, node);
-    links_.emplace(key, ep);
-    return ep;
-  } catch (const std::exception& e) {
-    throw ClusterError("cannot open a proxy link " + party + "->" + nodes_[n].name + ": " + e.what());
-  }
+  return links_.endpoint_for(proxy_, party, n, nodes_[n].name, node);
 }
-
-namespace {
-
-template <typename F>
-void with_etcd_proxy(FaultProxy* proxy, const std::string& what, F&& f) {
-  if (!proxy) throw ClusterError(what + ": network faults need the fault proxy (use_proxy is off or not started)");
-  try {
-    f(*proxy);
-  } catch (const std::exception& e) {
-    throw ClusterError(what + ": " + e.what());
-  }
-}
-
-}  // namespace
 
 void EtcdCluster::cut(const std::string& a, const std::string& b) {
-  with_etcd_proxy(proxy_.get(), "cut " + a + "<->" + b, [&](FaultProxy& p) { p.cut(a, b); });
+  apply_proxy_fault(proxy_.get(), "cut " + a + "<->" + b, [&](FaultProxy& p) { p.cut(a, b); });
 }
 
 void EtcdCluster::heal(const std::string& a, const std::string& b) {
-  with_etcd_proxy(proxy_.get(), "heal " + a + "<->" + b, [&](FaultProxy& p) { p.heal(a, b); });
+  apply_proxy_fault(proxy_.get(), "heal " + a + "<->" + b, [&](FaultProxy& p) { p.heal(a, b); });
 }
 
 void EtcdCluster::heal_all() {
@@ -516,7 +488,8 @@ void EtcdCluster::heal_all() {
 
 void EtcdCluster::set_delay(const std::string& a, const std::string& b, std::chrono::milliseconds delay,
                             std::chrono::milliseconds jitter) {
-  with_etcd_proxy(proxy_.get(), "delay " + a + "<->" + b, [&](FaultProxy& p) { p.set_delay(a, b, delay, jitter); });
+  apply_proxy_fault(proxy_.get(), "delay " + a + "<->" + b,
+                    [&](FaultProxy& p) { p.set_delay(a, b, delay, jitter); });
 }
 
 }  // namespace lockcheck

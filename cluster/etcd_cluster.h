@@ -39,6 +39,7 @@
 #include <vector>
 
 #include "cluster/fault_proxy.h"
+#include "cluster/proxy_links.h"
 #include "core/cluster.h"
 #include "core/config.h"
 #include "sys/process.h"
@@ -121,8 +122,7 @@ class EtcdCluster : public Cluster {
   std::vector<pid_t> pids_;
 
   std::unique_ptr<FaultProxy> proxy_;
-  mutable std::mutex links_mu_;
-  mutable std::map<std::pair<std::string, size_t>, Endpoint> links_;  // (party, node) -> proxy listener
+  ProxyLinks links_;  // (party, node) -> proxy listener
 };
 
 }  // namespace lockcheck

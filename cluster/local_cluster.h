@@ -42,6 +42,7 @@
 #include <vector>
 
 #include "cluster/fault_proxy.h"
+#include "cluster/proxy_links.h"
 #include "cluster/redis_config.h"
 #include "core/cluster.h"
 #include "core/config.h"
@@ -134,8 +135,7 @@ class LocalCluster : public Cluster {
   std::vector<bool> paused_;
 
   std::unique_ptr<FaultProxy> proxy_;
-  mutable std::mutex links_mu_;
-  mutable std::map<std::pair<std::string, size_t>, Endpoint> links_;  // (party, node) -> proxy listener
+  ProxyLinks links_;  // (party, node) -> proxy listener
 };
 
 // A TCP port on 127.0.0.1 that was free a moment ago (bind to port 0, read it back, close).

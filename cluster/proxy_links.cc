@@ -1,0 +1,37 @@
+#include "cluster/proxy_links.h"
+
+namespace lockcheck {
+
+Endpoint ProxyLinks::endpoint_for(const std::unique_ptr<FaultProxy>& proxy, const std::string& party, size_t n,
+                                  const std::string& node_name, const Endpoint& node) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto key = std::make_pair(party, n);
+  auto it = links_.find(key);
+  if (it != links_.end()) return it->second;
+  if (!proxy) throw ClusterError("endpoint_for(" + party + ", " + node_name + "): the cluster is not started");
+  try {
+    Endpoint ep = proxy->add_link(party, node_name, node);
+    links_.emplace(key, ep);
+    return ep;
+  } catch (const std::exception& e) {
+    throw ClusterError("cannot open a proxy link " + party + "->" + node_name + ": " + e.what());
+  }
+}
+
+void ProxyLinks::reset(std::unique_ptr<FaultProxy>& proxy) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (proxy) proxy->stop();
+  proxy.reset();
+  links_.clear();
+}
+
+void apply_proxy_fault(FaultProxy* proxy, const std::string& what, const std::function<void(FaultProxy&)>& f) {
+  if (!proxy) throw ClusterError(what + ": network faults need the fault proxy (use_proxy is off or not started)");
+  try {
+    f(*proxy);
+  } catch (const std::exception& e) {
+    throw ClusterError(what + ": " + e.what());
+  }
+}
+
+}  // namespace lockcheck

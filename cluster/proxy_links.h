@@ -1,0 +1,36 @@
+// The network of the backends whose links all go through one FaultProxy on this machine (the local Redis
+// cluster, cluster/local_cluster.h, and the local etcd cluster, cluster/etcd_cluster.h): one proxy link per
+// (party, node), made on first use, and the faults applied to the proxy with its errors as ClusterError.
+#pragma once
+
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <utility>
+
+#include "cluster/fault_proxy.h"
+#include "core/cluster.h"
+
+namespace lockcheck {
+
+class ProxyLinks {
+ public:
+  // Where party reaches node n (named node_name, listening at node): its proxy link, opened on first use.
+  // proxy is read under the links' lock, which reset() also holds: a link is never made on a stopped proxy.
+  Endpoint endpoint_for(const std::unique_ptr<FaultProxy>& proxy, const std::string& party, size_t n,
+                        const std::string& node_name, const Endpoint& node) const;
+  // Stops and drops the proxy and forgets every link (the cluster's stop).
+  void reset(std::unique_ptr<FaultProxy>& proxy);
+
+ private:
+  mutable std::mutex mu_;
+  mutable std::map<std::pair<std::string, size_t>, Endpoint> links_;  // (party, node) -> proxy listener
+};
+
+// Applies one network fault (what: "cut n1<->c0", ...) to the proxy; without a proxy, or when the proxy
+// refuses, throws ClusterError naming what.
+void apply_proxy_fault(FaultProxy* proxy, const std::string& what, const std::function<void(FaultProxy&)>& f);
+
+}  // namespace lockcheck
