@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/random.h"
+#include "nemesis/link_faults.h"
 #include "nemesis/nemesis.h"
 
 namespace lockcheck {
@@ -121,6 +122,29 @@ inline Op complete(const Op& invoke, OpType t, const nlohmann::json& targets, co
   done.value["detail"] = detail;
   done.error = error;
   return done;
+}
+
+
+// The stop of a nemesis that cuts links (partition, leader-partition): heals every link `owner` cut; the op is
+// ok with the healed pairs, or info with the error and the pairs healed before it.
+inline Op heal_owned_links(LinkFaults& links, Network& net, const std::string& owner, const Op& op) {
+  nlohmann::json healed = nlohmann::json::array();
+  const nlohmann::json targets = op.value.value("targets", nlohmann::json::array());
+  try {
+    for (const auto& p : links.uncut_all(net, owner)) healed.push_back({p.first, p.second});
+  } catch (const ClusterError& e) {
+    return complete(op, OpType::kInfo, targets, {{"healed", healed}}, e.what());
+  }
+  return complete(op, OpType::kOk, targets, {{"healed", healed}});
+}
+
+// Teardown of such a nemesis: heals what `owner` cut; if that fails, every link.
+inline void teardown_owned_links(LinkFaults& links, Network& net, const std::string& owner) noexcept {
+  try {
+    links.uncut_all(net, owner);
+  } catch (...) {
+    links.heal_all(net);
+  }
 }
 
 }  // namespace nemesis_util

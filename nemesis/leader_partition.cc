@@ -56,22 +56,11 @@ class LeaderPartition : public Nemesis {
       detail["links"] = cut;
       return u::complete(op, error.empty() ? OpType::kOk : OpType::kInfo, json::array({victim}), detail, error);
     }
-    json healed = json::array();
-    try {
-      for (const auto& p : links.uncut_all(env.cluster, name())) healed.push_back({p.first, p.second});
-    } catch (const ClusterError& e) {
-      return u::complete(op, OpType::kInfo, op.value.value("targets", json::array()), {{"healed", healed}}, e.what());
-    }
-    return u::complete(op, OpType::kOk, op.value.value("targets", json::array()), {{"healed", healed}});
+    return u::heal_owned_links(links, env.cluster, name(), op);
   }
 
   void teardown(NemesisEnv& env) noexcept override {
-    LinkFaults& links = env.links ? *env.links : own_links_;
-    try {
-      links.uncut_all(env.cluster, name());
-    } catch (...) {
-      links.heal_all(env.cluster);
-    }
+    u::teardown_owned_links(env.links ? *env.links : own_links_, env.cluster, name());
   }
 
  private:
