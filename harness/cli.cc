@@ -373,7 +373,9 @@ int cmd_test_all(const std::vector<std::string>& args, std::ostream& out) {
   // clang-format off
   desc.add_options()
     ("help,h", "this help")
-    ("matrix", po::value(&o.matrix)->default_value(o.matrix), "matrix file, or a shipped one: default, quick")
+    ("matrix", po::value(&o.matrix)->default_value(o.matrix),
+     "matrix file, or a shipped one by name (harness/matrix/NAME.json: default, quick, findings, libraries, etcd, "
+     "side-by-side, ...)")
     ("junit", po::value(&o.junit_path), "write JUnit XML here (default: in the summary folder)")
     ("parallel", po::value(&o.parallel)->default_value(o.parallel), "runs at a time")
     ("shard", po::value(&o.shard), "K/N: run only share K of N of the runs (then: lockcheck merge)")
