@@ -22,6 +22,7 @@
 #include <tuple>
 #include <vector>
 
+#include "core/random.h"
 #include "checkers/mutex.h"
 
 namespace lockcheck {
@@ -177,17 +178,14 @@ std::map<std::string, bool> oracle(const History& h, OracleStats* stats) {
 class OracleRng {
  public:
   explicit OracleRng(uint64_t seed) : s_(seed * 0x9e3779b97f4a7c15ULL + 7) {}
-  uint64_t next() {
-    uint64_t z = (s_ += 0x9e3779b97f4a7c15ULL);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-    return z ^ (z >> 31);
-  }
+  // splitmix64: the k-th value is core's derive_seed(start, k).
+  uint64_t next() { return derive_seed(s_, n_++); }
   int below(int n) { return static_cast<int>(next() % static_cast<uint64_t>(n)); }
   bool chance(int percent) { return below(100) < percent; }
 
  private:
   uint64_t s_;
+  uint64_t n_ = 0;
 };
 
 struct SimKey {

@@ -14,6 +14,7 @@
 #include <set>
 #include <unordered_set>
 
+#include "core/random.h"
 #include "checkers/mutex.h"
 #include "checkers/wgl.h"
 
@@ -136,17 +137,14 @@ std::map<std::string, bool> brute_force(const History& h) {
 class Rng {
  public:
   explicit Rng(uint64_t seed) : s_(seed * 0x9e3779b97f4a7c15ULL + 1) {}
-  uint64_t next() {
-    uint64_t z = (s_ += 0x9e3779b97f4a7c15ULL);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-    return z ^ (z >> 31);
-  }
+  // splitmix64: the k-th value is core's derive_seed(start, k).
+  uint64_t next() { return derive_seed(s_, n_++); }
   int below(int n) { return static_cast<int>(next() % static_cast<uint64_t>(n)); }
   bool chance(int percent) { return below(100) < percent; }
 
  private:
   uint64_t s_;
+  uint64_t n_ = 0;
 };
 
 struct Client {
