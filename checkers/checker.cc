@@ -24,6 +24,25 @@ Validity merge(Validity a, Validity b) {
   return Validity::kValid;
 }
 
+std::optional<int64_t> anomaly_time_ns(const nlohmann::json& a, const History* h) {
+  if (!a.is_object()) return std::nullopt;
+  for (const char* field : {"at_ns", "from_ns"}) {
+    auto it = a.find(field);
+    if (it != a.end() && it->is_number_integer()) return it->get<int64_t>();
+  }
+  auto ops = a.find("ops");
+  if (h == nullptr || ops == a.end() || !ops->is_array()) return std::nullopt;
+  std::optional<int64_t> t;
+  for (const auto& i : *ops) {
+    if (!i.is_number_integer()) continue;
+    const int64_t k = i.get<int64_t>();
+    if (k >= 0 && k < static_cast<int64_t>(h->size()) && (!t || (*h)[static_cast<size_t>(k)].time_ns > *t)) {
+      t = (*h)[static_cast<size_t>(k)].time_ns;
+    }
+  }
+  return t;
+}
+
 void to_json(nlohmann::json& j, const CheckResult& r) {
   j = nlohmann::json{{"checker", r.checker},
                      {"valid", to_string(r.valid)},

@@ -5,6 +5,7 @@
 
 #include <chrono>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -43,7 +44,9 @@ const std::vector<int64_t>& pairs_of(const History& h, const CheckOptions& opts,
 //   "description": one sentence a reviewer reads ("processes 3 and 7 both held lock-0 for 412 ms from t=12.3 s")
 //   "ops":         array of history indices involved (the report shows the operations around them)
 // and, where it applies, "key", "processes" (array), "from_ns"/"to_ns" (the time window the report outlines in
-// red on the lock timeline).
+// red on the lock timeline), and "at_ns": when the violation happened, where that is later than from_ns (a
+// window that begins with an earlier operation it involves: the second acquire that got a duplicate token, the
+// acquire or write whose token went back).
 struct CheckResult {
   std::string checker;
   Validity valid = Validity::kValid;
@@ -51,6 +54,11 @@ struct CheckResult {
   nlohmann::json anomalies = nlohmann::json::array();
   nlohmann::json stats = nlohmann::json::object();
 };
+
+// When an anomaly happened (ns since the run started): its "at_ns", else its "from_ns", else (given the history)
+// the latest of its ops' times; nullopt when it says none of these. Used for the time to the first anomaly in
+// seed searches, matrices, scorecards and `reproduce`.
+std::optional<int64_t> anomaly_time_ns(const nlohmann::json& anomaly, const History* h);
 
 void to_json(nlohmann::json& j, const CheckResult& r);
 void from_json(const nlohmann::json& j, CheckResult& r);

@@ -76,6 +76,7 @@ class FencingChecker : public Checker {
                {"key", op.key},
                {"processes", {b.process, op.process}},
                {"from_ns", h[static_cast<size_t>(b.done)].time_ns},
+               {"at_ns", h[static_cast<size_t>(c)].time_ns},
                {"to_ns", h[static_cast<size_t>(c)].time_ns}});
         } else {
           ++stale;
@@ -90,6 +91,7 @@ class FencingChecker : public Checker {
                {"key", op.key},
                {"processes", {b.process, op.process}},
                {"from_ns", h[static_cast<size_t>(b.done)].time_ns},
+               {"at_ns", h[static_cast<size_t>(c)].time_ns},
                {"to_ns", h[static_cast<size_t>(c)].time_ns}});
         }
         continue;
@@ -110,11 +112,14 @@ class FencingChecker : public Checker {
       if (dup_listed++ >= kMaxAnomaliesPerKind) continue;
       std::vector<int64_t> ops;
       std::vector<int64_t> procs;
+      std::vector<int64_t> oks;  // when each acquire returned the token
       for (int64_t inv : invokes) {
         ops.push_back(inv);
         ops.push_back(pairs[static_cast<size_t>(inv)]);
         procs.push_back(h[static_cast<size_t>(inv)].process);
+        oks.push_back(h[static_cast<size_t>(pairs[static_cast<size_t>(inv)])].time_ns);
       }
+      std::nth_element(oks.begin(), oks.begin() + 1, oks.end());  // the duplicate exists once the second returned
       std::sort(ops.begin(), ops.end());
       std::string who;
       for (size_t j = 0; j < invokes.size() && j < 5; ++j) {
@@ -129,6 +134,7 @@ class FencingChecker : public Checker {
                              {"key", kt.first},
                              {"processes", procs},
                              {"from_ns", h[static_cast<size_t>(invokes.front())].time_ns},
+                             {"at_ns", oks[1]},
                              {"to_ns", h[static_cast<size_t>(pairs[static_cast<size_t>(invokes.back())])].time_ns}});
     }
 

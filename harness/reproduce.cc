@@ -12,6 +12,7 @@
 #include <map>
 #include <sstream>
 
+#include "checkers/checker.h"
 #include "core/exit_codes.h"
 #include "core/history.h"
 #include "core/party.h"
@@ -40,16 +41,7 @@ std::vector<AnomalySeen> anomaly_kinds(const nlohmann::json& results, const Hist
     for (const auto& a : anomalies) {
       if (!a.is_object() || !a.contains("kind") || !a["kind"].is_string()) continue;
       if (a.value("severity", "") == "note") continue;
-      std::optional<int64_t> t;
-      if (a.contains("from_ns") && a["from_ns"].is_number_integer()) {
-        t = a["from_ns"].get<int64_t>();
-      } else if (h != nullptr && a.contains("ops") && a["ops"].is_array()) {
-        for (const auto& i : a["ops"]) {
-          if (!i.is_number_integer()) continue;
-          const int64_t k = i.get<int64_t>();
-          if (k >= 0 && k < static_cast<int64_t>(h->size()) && (!t || (*h)[k].time_ns < *t)) t = (*h)[k].time_ns;
-        }
-      }
+      const std::optional<int64_t> t = anomaly_time_ns(a, h);
       AnomalyKind kind{checker, a["kind"].get<std::string>()};
       auto it = std::find_if(seen.begin(), seen.end(), [&](const AnomalySeen& s) { return s.kind == kind; });
       if (it == seen.end()) {

@@ -4,6 +4,7 @@
 #include <iomanip>
 #include <vector>
 
+#include "checkers/checker.h"
 #include "core/config.h"
 #include "core/exit_codes.h"
 #include "core/history.h"
@@ -13,26 +14,19 @@ namespace lockcheck {
 
 std::optional<int64_t> first_anomaly_ns(const std::string& run_dir, const std::vector<std::string>& only) {
   nlohmann::json results = read_json_file(run_dir + "/results.json");
+  std::optional<History> history;  // read only for an anomaly that gives no time but its ops
   std::optional<int64_t> first;
-  std::vector<int64_t> op_indices;
   for (const auto& c : results.value("checkers", nlohmann::json::array())) {
     if (c.value("valid", "") != "invalid") continue;
     if (!only.empty() && std::find(only.begin(), only.end(), c.value("checker", "")) == only.end()) continue;
     for (const auto& a : c.value("anomalies", nlohmann::json::array())) {
-      if (a.contains("from_ns") && a["from_ns"].is_number()) {
-        int64_t t = a["from_ns"].get<int64_t>();
-        if (!first || t < *first) first = t;
-      } else if (a.contains("ops") && a["ops"].is_array()) {
-        for (const auto& i : a["ops"]) {
-          if (i.is_number_integer()) op_indices.push_back(i.get<int64_t>());
-        }
+      if (!a.is_object() || a.value("severity", "") == "note") continue;  // listed for the reader, no violation
+      std::optional<int64_t> t = anomaly_time_ns(a, nullptr);
+      if (!t && a.contains("ops")) {
+        if (!history) history = read_history(run_dir + "/history.jsonl");
+        t = anomaly_time_ns(a, &*history);
       }
-    }
-  }
-  if (!op_indices.empty()) {
-    History h = read_history(run_dir + "/history.jsonl");
-    for (int64_t i : op_indices) {
-      if (i >= 0 && i < static_cast<int64_t>(h.size()) && (!first || h[i].time_ns < *first)) first = h[i].time_ns;
+      if (t && (!first || *t < *first)) first = t;
     }
   }
   return first;

@@ -63,6 +63,7 @@ TEST(FencingChecker, ALowerTokenAfterAHigherOneIsARegression) {
   ASSERT_EQ(r.anomalies.size(), 1u);
   EXPECT_EQ(r.anomalies[0]["kind"], "token-regression");
   EXPECT_EQ(r.anomalies[0]["ops"], nlohmann::json::array({0, 1, 2, 3}));
+  EXPECT_EQ(r.anomalies[0]["at_ns"], b.history()[3].time_ns);  // when the lower token came back
   EXPECT_EQ(r.anomalies[0]["processes"], nlohmann::json::array({0, 1}));
   EXPECT_NE(r.anomalies[0]["description"].get<std::string>().find("got token 3, but token 5"), std::string::npos);
 }
@@ -80,6 +81,10 @@ TEST(FencingChecker, EqualTokensAreDuplicatesEvenWhenConcurrent) {
   ASSERT_EQ(r.anomalies.size(), 1u);
   EXPECT_EQ(r.anomalies[0]["kind"], "duplicate-token");
   EXPECT_EQ(r.stats["duplicate_tokens"], 1);
+  // The window starts at the first acquire's invoke; the duplicate exists once the second acquire returned.
+  EXPECT_EQ(r.anomalies[0]["from_ns"], b.history()[0].time_ns);
+  EXPECT_EQ(r.anomalies[0]["at_ns"], b.history()[3].time_ns);
+  EXPECT_EQ(anomaly_time_ns(r.anomalies[0], nullptr), b.history()[3].time_ns);
 
   HistoryBuilder c;  // sequential duplicates: one duplicate-token, no regression reported twice
   acquire(c, 0, 5);
@@ -140,6 +145,19 @@ TEST(FencingChecker, ConcurrentWritesMayLandInAnyOrder) {
   b.ok(0, "add", "set", 1);
   b.ok(1, "add", "set", 2);
   EXPECT_EQ(check(b.history()).valid, Validity::kValid);
+}
+
+TEST(AnomalyTime, AtThenFromThenTheLatestOp) {
+  HistoryBuilder b;
+  acquire(b, 0, 5);
+  acquire(b, 1, 6);
+  const History h = b.history();
+  EXPECT_EQ(anomaly_time_ns({{"kind", "x"}, {"from_ns", 7}, {"at_ns", 9}}, nullptr), 9);
+  EXPECT_EQ(anomaly_time_ns({{"kind", "x"}, {"from_ns", 7}}, nullptr), 7);
+  EXPECT_EQ(anomaly_time_ns({{"kind", "x"}, {"ops", {0, 3, 1}}}, &h), h[3].time_ns);
+  EXPECT_FALSE(anomaly_time_ns({{"kind", "x"}, {"ops", {0, 3}}}, nullptr));
+  EXPECT_FALSE(anomaly_time_ns({{"kind", "x"}, {"ops", {99}}}, &h));
+  EXPECT_FALSE(anomaly_time_ns(nlohmann::json::array(), &h));
 }
 
 }  // namespace

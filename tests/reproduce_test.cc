@@ -402,7 +402,7 @@ TEST(ReproduceKindsTest, KindsComeFromTheCheckersKindFieldEarliestFirst) {
          {"valid", "invalid"},
          {"anomalies",
           {{{"kind", "stale-holder"}, {"from_ns", 5000000000}},
-           {{"kind", "double-grant"}, {"from_ns", 3000000000}},
+           {{"kind", "double-grant"}, {"from_ns", 1000000000}, {"at_ns", 3000000000}},
            {{"kind", "stale-holder"}, {"from_ns", 2000000000}},
            {{"kind", "harness-stall"}, {"severity", "note"}, {"from_ns", 1}}}}},
         {{"checker", "liveness"}, {"valid", "invalid"}, {"anomalies", {{{"kind", "stuck-lock"}}}}}}}};
