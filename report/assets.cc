@@ -53,7 +53,7 @@ svg text{font:11px system-ui,-apple-system,"Segoe UI",Roboto,Arial,sans-serif;fi
 .lease{opacity:.27}
 .bar{opacity:.95}.bar.agg{opacity:.7}
 .bar.maybe{opacity:.4;stroke:#1d2330;stroke-width:1;stroke-dasharray:3 2;vector-effect:non-scaling-stroke}
-.overrun{fill:#6b1414;opacity:.8}
+.overrun{fill:#6b1414;opacity:.8}.notice{fill:#d01fd6;stroke:#fff;stroke-width:1px;vector-effect:non-scaling-stroke}
 .violation{fill:rgba(209,31,31,.13);stroke:var(--red);stroke-width:2.5;vector-effect:non-scaling-stroke}
 .violation-mark{fill:var(--red)}
 .tl-lanes{cursor:crosshair}

@@ -325,11 +325,16 @@ void render_timeline_section(Page& pg) {
   s << "<span class=\"sw\" style=\"background:#3b6fb6;opacity:.3\"></span>lease window"
        "<span class=\"sw\" style=\"background:#6b1414\"></span>held past its lease"
        "<span class=\"sw\" style=\"background:#fff;border:1px dashed #333\"></span>acquire indeterminate"
-       "<span class=\"sw\" style=\"background:#fff;border:2px solid #d11f1f\"></span>anomaly</div>\n";
+       "<span class=\"sw\" style=\"background:#fff;border:2px solid #d11f1f\"></span>anomaly";
+  if (std::any_of(pg.holds.begin(), pg.holds.end(), [](const report::Hold& h) { return h.loss_notice_ns.has_value(); })) {
+    s << "<span class=\"sw\" style=\"background:#d01fd6\"></span>the lock library said the lock was lost";
+  }
+  s << "</div>\n";
   s << report::render_timeline(pg.holds, *pg.hold_index, pg.bands, pg.anomalies, pg.end_ns);
   s << "<p class=\"note\">A bar runs from an acquire's ok to the process's next release invoke on that key (or the "
        "end of the history); the lighter box behind it is the lease the client was told (acquire ok + "
-       "validity, moved by ok extends). Shaded bands are fault periods. Drag across the lanes to zoom; click the top strip to move; "
+       "validity, moved by ok extends); a magenta tick is where the client's lock library told it the lock was "
+       "lost (a loss notice). Shaded bands are fault periods. Drag across the lanes to zoom; click the top strip to move; "
        "hover for details.</p>\n";
   s << "</section>\n";
 }

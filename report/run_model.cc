@@ -42,6 +42,7 @@ std::vector<Hold> lock_holds(const History& h, const HoldOptions& opts, const st
   // (key id << 32 | process) -> index in holds (most histories have one key or a few).
   std::unordered_map<Atom, uint64_t> key_ids;
   FlatTable<size_t> open;  // the hold's index in holds
+  FlatTable<size_t> last;  // the process's latest hold of the key (ok acquire), open or not: for loss notices
   Atom last_key;
   bool have_key = false;
   uint64_t last_id = 0;
@@ -51,7 +52,8 @@ std::vector<Hold> lock_holds(const History& h, const HoldOptions& opts, const st
     const Op& op = h[i];
     if (!op.is_client()) continue;
     const bool release = op.f == kRelease, acquire = op.f == kAcquire, extend = op.f == kExtend;
-    if (!release && !acquire && !extend) continue;
+    const bool notice = op.is_notice();
+    if (!release && !acquire && !extend && !notice) continue;
     if (!have_key || last_key != op.key) {
       auto it = key_ids.emplace(op.key, key_ids.size()).first;
       last_key = op.key;
@@ -59,7 +61,12 @@ std::vector<Hold> lock_holds(const History& h, const HoldOptions& opts, const st
       last_id = it->second;
     }
     const uint64_t pk = (last_id << 32) | static_cast<uint32_t>(op.process);
-    if (release && op.is_invoke()) {
+    if (notice) {
+      if (const size_t* at = last.find(pk)) {
+        Hold& hold = holds[*at];
+        if (!hold.loss_notice_ns) hold.loss_notice_ns = op.time_ns;
+      }
+    } else if (release && op.is_invoke()) {
       if (const size_t* at = open.find(pk)) {
         Hold& hold = holds[*at];
         hold.to_ns = std::max(hold.from_ns, op.time_ns);
@@ -92,6 +99,7 @@ std::vector<Hold> lock_holds(const History& h, const HoldOptions& opts, const st
         hold.open = true;
         holds.push_back(hold);
         open[pk] = holds.size() - 1;
+        last[pk] = holds.size() - 1;
       } else {
         hold.kind = HoldKind::kIndeterminate;
         hold.from_ns = invoke_ns;

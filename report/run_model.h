@@ -32,6 +32,10 @@ struct Hold {
   std::optional<int64_t> lease_end_ns;
   std::optional<int64_t> token;
   int64_t acquire_index = -1;  // history index of the acquire's completion
+  // When the process's lock library told it the lock was lost (its first loss notice for the key at or after this
+  // acquire and before its next acquire of the key: core/op.h kLostF, as the loss-notice checker matches them);
+  // absent when none came (or the client does not report losses).
+  std::optional<int64_t> loss_notice_ns;
 };
 
 struct HoldOptions {

@@ -496,6 +496,19 @@ std::string render_timeline(const std::vector<Hold>& holds, const HoldIndex& ind
                       " after its lease ended at " + seconds_label(*h->lease_end_ns))
             << "\"/>\n";
         }
+        if (d.n == 1 && h->kind == HoldKind::kHeld && h->loss_notice_ns) {
+          const int64_t at = *h->loss_notice_ns;
+          std::string note = "p" + std::to_string(p) + " " + h->key + ": its lock library said the lock was lost at " +
+                             seconds_label(at);
+          if (h->lease_end_ns) {
+            note += at >= *h->lease_end_ns ? ", " + duration_label(at - *h->lease_end_ns) + " after its lease ended"
+                                           : ", " + duration_label(*h->lease_end_ns - at) + " before its lease ended";
+          }
+          if (!h->open && at > h->to_ns) note += " (after its release at " + seconds_label(h->to_ns) + ")";
+          s << "<rect class=\"notice\" data-process=\"" << p << "\" x=\"" << ms_coord(at) << "\" y=\"" << y
+            << "\" width=\"" << ms_coord(std::max<int64_t>(1, span_ns * 3 / P)) << "\" height=\"" << bh << "\" data-tip=\""
+            << escape(note) << "\"/>\n";  // 3 px wide at full view
+        }
       }
     }
     s << "</g>\n";

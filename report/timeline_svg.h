@@ -5,6 +5,7 @@
 //   rect.bar[data-process][data-key]          one per drawn hold (rect.bar.agg[data-n]: merged holds)
 //   rect.bar.maybe                            an indeterminate (info) acquire
 //   rect.lease / rect.overrun                 lease window; part of a hold past its lease
+//   rect.notice[data-process]                 when the process's lock library said the hold's lock was lost
 //   rect.band[data-fault]                     one per fault period, across all lanes
 //   rect.violation[data-anomaly][data-process]  one per (anomaly, process lane) ("all" when it has none)
 // The lanes, fault rows and anomaly strip are nested <svg class="zoomable"> elements in ms coordinates; the

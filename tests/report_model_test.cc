@@ -41,6 +41,23 @@ TEST(ReportModelTest, HoldRunsFromAcquireOkToTheNextReleaseInvokeOfThatKey) {
   EXPECT_EQ(holds[0].acquire_index, 1);
 }
 
+TEST(ReportModelTest, ALossNoticeMarksTheProcesssLatestHoldOfThatKey) {
+  HistoryBuilder b;
+  b.add(1, 1, OpType::kInfo, "lost", "lock-0");  // before any acquire: belongs to no hold
+  b.hold(1, "lock-0", 2, 3, 40, 1, 100);
+  b.add(50, 1, OpType::kInfo, "lost", "lock-0");  // after the release, before the next acquire: that hold's
+  b.add(55, 1, OpType::kInfo, "lost", "lock-0");  // a second notice: the first one counts
+  b.add(56, 2, OpType::kInfo, "lost", "lock-0");  // another process's: not p1's
+  b.add(57, 1, OpType::kInfo, "lost", "lock-1");  // another key
+  b.hold(1, "lock-0", 60, 61, -1, 2, 100);
+  b.hold(2, "lock-1", 62, 63, -1, 3, 100);
+  auto holds = lock_holds(b.history());
+  ASSERT_EQ(holds.size(), 3u);
+  EXPECT_EQ(holds[0].loss_notice_ns, 50 * kMs);
+  EXPECT_FALSE(holds[1].loss_notice_ns);  // p1's second hold of lock-0: no notice after it
+  EXPECT_FALSE(holds[2].loss_notice_ns);  // p2 had not held lock-1 when p1's notice for lock-1 came
+}
+
 TEST(ReportModelTest, UnreleasedAndIndeterminateHoldsRunToTheEnd) {
   HistoryBuilder b;
   b.add(0, 1, OpType::kInvoke, "acquire", "lock-0");

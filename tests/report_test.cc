@@ -460,5 +460,27 @@ TEST(ReportHtmlTest, HelpersEscapeQuoteAndFormat) {
   EXPECT_EQ(report::url_path_encode("a b/c"), "a%20b/c");
 }
 
+TEST(ReportTest, ALossNoticeIsATickOnTheHoldersLane) {
+  report_test::HistoryBuilder b;
+  b.hold(1, "lock-0", 0, 2, 300, 1, 100);
+  b.add(250, 1, OpType::kInfo, "lost", "lock-0");
+  b.hold(2, "lock-0", 310, 311, 400, 2, 100);
+  const std::string html = render_report(report_test::sample_config(), b.sorted(), report_test::overlap_results());
+  auto tags = parse_ok(html);
+  auto tl = subtree(tags, "timeline");
+  auto notices = select(tl, "rect", "notice");
+  ASSERT_EQ(notices.size(), 1u);
+  EXPECT_EQ(notices[0].attrs["data-process"], "1");
+  EXPECT_EQ(notices[0].attrs["x"], "250");
+  EXPECT_NE(notices[0].attrs["data-tip"].find("said the lock was lost at 0.250 s, 148 ms after its lease ended"),
+            std::string::npos)
+      << notices[0].attrs["data-tip"];
+  EXPECT_NE(html.find("the lock library said the lock was lost"), std::string::npos);
+  // Without notices the legend does not mention them.
+  const std::string plain =
+      render_report(report_test::sample_config(), report_test::overlap_history(), report_test::overlap_results());
+  EXPECT_EQ(plain.find("the lock library said the lock was lost"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace lockcheck
