@@ -17,6 +17,7 @@
 #include <sstream>
 #include <thread>
 
+#include "checkers/checker.h"
 #include "core/exit_codes.h"
 #include "core/history.h"
 #include "harness/matrix_shard.h"
@@ -77,14 +78,40 @@ std::optional<Validity> checker_verdict(const nlohmann::json& results, const std
   return std::nullopt;
 }
 
-std::string first_anomaly_sentence(const nlohmann::json& results) {
+// The checkers an entry is about: those it expects invalid (none named: every checker).
+std::vector<std::string> about_checkers(const MatrixEntry& e) {
+  std::vector<std::string> about;
+  for (const auto& [checker, want] : e.expect_checkers) {
+    if (want == Validity::kInvalid) about.push_back(checker);
+  }
+  return about;
+}
+
+// "checker: description" of the run's earliest anomaly (by anomaly_time_ns; notes never) in the checkers the
+// entry is about, else in any invalid checker; a checker without anomalies gives its summary.
+std::string first_anomaly_sentence(const nlohmann::json& results, const std::vector<std::string>& about) {
   if (!results.is_object()) return "";
-  for (const auto& c : results.value("checkers", nlohmann::json::array())) {
-    if (c.value("valid", "") != "invalid") continue;
-    for (const auto& a : c.value("anomalies", nlohmann::json::array())) {
-      if (a.contains("description")) return c.value("checker", "?") + ": " + a["description"].get<std::string>();
+  const nlohmann::json checkers = results.value("checkers", nlohmann::json::array());
+  for (const bool only_about : {true, false}) {
+    if (only_about && about.empty()) continue;
+    std::string best, fallback;
+    std::optional<int64_t> best_t;
+    for (const auto& c : checkers) {
+      if (!c.is_object() || c.value("valid", "") != "invalid") continue;
+      const std::string name = c.value("checker", "?");
+      if (only_about && std::find(about.begin(), about.end(), name) == about.end()) continue;
+      for (const auto& a : c.value("anomalies", nlohmann::json::array())) {
+        if (!a.is_object() || a.value("severity", "") == "note" || !a.contains("description")) continue;
+        const std::optional<int64_t> t = anomaly_time_ns(a, nullptr);
+        if (best.empty() || (t && (!best_t || *t < *best_t))) {
+          best = name + ": " + a["description"].get<std::string>();
+          best_t = t;
+        }
+      }
+      if (fallback.empty()) fallback = name + ": " + c.value("summary", "");
     }
-    return c.value("checker", "?") + ": " + c.value("summary", "");
+    if (!best.empty()) return best;
+    if (!fallback.empty()) return fallback;
   }
   return "";
 }
@@ -109,10 +136,7 @@ std::string wanted_text(Validity want, const MatrixEntry& e, size_t n) {
 
 EntryOutcome judge(const MatrixEntry& e, const std::vector<const Job*>& jobs) {
   // The time to the first anomaly of what the entry is about: its checkers expected invalid, if it names any.
-  std::vector<std::string> about;
-  for (const auto& [checker, want] : e.expect_checkers) {
-    if (want == Validity::kInvalid) about.push_back(checker);
-  }
+  const std::vector<std::string> about = about_checkers(e);
   std::vector<SeedRun> runs;
   for (const Job* j : jobs) {
     SeedRun r{j->seed, j->exit_code, j->results, std::nullopt};
@@ -135,13 +159,14 @@ EntryJudgement judge_entry(const MatrixEntry& e, const std::vector<SeedRun>& run
   size_t invalid = 0, valid = 0, unknown = 0;
   std::string errors, anomaly;
   std::vector<double> firsts;
+  const std::vector<std::string> about = about_checkers(e);
   for (const SeedRun& j : runs) {
     if (j.exit_code == kExitValid)
       ++valid;
     else if (j.exit_code == kExitInvalid) {
       ++invalid;
       if (j.first_anomaly_s) firsts.push_back(*j.first_anomaly_s);
-      if (anomaly.empty()) anomaly = "seed " + std::to_string(j.seed) + ": " + first_anomaly_sentence(j.results);
+      if (anomaly.empty()) anomaly = "seed " + std::to_string(j.seed) + ": " + first_anomaly_sentence(j.results, about);
     } else if (j.exit_code == kExitUnknown)
       ++unknown;
     else {

@@ -112,6 +112,32 @@ TEST(MatrixTest, MinFoundDemandsThatManySeedsFindTheAnomaly) {
                       "'x': min_found");
 }
 
+// The finding's example sentence is the earliest anomaly of what the entry is about, not the first invalid
+// checker's first anomaly.
+TEST(MatrixTest, TheFindingQuotesTheEarliestAnomalyOfTheCheckersTheEntryIsAbout) {
+  Matrix m = parse_matrix(nlohmann::json::parse(R"({"entries": [
+      {"name": "fencing", "seeds": 1, "expect": {"fencing": "invalid"}},
+      {"name": "any", "seeds": 1, "expect": "invalid"}]})"),
+                          "res");
+  nlohmann::json results = {
+      {"valid", "invalid"},
+      {"checkers",
+       {{{"checker", "mutex"},
+         {"valid", "invalid"},
+         {"anomalies", {{{"kind", "double-grant"}, {"description", "mutex one"}, {"from_ns", 1000}}}}},
+        {{"checker", "fencing"},
+         {"valid", "invalid"},
+         {"anomalies",
+          {{{"kind", "duplicate-token"}, {"description", "late"}, {"from_ns", 10}, {"at_ns", 9000}},
+           {{"kind", "lost-before-release"}, {"severity", "note"}, {"description", "a note"}, {"from_ns", 1}},
+           {{"kind", "token-regression"}, {"description", "early"}, {"from_ns", 100}, {"at_ns", 5000}}}}}}}};
+  const std::vector<SeedRun> runs = {{1, kExitInvalid, results, 5e-6}};
+  EntryJudgement f = judge_entry(m.entries[0], runs);
+  EXPECT_NE(f.finding.find("seed 1: fencing: early"), std::string::npos) << f.finding;
+  EntryJudgement any = judge_entry(m.entries[1], runs);
+  EXPECT_NE(any.finding.find("seed 1: mutex: mutex one"), std::string::npos) << any.finding;
+}
+
 // "note" (the documentation line an expectation rests on) is for people: accepted, not a config field.
 TEST(MatrixTest, ANoteIsNotAConfigField) {
   Matrix m = parse_matrix(nlohmann::json::parse(R"({"entries": [{"name": "x", "expect": "valid",
