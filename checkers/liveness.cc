@@ -166,7 +166,9 @@ class LivenessChecker : public Checker {
     for (size_t i = 0; i < h.size(); ++i) {
       prefetch_pair(h, pairs, i);
       const Op& op = h[i];
-      if (!op.is_invoke() || !op.is_client() || op.key.empty()) continue;
+      // An op without a key (Jepsen/Knossos mutex histories have none) is on the history's one unnamed lock, as
+      // in the mutex and lease checkers.
+      if (!op.is_invoke() || !op.is_client()) continue;
       const bool acquire = op.f == kAcquire, extend = op.f == kExtend, release = op.f == kRelease;
       if (!acquire && !extend && !release) continue;
       if (keys.empty() || op.key != last_key) {
@@ -243,6 +245,7 @@ class LivenessChecker : public Checker {
       KeyData& kd = keys[k];
       if (kd.failed.empty()) continue;
       const Atom& key = kd.key;
+      const std::string key_name = key.empty() ? std::string("the lock (no key)") : key.str();
       std::vector<Attempt>& fails = kd.failed;
       blocked = std::move(kd.busy);
       blocked.insert(blocked.end(), faults.begin(), faults.end());
@@ -282,11 +285,11 @@ class LivenessChecker : public Checker {
             for (Process p : procs) who += (who.empty() ? "" : ", ") + std::to_string(p);
             std::string since = stretch_cause >= 0 ? " (since " + describe(h, pairs, stretch_cause) + ")" : "";
             std::string d = is_stuck
-                                ? key + " was never granted again: free from t=" + format_time_s(stretch_from) + since +
+                                ? key_name + " was never granted again: free from t=" + format_time_s(stretch_from) + since +
                                       ", " + std::to_string(in_stretch.size()) + " acquires by process" +
                                       (procs.size() > 1 ? "es " : " ") + who + " failed up to t=" + format_time_s(to) +
                                       " (bound 2 x TTL + op timeout = " + format_duration_ms(bound_ns) + ")"
-                                : key + " had no holder from t=" + format_time_s(stretch_from) + since + " but " +
+                                : key_name + " had no holder from t=" + format_time_s(stretch_from) + since + " but " +
                                       std::to_string(in_stretch.size()) + " acquires by process" +
                                       (procs.size() > 1 ? "es " : " ") + who + " failed for " +
                                       format_duration_ms(to - stretch_from) +
