@@ -52,20 +52,19 @@ struct Attempt {
 
 bool client_side_fault(const std::string& fault) { return fault.rfind("client-", 0) == 0; }
 
-// std::sort(v, by key(x)), done faster when no two keys are equal: then every sort gives the same order, so the
-// order of (key, position) pairs, which come nearly sorted (intervals recorded in time order but for a few),
-// is that order. With equal keys, std::sort itself decides, as it always has.
+// v sorted by key(x), equal keys in their order in v (a stable sort): the intervals and attempts are collected
+// in history order, so ties (two ops at the same time) keep the history's order. They come nearly sorted
+// (intervals recorded in time order but for a few): a sorted v is left as it is after one pass, otherwise the
+// (key, position) pairs are sorted as a nearly sorted sequence. (Ties were once left to std::sort, whose order
+// of equal elements is its own: on a history with equal times that sort was a tenth of `check`.)
 template <class T, class Key>
 void sort_by_key(std::vector<T>* v, Key key) {
+  size_t i = 1;
+  while (i < v->size() && !(key((*v)[i]) < key((*v)[i - 1]))) ++i;
+  if (i >= v->size()) return;
   std::vector<std::pair<int64_t, size_t>> p(v->size());
-  for (size_t i = 0; i < v->size(); ++i) p[i] = {key((*v)[i]), i};
+  for (size_t k = 0; k < v->size(); ++k) p[k] = {key((*v)[k]), k};
   sort_nearly_sorted(&p);
-  for (size_t i = 1; i < p.size(); ++i) {
-    if (p[i].first == p[i - 1].first) {
-      std::sort(v->begin(), v->end(), [&](const T& a, const T& b) { return key(a) < key(b); });
-      return;
-    }
-  }
   std::vector<T> sorted;
   sorted.reserve(v->size());
   for (const auto& e : p) sorted.push_back(std::move((*v)[e.second]));
