@@ -172,7 +172,15 @@ class LivenessChecker : public Checker {
       if (!acquire && !extend && !release) continue;
       if (keys.empty() || op.key != last_key) {
         auto [it, added] = key_ids.emplace(op.key, static_cast<uint32_t>(keys.size()));
-        if (added) keys.push_back(KeyData{op.key, {}, {}, {}});
+        if (added) {
+          keys.push_back(KeyData{op.key, {}, {}, {}});
+          // Most histories have one key: its failed acquires and grants are at most one per invoke from here on
+          // (reserved address space, touched as they come; never moved, so never copied and touched twice).
+          if (keys.size() == 1) {
+            keys.back().failed.reserve((h.size() - i) / 2 + 1);
+            keys.back().grants.reserve((h.size() - i) / 2 + 1);
+          }
+        }
         last_key = op.key;
         last_id = it->second;
       }

@@ -129,6 +129,11 @@ std::string render_latency_plot(const std::vector<LatencyPoint>& points, const s
     double x0 = 0, x1 = 0, y0 = 0, y1 = 0;
   };
   Outcome outcomes[3];
+  {
+    size_t count[3] = {0, 0, 0};  // reserved exactly: no copy as they grow
+    for (const auto& p : points) ++count[p.outcome == OpType::kOk ? 0 : p.outcome == OpType::kFail ? 1 : 2];
+    for (int o = 0; o < 3; ++o) outcomes[o].pos.reserve(count[o]);
+  }
   for (const auto& p : points) {
     const int o = p.outcome == OpType::kOk ? 0 : p.outcome == OpType::kFail ? 1 : 2;
     Outcome& out = outcomes[o];
