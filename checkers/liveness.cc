@@ -292,8 +292,8 @@ class LivenessChecker : public Checker {
             for (Process p : procs) who += (who.empty() ? "" : ", ") + std::to_string(p);
             std::string since = stretch_cause >= 0 ? " (since " + describe(h, pairs, stretch_cause) + ")" : "";
             std::string d = is_stuck
-                                ? key_name + " was never granted again: free from t=" + format_time_s(stretch_from) + since +
-                                      ", " + std::to_string(in_stretch.size()) + " acquires by process" +
+                                ? key_name + " was never granted again: free from t=" + format_time_s(stretch_from) +
+                                      since + ", " + std::to_string(in_stretch.size()) + " acquires by process" +
                                       (procs.size() > 1 ? "es " : " ") + who + " failed up to t=" + format_time_s(to) +
                                       " (bound 2 x TTL + op timeout = " + format_duration_ms(bound_ns) + ")"
                                 : key_name + " had no holder from t=" + format_time_s(stretch_from) + since + " but " +

@@ -178,7 +178,8 @@ TEST(CliTest, CheckVerdictOnlyWritesNothing) {
   std::ofstream(run + "/config.json") << R"({"lock":"single","workload":"lock","nemesis":[]})";
   std::ofstream(run + "/history.jsonl")
       << R"({"index":0,"time":1000,"process":0,"type":"invoke","f":"acquire","key":"lock-0","value":null})" "\n"
-      << R"({"index":1,"time":2000,"process":0,"type":"ok","f":"acquire","key":"lock-0","value":null,"validity_ms":900})" "\n"
+      << R"({"index":1,"time":2000,"process":0,"type":"ok","f":"acquire","key":"lock-0","value":null,)"
+         R"("validity_ms":900})" "\n"
       << R"({"index":2,"time":3000,"process":0,"type":"invoke","f":"release","key":"lock-0","value":null})" "\n"
       << R"({"index":3,"time":4000,"process":0,"type":"ok","f":"release","key":"lock-0","value":null})" "\n";
   CliResult r = cli({"check", run, "--verdict-only"});
