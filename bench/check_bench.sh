@@ -24,8 +24,9 @@
 # Prints one markdown row per shape and size: CPU s (user + sys, the minimum of --repeat runs) and the sys part
 # of that run, the same for `check --verdict-only` (no results.json, report or index written; `check --format`
 # never writes, so for edn both columns measure the same command), peak RSS MiB (max), and with a driver the same
-# for Porcupine (load + check) and the ratios of Porcupine's CPU time to each of lockcheck's. Histories are kept in --work for reruns. Porcupine checks the same history for spaced, compact
-# and edn as for gen (its own JSON, converted once).
+# for Porcupine (load + check) and the ratios of Porcupine's CPU time to each of lockcheck's. Histories are kept
+# in --work for reruns. Porcupine checks the same history for spaced, compact and edn as for gen (its own JSON,
+# converted once).
 set -euo pipefail
 
 build=build sizes=100000,1000000 repeat=3 work=/tmp/lockcheck-check-bench porc=${PORCUPINE_DRIVER:-}
