@@ -22,9 +22,11 @@
 #   compact   the same, compact but with the fields in alphabetical order (`sort_keys`, no spaces)
 #   edn       the gen history as Jepsen EDN (`lockcheck export --format edn`), checked with `check --format edn`
 # Prints one markdown row per shape and size: CPU s (user + sys, the minimum of --repeat runs) and the sys part
-# of that run, peak RSS MiB (max), and with a driver the same for Porcupine (load + check) and the ratio of the
-# two CPU times. Histories are kept in --work for reruns. Porcupine checks the same history for spaced, compact
-# and edn as for gen (its own JSON, converted once).
+# of that run, the same for `check --verdict-only` (no results.json, report or index written; `check --format`
+# never writes, so for edn both columns measure the same command), peak RSS MiB (max), and with a driver the same
+# for Porcupine (load + check) and the ratios of Porcupine's CPU time to each of lockcheck's. Histories are kept
+# in --work for reruns. Porcupine checks the same history for spaced, compact and edn as for gen (its own JSON,
+# converted once).
 set -euo pipefail
 
 build=build sizes=100000,1000000 repeat=3 work=/tmp/lockcheck-check-bench porc=${PORCUPINE_DRIVER:-}
@@ -134,10 +136,10 @@ measure() {
   echo "$best $best_sys $((rss / 1024)) $st"
 }
 
-printf "| shape | ops | entries | verdict | lockcheck CPU s (sys) | RSS MiB |"
-[ -n "$porc" ] && printf " Porcupine CPU s | RSS MiB | result | ratio |"
-printf "\n| --- | ---: | ---: | --- | ---: | ---: |"
-[ -n "$porc" ] && printf " ---: | ---: | --- | ---: |"
+printf "| shape | ops | entries | verdict | lockcheck CPU s (sys) | --verdict-only CPU s (sys) | RSS MiB |"
+[ -n "$porc" ] && printf " Porcupine CPU s | RSS MiB | result | ratio | ratio, --verdict-only |"
+printf "\n| --- | ---: | ---: | --- | ---: | ---: | ---: |"
+[ -n "$porc" ] && printf " ---: | ---: | --- | ---: | ---: |"
 printf "\n"
 IFS=, read -r -a shape_list <<<"$shapes"
 IFS=, read -r -a size_list <<<"$sizes"
@@ -150,19 +152,22 @@ for shape in "${shape_list[@]}"; do
       out=$("$lockcheck" check --format edn "$dir/history.edn" 2>&1 || true)
       verdict=$(sed -n 's/^verdict: \([a-z]*\).*/\1/p' <<<"$out")
       read -r cpu sys rss _ < <(measure "$lockcheck" check --format edn "$dir/history.edn")
+      vcpu=$cpu vsys=$sys
     else
+      read -r vcpu vsys _ _ < <(measure "$lockcheck" check "$dir" --verdict-only)
       read -r cpu sys rss _ < <(measure "$lockcheck" check "$dir")
       verdict=$(grep -o '"valid": *"[a-z]*"' "$dir/results.json" | head -1 | sed 's/.*"\([a-z]*\)"$/\1/')
     fi
-    printf "| %s | %s | %s | %s | %s (%s) | %s |" "$shape" "$n" "$entries" "${verdict:-?}" "$cpu" "$sys" "$rss"
+    printf "| %s | %s | %s | %s | %s (%s) | %s (%s) | %s |" "$shape" "$n" "$entries" "${verdict:-?}" "$cpu" "$sys" \
+      "$vcpu" "$vsys" "$rss"
     if [ -n "$porc" ]; then
       pdir=$(run_dir "$(base_shape "$shape")" "$n")
       [ -s "$pdir/porcupine.json" ] || "$lockcheck" export --format porcupine "$pdir" -o "$pdir/porcupine.json"
       presult=$( (ulimit -v $((porc_mem_gb * 1024 * 1024)); timeout "$porc_timeout" "$porc" "$pdir/porcupine.json") 2>&1 | sed -n 's/^porcupine: [0-9]* ops, \([A-Za-z]*\).*/\1/p' || true)
       [ -n "$presult" ] || presult="none (timeout ${porc_timeout} s or over ${porc_mem_gb} GB)"
       read -r pcpu _ prss _ < <(ulimit -v $((porc_mem_gb * 1024 * 1024)); repeat=$porc_repeat measure timeout "$porc_timeout" "$porc" "$pdir/porcupine.json")
-      ratio=$(awk -v p="$pcpu" -v l="$cpu" 'BEGIN { if (l > 0 && p != "-") printf "%.1f", p / l; else print "-" }')
-      printf " %s | %s | %s | %s |" "$pcpu" "$prss" "$presult" "$ratio"
+      ratio() { awk -v p="$pcpu" -v l="$1" 'BEGIN { if (l > 0 && p != "-") printf "%.1f", p / l; else print "-" }'; }
+      printf " %s | %s | %s | %s | %s |" "$pcpu" "$prss" "$presult" "$(ratio "$cpu")" "$(ratio "$vcpu")"
     fi
     printf "\n"
   done

@@ -405,6 +405,7 @@ History import_edn(const std::string& text, const std::string& name) {
   // About 90 bytes an op as export_edn writes them; the reserve is address space, touched as ops come.
   h.reserve(text.size() / 64 + 16);
   advise_huge_pages(h);
+  PopulateAhead populate;
   std::vector<int64_t> lines;  // the line each op starts on, for the index check below
   EdnAtoms atoms;
   auto one_op = [&]() {
@@ -413,6 +414,7 @@ History import_edn(const std::string& text, const std::string& name) {
       r.read();
       r.fail("an op must be a map");
     }
+    populate.fill(h);
     h.push_back(edn_op(r, static_cast<int64_t>(h.size()), &atoms));
     lines.push_back(line);
   };

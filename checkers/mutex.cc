@@ -298,6 +298,7 @@ CheckResult MutexChecker::check(const History& h, const CheckOptions& opts) cons
   // Partition the lock ops by key in one pass, pairing each completion with its process's open invoke as
   // pair_index does (in order per process; an invoke overwritten by a later one stays unpaired).
   std::vector<MutexKeyOps> keys;
+  PopulateAhead populate_first;  // the first key's ops (reserved for the whole history, below)
   std::unordered_map<Atom, size_t> key_ids;
   OpenInvokes open;
   // (process, key) pairs whose last completed lock op left the process believing it holds the key (an ok
@@ -377,6 +378,7 @@ CheckResult MutexChecker::check(const History& h, const CheckOptions& opts) cons
     lo.process = op.process;
     lo.kind = static_cast<int16_t>(kind);
     open.put(op.process, OpenInvokes::Ref{static_cast<int32_t>(last_key), static_cast<int64_t>(ko.ops.size())});
+    if (last_key == 0) populate_first.fill(ko.ops);
     ko.ops.push_back(lo);
   }
   // Removed: failed ops, and optional extends of every process (an extend never changes the state, so leaving

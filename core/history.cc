@@ -618,6 +618,7 @@ History parse_source(Source src, const std::string& name, size_t lines, std::vec
   History h;
   h.reserve(lines);
   advise_huge_pages(h);  // the biggest array of a check: ~160 MB for a million ops
+  PopulateAhead populate;
 
   simdjson::dom::parser parser;
   AtomCaches atoms;
@@ -654,6 +655,7 @@ History parse_source(Source src, const std::string& name, size_t lines, std::vec
     size_t lead = 0;
     while (lead < len && (line[lead] == ' ' || line[lead] == '\t')) ++lead;
     if (lead == len) continue;
+    populate.fill(h);
     Op& op = h.emplace_back();  // parsed in place; removed again below when the line is not an op
     // The line and the bytes after it up to the end of buf are readable (at least SIMDJSON_PADDING).
     bool not_json = false;

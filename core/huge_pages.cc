@@ -3,6 +3,8 @@
 #include <dirent.h>
 #include <sys/mman.h>
 
+#include <atomic>
+#include <cerrno>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
@@ -48,7 +50,30 @@ bool huge_pages_wanted() {
   return wanted;
 }
 
+bool populate_wanted() {
+  static const bool wanted = [] {
+    const char* v = std::getenv("LOCKCHECK_POPULATE");
+    return v == nullptr || std::strcmp(v, "0") != 0;
+  }();
+  return wanted;
+}
+
 }  // namespace
+
+void populate_pages(const void* p, size_t bytes) {
+#ifndef MADV_POPULATE_WRITE
+  constexpr int MADV_POPULATE_WRITE = 23;  // Linux 5.14; older headers lack the name
+#endif
+  static std::atomic<bool> works{true};  // EINVAL once (an older kernel): not tried again
+  if (p == nullptr || !works || !populate_wanted()) return;
+  constexpr uintptr_t kPage = 4096;
+  const uintptr_t begin = (reinterpret_cast<uintptr_t>(p) + kPage - 1) & ~(kPage - 1);
+  const uintptr_t end = (reinterpret_cast<uintptr_t>(p) + bytes) & ~(kPage - 1);
+  if (end <= begin) return;
+  if (::madvise(reinterpret_cast<void*>(begin), end - begin, MADV_POPULATE_WRITE) != 0 && errno == EINVAL) {
+    works = false;
+  }
+}
 
 void advise_huge_pages(const void* p, size_t bytes) {
 #ifdef MADV_HUGEPAGE

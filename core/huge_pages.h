@@ -13,6 +13,7 @@
 
 #include <algorithm>
 #include <cstddef>
+#include <cstdint>
 #include <vector>
 
 namespace lockcheck {
@@ -22,6 +23,13 @@ namespace lockcheck {
 // or when the kernel refuses. The memory stays owned by whoever allocated it (malloc's, a vector's): advice
 // only, no allocation. Call it before the pages are first written; pages already touched stay as they are.
 void advise_huge_pages(const void* p, size_t bytes);
+
+// Maps the whole 4 KiB pages inside [p, p + bytes) writable in one system call (madvise MADV_POPULATE_WRITE,
+// Linux 5.14), instead of one page fault per page at its first write. On the project's VM a fault costs about
+// 6 us of system time (a trap through the hypervisor) and the population about 1 us a page; the first user
+// write to each page costs the same either way (the host's mapping of it). Does nothing when the kernel lacks
+// the call or LOCKCHECK_POPULATE=0 is set. Like advise_huge_pages, no allocation: the memory stays its owner's.
+void populate_pages(const void* p, size_t bytes);
 
 // The same for the capacity of v (call after reserve, before the elements are written).
 template <class T>
@@ -34,6 +42,7 @@ template <class T>
 void assign_huge(std::vector<T>* v, size_t n, const T& value) {
   v->reserve(n);
   advise_huge_pages(*v);
+  populate_pages(v->data(), n * sizeof(T));
   v->assign(n, value);
 }
 
@@ -51,5 +60,27 @@ void resize_huge(std::vector<T>* v, size_t n, const T& value = T()) {
   }
   v->resize(n, value);
 }
+
+// For an array filled front to back (a reserved vector): populates the next kChunk bytes of its capacity each
+// time the filled part comes within kChunk of what is populated, so only about kChunk more than is used is
+// mapped ahead.
+class PopulateAhead {
+ public:
+  static constexpr size_t kChunk = size_t{1} << 20;
+
+  template <class T>
+  void fill(const std::vector<T>& v) {
+    const size_t used = v.size() * sizeof(T);
+    if (used + kChunk <= done_ || v.data() == nullptr) return;
+    const size_t cap = v.capacity() * sizeof(T);
+    if (done_ >= cap) return;
+    const size_t n = std::min(cap - done_, 2 * kChunk - (done_ - std::min(done_, used)));
+    populate_pages(reinterpret_cast<const char*>(v.data()) + done_, n);
+    done_ += n;
+  }
+
+ private:
+  size_t done_ = 0;  // bytes from the start of the array populated so far
+};
 
 }  // namespace lockcheck

@@ -219,11 +219,7 @@ int check_foreign_file(const std::string& path, const std::string& format, std::
   if (timeout) cfg.checker_timeout_s = *timeout;
   out << "checking " << h.size() << " ops of " << path << " (" << format << ") ...\n";
   const nlohmann::json verdict = check_history(cfg, h);
-  out << "verdict: " << verdict.value("valid", "unknown") << "\n";
-  for (const auto& c : verdict["checkers"]) {
-    out << "  " << std::left << std::setw(14) << c.value("checker", "?") << std::setw(8) << c.value("valid", "?")
-        << c.value("summary", "") << "\n";
-  }
+  print_checker_lines(out, verdict);
   return exit_code_for(*validity_from_string(verdict["valid"].get<std::string>()));
 }
 
@@ -243,7 +239,10 @@ int cmd_check(const std::vector<std::string>& args, std::ostream& out) {
   desc.add_options()("help,h", "this help")("checker-timeout", po::value(&timeout),
                                             "seconds of search before a checker answers unknown (default: the run's)")(
       "format", po::value(&format),
-      "check FILE written by another tool: edn (Jepsen/Knossos ops) or porcupine (operations), as `export` writes");
+      "check FILE written by another tool: edn (Jepsen/Knossos ops) or porcupine (operations), as `export` writes")(
+      "verdict-only",
+      "print the verdict and write nothing: RUN_DIR's results.json, report.html and the results index stay as they "
+      "were (by default they are rewritten with the new verdict; --format never writes)");
   std::string dir;
   auto vm = parse(args, desc, "run-dir", &dir);
   if (vm.count("help")) {
@@ -263,7 +262,7 @@ int cmd_check(const std::vector<std::string>& args, std::ostream& out) {
     return check_foreign_file(dir, format, t, out);
   }
   if (dir.empty()) throw ConfigError("check: RUN_DIR is required (a folder under results/)");
-  return check_run(dir, out, t).exit_code;
+  return check_run(dir, out, t, vm.count("verdict-only") == 0).exit_code;
 }
 
 int cmd_rerun(const std::vector<std::string>& args, std::ostream& out) {

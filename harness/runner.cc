@@ -48,6 +48,14 @@ int exit_code_for(Validity v) {
   return kExitUnknown;
 }
 
+void print_checker_lines(std::ostream& out, const nlohmann::json& verdict) {
+  out << "verdict: " << verdict.value("valid", "unknown") << "\n";
+  for (const auto& c : verdict.value("checkers", nlohmann::json::array())) {
+    out << "  " << std::left << std::setw(14) << c.value("checker", "?") << std::setw(8) << c.value("valid", "?")
+        << c.value("summary", "") << "\n";
+  }
+}
+
 namespace {
 
 std::string utc_stamp(const char* fmt) {
@@ -290,11 +298,7 @@ class OnScopeExit {
 };
 
 void print_verdict(std::ostream& out, const nlohmann::json& results, const std::string& run_dir) {
-  out << "verdict: " << results.value("valid", "unknown") << "\n";
-  for (const auto& c : results.value("checkers", nlohmann::json::array())) {
-    out << "  " << std::left << std::setw(14) << c.value("checker", "?") << std::setw(8) << c.value("valid", "?")
-        << c.value("summary", "") << "\n";
-  }
+  print_checker_lines(out, results);
   out << "results: " << run_dir << "\n";
   out << "report:  " << run_dir << "/report.html\n";
 }
@@ -529,12 +533,22 @@ RunOutcome run_test(RunConfig given, std::ostream& out, const Schedule* replay) 
   return outcome;
 }
 
-RunOutcome check_run(const std::string& run_dir, std::ostream& out, std::optional<double> checker_timeout_s) {
+RunOutcome check_run(const std::string& run_dir, std::ostream& out, std::optional<double> checker_timeout_s,
+                     bool write_files) {
   RunConfig cfg = read_run_config(run_dir);
   if (checker_timeout_s) cfg.checker_timeout_s = *checker_timeout_s;
   std::vector<std::string> warnings;
   History h = read_history(run_dir + "/history.jsonl", &warnings);
   for (const auto& w : warnings) out << "lockcheck check: warning: " << w << "\n";
+  RunOutcome o;
+  o.run_dir = run_dir;
+  if (!write_files) {
+    const nlohmann::json verdict = check_history(cfg, h);
+    print_checker_lines(out, verdict);
+    o.valid = *validity_from_string(verdict["valid"].get<std::string>());
+    o.exit_code = exit_code_for(o.valid);
+    return o;
+  }
   nlohmann::json results = nlohmann::json::object();
   if (fs::exists(run_dir + "/results.json")) {
     try {
@@ -551,8 +565,6 @@ RunOutcome check_run(const std::string& run_dir, std::ostream& out, std::optiona
   write_json_file(run_dir + "/results.json", results);
   write_reports(run_dir, out, &h, &pairs);
   print_verdict(out, results, run_dir);
-  RunOutcome o;
-  o.run_dir = run_dir;
   o.valid = *validity_from_string(results["valid"].get<std::string>());
   o.exit_code = exit_code_for(o.valid);
   return o;

@@ -38,9 +38,14 @@ RunOutcome run_test(RunConfig cfg, std::ostream& out, const Schedule* replay = n
 // pairs: pair_index(h) when the caller has it (it is computed here otherwise), shared by every checker.
 nlohmann::json check_history(const RunConfig& cfg, const History& h, const std::vector<int64_t>* pairs = nullptr);
 
+// "verdict: V" and a line per checker (name, verdict, summary) of check_history's result or results.json.
+void print_checker_lines(std::ostream& out, const nlohmann::json& verdict);
+
 // `lockcheck check RUN_DIR`: re-runs the checkers on a stored history, rewrites results.json (keeping the
-// run's other fields) and the report. Throws ConfigError / HistoryError on a bad folder.
-RunOutcome check_run(const std::string& run_dir, std::ostream& out, std::optional<double> checker_timeout_s);
+// run's other fields) and the report. With write_files false (`--verdict-only`) it only prints the verdict and
+// leaves every file as it was. Throws ConfigError / HistoryError on a bad folder.
+RunOutcome check_run(const std::string& run_dir, std::ostream& out, std::optional<double> checker_timeout_s,
+                     bool write_files = true);
 
 // Reads RUN_DIR/config.json. Throws ConfigError naming the file.
 RunConfig read_run_config(const std::string& run_dir);

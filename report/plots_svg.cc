@@ -129,6 +129,11 @@ std::string render_latency_plot(const std::vector<LatencyPoint>& points, const s
     double x0 = 0, x1 = 0, y0 = 0, y1 = 0;
   };
   Outcome outcomes[3];
+  {
+    size_t count[3] = {0, 0, 0};  // reserved exactly: no copy as they grow
+    for (const auto& p : points) ++count[p.outcome == OpType::kOk ? 0 : p.outcome == OpType::kFail ? 1 : 2];
+    for (int o = 0; o < 3; ++o) outcomes[o].pos.reserve(count[o]);
+  }
   for (const auto& p : points) {
     const int o = p.outcome == OpType::kOk ? 0 : p.outcome == OpType::kFail ? 1 : 2;
     Outcome& out = outcomes[o];
@@ -186,13 +191,20 @@ std::string render_latency_plot(const std::vector<LatencyPoint>& points, const s
   double cell = 1;
   for (const double c : {1.0, 2.0, 3.0, 4.0, 6.0, 8.0, 12.0, 16.0}) {
     cell = c;
-    size_t worst = 0;
+    // A size fits when no outcome has more marked cells than the limit: decided at the first outcome that goes
+    // past it (the rest of its points, and the other outcomes, are not marked at this size).
+    bool fits = true;
     for (const Outcome& o : outcomes) {
       Cells cells(o, c);
-      for (const Pos& p : o.pos) cells.insert(p);
-      worst = std::max(worst, cells.size());
+      for (const Pos& p : o.pos) {
+        if (cells.insert(p) && cells.size() > opts.max_marks_per_outcome) {
+          fits = false;
+          break;
+        }
+      }
+      if (!fits) break;
     }
-    if (worst <= opts.max_marks_per_outcome) break;
+    if (fits) break;
   }
   std::ostringstream marks;
   size_t drawn = 0;

@@ -185,5 +185,26 @@ TEST(CheckFormat, ChecksAFileAndGivesTheVerdictsExitCode) {
   std::remove(path.c_str());
 }
 
+// Issue 24's six-line history as a Jepsen/Knossos mutex history writes it: no :key (one lock), no times. Every
+// checker judges the one unnamed lock (liveness used to skip keyless ops and say "nothing checked: no acquires",
+// so the overall verdict was unknown, exit 4).
+TEST(CheckFormat, AKeylessEdnHistoryIsCheckedAsOneLock) {
+  const std::string path = ::testing::TempDir() + "/keyless-" + std::to_string(::getpid()) + ".edn";
+  {
+    std::ofstream f(path);
+    f << "{:process 2, :type :invoke, :f :acquire, :value nil}\n"
+         "{:process 2, :type :ok, :f :acquire, :value nil}\n"
+         "{:process 2, :type :invoke, :f :release, :value nil}\n"
+         "{:process 2, :type :fail, :f :release, :value nil}\n"
+         "{:process 2, :type :invoke, :f :release, :value nil}\n"
+         "{:process 2, :type :ok, :f :release, :value nil}\n";
+  }
+  std::ostringstream out, err;
+  EXPECT_EQ(cli_main({"check", "--format", "edn", path}, out, err), 0) << out.str() << err.str();
+  EXPECT_NE(out.str().find("verdict: valid"), std::string::npos) << out.str();
+  EXPECT_EQ(out.str().find("nothing checked"), std::string::npos) << out.str();
+  std::remove(path.c_str());
+}
+
 }  // namespace
 }  // namespace lockcheck

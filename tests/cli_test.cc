@@ -169,5 +169,31 @@ TEST(CliTest, ListNamesTheRegisteredParts) {
   EXPECT_NE(r.out.find("lock "), std::string::npos);
 }
 
+// `check RUN_DIR --verdict-only` prints the verdict and writes nothing; plain `check` writes results.json and the
+// report.
+TEST(CliTest, CheckVerdictOnlyWritesNothing) {
+  TempDir tmp;
+  const std::string run = tmp.str() + "/run";
+  std::filesystem::create_directories(run);
+  std::ofstream(run + "/config.json") << R"({"lock":"single","workload":"lock","nemesis":[]})";
+  std::ofstream(run + "/history.jsonl")
+      << R"({"index":0,"time":1000,"process":0,"type":"invoke","f":"acquire","key":"lock-0","value":null})" "\n"
+      << R"({"index":1,"time":2000,"process":0,"type":"ok","f":"acquire","key":"lock-0","value":null,)"
+         R"("validity_ms":900})" "\n"
+      << R"({"index":2,"time":3000,"process":0,"type":"invoke","f":"release","key":"lock-0","value":null})" "\n"
+      << R"({"index":3,"time":4000,"process":0,"type":"ok","f":"release","key":"lock-0","value":null})" "\n";
+  CliResult r = cli({"check", run, "--verdict-only"});
+  EXPECT_EQ(r.code, kExitValid) << r.out << r.err;
+  EXPECT_NE(r.out.find("verdict: valid"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("mutex"), std::string::npos) << r.out;
+  EXPECT_FALSE(std::filesystem::exists(run + "/results.json"));
+  EXPECT_FALSE(std::filesystem::exists(run + "/report.html"));
+  EXPECT_FALSE(std::filesystem::exists(tmp.str() + "/index.html"));
+  r = cli({"check", run});
+  EXPECT_EQ(r.code, kExitValid) << r.out << r.err;
+  EXPECT_TRUE(std::filesystem::exists(run + "/results.json"));
+  EXPECT_TRUE(std::filesystem::exists(run + "/report.html"));
+}
+
 }  // namespace
 }  // namespace lockcheck

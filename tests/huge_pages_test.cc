@@ -54,5 +54,24 @@ TEST(HugePages, AdviceOnAnyRangeIsHarmless) {
   EXPECT_EQ(small[99], 'x');
 }
 
+TEST(HugePages, PopulatingLeavesTheContentsAlone) {
+  std::vector<int64_t> v(1000, 5);
+  populate_pages(v.data(), v.size() * sizeof(int64_t));  // pages already written: their data stays
+  populate_pages(nullptr, 1 << 20);
+  populate_pages(v.data(), 3);  // less than a page: nothing
+  for (int64_t x : v) ASSERT_EQ(x, 5);
+  // A reserved vector filled front to back with PopulateAhead, as the history reader fills its ops: populated a
+  // chunk or two ahead, never past its capacity, every element as pushed.
+  std::vector<int64_t> w;
+  w.reserve(size_t{1} << 20);  // 8 MB
+  PopulateAhead ahead;
+  for (int64_t i = 0; i < (int64_t{1} << 20); ++i) {
+    ahead.fill(w);
+    w.push_back(i);
+  }
+  for (int64_t i = 0; i < (int64_t{1} << 20); i += 4099) ASSERT_EQ(w[static_cast<size_t>(i)], i);
+  EXPECT_EQ(w.back(), (int64_t{1} << 20) - 1);
+}
+
 }  // namespace
 }  // namespace lockcheck
