@@ -105,11 +105,12 @@ constexpr const char* kRemoteStartScript =
     "p=$1; shift; [ -n \"$1\" ] && rm -f -- \"$1\"; shift; rm -f -- \"$p\"; \"$@\" || exit $?; i=0; "
     "while [ ! -s \"$p\" ] && [ $i -lt 200 ]; do sleep 0.05; i=$((i+1)); done; cat -- \"$p\"";
 // Kill: $1 pid. SIGKILL (a stopped process gets SIGCONT too), then waits (at most 10 s) until the process is
-// gone or a zombie, so that its port is free. Fails when it is still there.
+// gone or a zombie, so that its port is free. Fails when it is still there. Alive = its status could be read
+// and is not Z: a process reaped between two looks is gone, not alive (one read, never `-e` then a read).
 constexpr const char* kRemoteKillScript =
-    "kill -s CONT \"$1\" 2>/dev/null; kill -s KILL \"$1\" 2>/dev/null; i=0; "
-    "while [ -e /proc/$1 ] && ! grep -q '^State:.*Z' /proc/$1/status 2>/dev/null && [ $i -lt 200 ]; do "
-    "sleep 0.05; i=$((i+1)); done; ! { [ -e /proc/$1 ] && ! grep -q '^State:.*Z' /proc/$1/status 2>/dev/null; }";
+    "kill -s CONT \"$1\" 2>/dev/null; kill -s KILL \"$1\" 2>/dev/null; "
+    "alive() { st=$(grep '^State:' /proc/$1/status 2>/dev/null); [ -n \"$st\" ] && case \"$st\" in *Z*) return 1;; "
+    "esac; }; i=0; while alive \"$1\" && [ $i -lt 200 ]; do sleep 0.05; i=$((i+1)); done; ! alive \"$1\"";
 // Signal: $1 the signal, $2 the pid (the shell's kill: hosts need no /bin/kill).
 constexpr const char* kRemoteSignalScript = "kill -s \"$1\" \"$2\"";
 // Teardown: $1 the run's iptables chain ("" none), $2 the interface with our root qdisc ("" none), then the
