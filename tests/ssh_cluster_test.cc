@@ -1,6 +1,6 @@
 // The ssh backend on the namespace test bed (scripts/ssh-testbed): the cluster's primitives, a redlock run under
-// partitions and kill through the CLI, and nothing left afterwards (no namespace, no sshd, no iptables rule, no
-// Redis, no remote folder). Needs root; skipped with a message otherwise, except under CI=true, where it fails.
+// partitions and kill through the CLI, the same for --server etcd (five members, etcd's lock), and nothing left
+// afterwards (no namespace, no sshd, no iptables rule, no Redis or etcd, no remote folder). Needs root; skipped with a message otherwise, except under CI=true, where it fails.
 #include "cluster/ssh_cluster.h"
 
 #include <signal.h>
@@ -20,6 +20,8 @@
 #include "harness/cli.h"
 #include "sys/process.h"
 #include "tests/support/ci.h"
+#include "tests/support/etcd_remote_checks.h"
+#include "tests/support/etcd_test_cluster.h"
 #include "tests/support/test_util.h"
 
 namespace lockcheck {
@@ -295,6 +297,70 @@ TEST_F(SshClusterTest, CleanRemovesWhatAKilledRunLeft) {
     std::ifstream owner((e.path() / "owner").string());
     long pid = 0;
     if (owner >> pid) EXPECT_TRUE(::kill(static_cast<pid_t>(pid), 0) == 0) << "left: " << e.path();
+  }
+}
+
+// --server etcd on the hosts: one member per host (etcd from the host's package), the essentials of
+// tests/support/etcd_remote_checks.h, the logs fetched, nothing left.
+TEST_F(SshClusterTest, EtcdMembersStartFaultAndStopLeavingNothing) {
+  LOCKCHECK_NEED_ETCD();
+  TempDir run;
+  RunConfig cfg;
+  cfg.cluster = "ssh";
+  cfg.server = ServerKind::kEtcd;
+  cfg.hosts = hosts_;
+  cfg.nodes = 5;
+  cfg.concurrency = 2;
+  std::string work_dir;
+  {
+    SshCluster c(cfg, run.str());
+    auto t0 = std::chrono::steady_clock::now();
+    c.start();
+    std::cout << "[ etcd     ] ssh: 5 members started, leader elected, all healthy in "
+              << std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0).count()
+              << " ms\n";
+    work_dir = c.host_of(0).work_dir;
+    EXPECT_EQ(c.nodes()[1].endpoint.host, "10.213.0.12");
+    EXPECT_EQ(c.nodes()[1].endpoint.port, kEtcdClientPort);
+    testing_util::check_remote_etcd_essentials(c);
+    t0 = std::chrono::steady_clock::now();
+    c.stop();
+    std::cout << "[ etcd     ] ssh: stopped in "
+              << std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0).count()
+              << " ms\n";
+  }
+  EXPECT_EQ(leftovers(), "");
+  for (const char* n : {"n1", "n2", "n3", "n4", "n5"}) {
+    std::ifstream log(run.str() + "/nodes/" + n + ".log");
+    std::string text((std::istreambuf_iterator<char>(log)), std::istreambuf_iterator<char>());
+    EXPECT_NE(text.find("starting an etcd server"), std::string::npos) << n;
+  }
+  for (auto& e : fs::directory_iterator(work_dir)) ADD_FAILURE() << "left on the host: " << e.path();
+}
+
+// etcd's lock on the hosts through the CLI: healthy is valid; under member kills the run completes, every kill
+// undone; nothing is left.
+TEST_F(SshClusterTest, EtcdLockRunsOnTheHostsAndLeavesNothing) {
+  LOCKCHECK_NEED_ETCD();
+  LOCKCHECK_NEED(testing_util::etcd_adapter_built(LOCKCHECK_CLIENTS_DIR),
+                 "the etcd adapter is not built (scripts/build-clients; needs go): " << LOCKCHECK_CLIENTS_DIR);
+  for (const bool kill : {false, true}) {
+    TempDir results;
+    std::ostringstream out, err;
+    std::vector<std::string> args = {"run",        "--server", "etcd",   "--cluster",      "ssh",
+                                     "--hosts",    hosts_,     "--lock", "etcd",           "--time-limit",
+                                     "8",          "--seed",   "7",      "--no-progress",  "--results",
+                                     results.str()};
+    if (kill) args.insert(args.end(), {"--nemesis", "kill", "--nemesis-interval", "2"});
+    const int code = cli_main(args, out, err);
+    if (kill) {
+      EXPECT_TRUE(code == kExitValid || code == kExitInvalid || code == kExitUnknown) << code << "\n"
+                                                                                      << out.str() << err.str();
+      EXPECT_NE(out.str().find("faults        valid"), std::string::npos) << out.str() << err.str();
+    } else {
+      EXPECT_EQ(code, kExitValid) << out.str() << err.str();
+    }
+    EXPECT_EQ(leftovers(), "");
   }
 }
 
