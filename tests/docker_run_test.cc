@@ -31,20 +31,26 @@ void expect_nothing_left() {
   }
 }
 
-TEST(DockerRunTest, RedlockUnderPartitionsIsRecordedCheckedAndCleanedUp) {
-  LOCKCHECK_NEED(docker_engine_available(), "no Docker engine answered (`docker version`)");
-  TempDir dir;
+// A run of `lock` on Docker: four clients, seed 7, results in dir.
+RunConfig docker_run_config(const TempDir& dir, const std::string& lock) {
   RunConfig c;
   c.cluster = "docker";
-  c.lock = "redlock";
-  c.nemesis = {"partition"};
-  c.nemesis_interval_s = 2;
-  c.time_limit_s = 20;
+  c.lock = lock;
   c.concurrency = 4;
-  c.ttl_ms = 1000;
   c.seed = 7;
   c.progress = false;
   c.results_dir = dir.str() + "/results";
+  return c;
+}
+
+TEST(DockerRunTest, RedlockUnderPartitionsIsRecordedCheckedAndCleanedUp) {
+  LOCKCHECK_NEED(docker_engine_available(), "no Docker engine answered (`docker version`)");
+  TempDir dir;
+  RunConfig c = docker_run_config(dir, "redlock");
+  c.nemesis = {"partition"};
+  c.nemesis_interval_s = 2;
+  c.time_limit_s = 20;
+  c.ttl_ms = 1000;
   std::ostringstream out;
   RunOutcome o = run_test(c, out);
   ASSERT_FALSE(o.run_dir.empty()) << out.str();
@@ -119,20 +125,14 @@ TEST(DockerRunTest, EtcdLockOnDockerHealthyIsValidAndUnderKillsCompletes) {
                  "the etcd adapter is not built (scripts/build-clients; needs go): " << LOCKCHECK_CLIENTS_DIR);
   for (const bool kill : {false, true}) {
     TempDir dir;
-    RunConfig c;
-    c.cluster = "docker";
+    RunConfig c = docker_run_config(dir, "etcd");
     c.server = ServerKind::kEtcd;
-    c.lock = "etcd";
     if (kill) {
       c.nemesis = {"kill"};
       c.nemesis_interval_s = 2;
     }
     c.time_limit_s = kill ? 10 : 8;
-    c.concurrency = 4;
     c.ttl_ms = 3000;
-    c.seed = 7;
-    c.progress = false;
-    c.results_dir = dir.str() + "/results";
     std::ostringstream out;
     RunOutcome o = run_test(c, out);
     ASSERT_FALSE(o.run_dir.empty()) << out.str();
