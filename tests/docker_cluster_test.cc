@@ -212,6 +212,35 @@ TEST_F(DockerClusterTest, ImageIsTaggedByItsInputsAndReused) {
   EXPECT_EQ(again.tag, a.tag);
 }
 
+// etcd goes into the image when this machine has it; without it Redis images still build, and an etcd run's
+// image fails naming the Debian packages. (Planning only: no engine needed.)
+TEST(DockerImageTest, EtcdIsCarriedWhenPresentAndRequiredOnlyForEtcd) {
+  docker::NodeImageInputs inputs;
+  inputs.clock_shim = clock_shim_library();
+  auto has = [](const docker::ImagePlan& p, const char* dest) {
+    for (const auto& e : p.entries) {
+      if (e.dest == dest) return true;
+    }
+    return false;
+  };
+  if (testing_util::etcd_installed()) {
+    const docker::ImagePlan with = docker::plan_node_image(inputs);
+    EXPECT_TRUE(has(with, docker::kImageEtcd));
+    EXPECT_TRUE(has(with, docker::kImageEtcdctl));
+  }
+  inputs.etcd = "/nonexistent/lockcheck-test/etcd";
+  const docker::ImagePlan without = docker::plan_node_image(inputs);
+  EXPECT_FALSE(has(without, docker::kImageEtcd));
+  EXPECT_TRUE(has(without, docker::kImageRedisServer));
+  inputs.require_etcd = true;
+  try {
+    docker::plan_node_image(inputs);
+    ADD_FAILURE() << "an etcd image was planned without etcd";
+  } catch (const ClusterError& e) {
+    EXPECT_NE(std::string(e.what()).find("etcd-server"), std::string::npos) << e.what();
+  }
+}
+
 TEST_F(DockerClusterTest, AGivenImageMustExistLocally) {
   RunConfig config;
   config.nodes = 1;
