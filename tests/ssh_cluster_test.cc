@@ -13,6 +13,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <fstream>
+#include <functional>
 #include <sstream>
 #include <thread>
 
@@ -267,13 +268,16 @@ TEST_F(SshClusterTest, FailoverSplitBrainRunsOnTheHosts) {
   EXPECT_EQ(leftovers(), "");
 }
 
-TEST_F(SshClusterTest, CleanRemovesWhatAKilledRunLeft) {
+// Runs `lockcheck run --cluster ssh ... <extra>` under partitions, SIGKILLs it once a partition is in force,
+// then `lockcheck clean --hosts` must remove everything (returns clean's output).
+std::string clean_after_killed_run(const std::string& hosts, const std::vector<std::string>& extra,
+                                   const std::function<std::string()>& leftovers) {
   TempDir results;
   ProcessSpec spec;
-  spec.argv = {
-      LOCKCHECK_BINARY, "run",       "--cluster",          "ssh", "--hosts",      hosts_, "--lock",        "redlock",
-      "--nemesis",      "partition", "--nemesis-interval", "1",   "--time-limit", "60",   "--no-progress", "--results",
-      results.str()};
+  spec.argv = {LOCKCHECK_BINARY, "run",  "--cluster",    "ssh", "--hosts",       hosts,    "--nemesis",
+               "partition",      "--nemesis-interval", "1",   "--time-limit",  "60",     "--no-progress",
+               "--results",      results.str()};
+  spec.argv.insert(spec.argv.end(), extra.begin(), extra.end());
   spec.stdout_path = results.str() + "/out.log";
   spec.stderr_path = "=stdout";
   {
@@ -286,7 +290,7 @@ TEST_F(SshClusterTest, CleanRemovesWhatAKilledRunLeft) {
     child.kill_and_reap();
   }
   std::ostringstream out, err;
-  int code = cli_main({"clean", "--hosts", hosts_}, out, err);
+  int code = cli_main({"clean", "--hosts", hosts}, out, err);
   EXPECT_EQ(code, 0) << out.str() << err.str();
   EXPECT_NE(out.str().find("removed"), std::string::npos) << out.str();
   EXPECT_EQ(leftovers(), "") << out.str();
@@ -298,6 +302,20 @@ TEST_F(SshClusterTest, CleanRemovesWhatAKilledRunLeft) {
     long pid = 0;
     if (owner >> pid) EXPECT_TRUE(::kill(static_cast<pid_t>(pid), 0) == 0) << "left: " << e.path();
   }
+  return out.str();
+}
+
+TEST_F(SshClusterTest, CleanRemovesWhatAKilledRunLeft) {
+  clean_after_killed_run(hosts_, {"--lock", "redlock"}, leftovers);
+}
+
+// The same with etcd members: clean finds them by etcd.pid and kills them.
+TEST_F(SshClusterTest, CleanRemovesTheEtcdMembersOfAKilledRun) {
+  LOCKCHECK_NEED_ETCD();
+  LOCKCHECK_NEED(testing_util::etcd_adapter_built(LOCKCHECK_CLIENTS_DIR),
+                 "the etcd adapter is not built (scripts/build-clients; needs go): " << LOCKCHECK_CLIENTS_DIR);
+  const std::string out = clean_after_killed_run(hosts_, {"--server", "etcd", "--lock", "etcd"}, leftovers);
+  EXPECT_NE(out.find("killed"), std::string::npos) << out;
 }
 
 // --server etcd on the hosts: one member per host (etcd from the host's package), the essentials of
