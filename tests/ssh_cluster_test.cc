@@ -341,6 +341,15 @@ TEST_F(SshClusterTest, EtcdMembersStartFaultAndStopLeavingNothing) {
     EXPECT_EQ(c.nodes()[1].endpoint.host, "10.213.0.12");
     EXPECT_EQ(c.nodes()[1].endpoint.port, kEtcdClientPort);
     testing_util::check_remote_etcd_essentials(c);
+    // A delay between members: tc netem on both hosts (or a clear message where the kernel lacks it); healed,
+    // every member is healthy again.
+    try {
+      c.set_delay("n1", "n2", std::chrono::milliseconds(50), std::chrono::milliseconds(0));
+      c.heal_all();
+      EXPECT_EQ(testing_util::wait_etcd_ready(c, std::chrono::milliseconds(20000)), "");
+    } catch (const ClusterError& e) {
+      EXPECT_NE(std::string(e.what()).find("delay not available on h"), std::string::npos) << e.what();
+    }
     t0 = std::chrono::steady_clock::now();
     c.stop();
     std::cout << "[ etcd     ] ssh: stopped in "
