@@ -3,7 +3,6 @@
 #include <arpa/inet.h>
 #include <dirent.h>
 #include <netinet/in.h>
-#include <poll.h>
 #include <signal.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -12,12 +11,10 @@
 #include <cerrno>
 #include <cstdio>
 #include <fstream>
-#include <set>
 #include <sstream>
 #include <thread>
 
-#include <nlohmann/json.hpp>
-
+#include "cluster/etcd_common.h"
 #include "cluster/local_cluster.h"
 #include "core/assert.h"
 
@@ -26,34 +23,6 @@ namespace fs = boost::filesystem;
 namespace lockcheck {
 
 namespace {
-
-std::string etcd_url(const Endpoint& e) { return "http://" + e.host + ":" + std::to_string(e.port); }
-
-// True when something accepts a TCP connection at e within timeout (a plain connect, then close).
-bool etcd_port_accepts(const Endpoint& e, std::chrono::milliseconds timeout) {
-  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-  if (fd < 0) return false;
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_port = htons(static_cast<uint16_t>(e.port));
-  if (::inet_pton(AF_INET, e.host.c_str(), &addr.sin_addr) != 1) {
-    ::close(fd);
-    return false;
-  }
-  bool ok = false;
-  if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0) {
-    ok = true;
-  } else if (errno == EINPROGRESS) {
-    pollfd p{fd, POLLOUT, 0};
-    if (::poll(&p, 1, static_cast<int>(timeout.count())) == 1) {
-      int err = 0;
-      socklen_t len = sizeof err;
-      ok = ::getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len) == 0 && err == 0;
-    }
-  }
-  ::close(fd);
-  return ok;
-}
 
 // The inode of the IPv4 TCP socket whose local end is source, from /proc/net/tcp; 0 when none.
 unsigned long etcd_socket_inode(const Endpoint& source) {
@@ -132,40 +101,20 @@ EtcdCluster::EtcdCluster(EtcdClusterOptions opts) : opts_(std::move(opts)) {
 EtcdCluster::~EtcdCluster() { stop(); }
 
 std::vector<std::string> EtcdCluster::argv_for(size_t n) const {
-  std::string initial;
-  for (size_t m = 0; m < nodes_.size(); ++m) {
-    initial += (m ? "," : "") + nodes_[m].name + "=" + etcd_url(peer_advertise_[m]);
-  }
-  const std::string client = etcd_url(nodes_[n].listen);
-  return {
-      opts_.etcd,
-      "--name",
-      nodes_[n].name,
-      "--data-dir",
-      data_dirs_[n] + "/data",
-      "--listen-client-urls",
-      client,
-      "--advertise-client-urls",
-      client,
-      "--listen-peer-urls",
-      etcd_url(peer_listen_[n]),
-      "--initial-advertise-peer-urls",
-      etcd_url(peer_advertise_[n]),
-      "--initial-cluster",
-      initial,
-      "--initial-cluster-state",
-      "new",  // ignored once the data dir exists (a restart rejoins as itself)
-      "--initial-cluster-token",
-      "lockcheck-" + std::to_string(opts_.seed),
-      "--heartbeat-interval",
-      std::to_string(opts_.heartbeat_ms),
-      "--election-timeout",
-      std::to_string(opts_.election_ms),
-      "--logger",
-      "zap",
-      "--log-outputs",
-      "stderr",
-  };
+  std::vector<std::string> names;
+  for (const auto& node : nodes_) names.push_back(node.name);
+  EtcdMemberArgs a;
+  a.etcd = opts_.etcd;
+  a.name = nodes_[n].name;
+  a.data_dir = data_dirs_[n] + "/data";
+  a.client_listen = a.client_advertise = nodes_[n].listen;
+  a.peer_listen = peer_listen_[n];
+  a.peer_advertise = peer_advertise_[n];
+  a.initial_cluster = etcd_initial_cluster(names, peer_advertise_);
+  a.seed = opts_.seed;
+  a.heartbeat_ms = opts_.heartbeat_ms;
+  a.election_ms = opts_.election_ms;
+  return etcd_member_argv(a);
 }
 
 void EtcdCluster::spawn(size_t n) {
@@ -216,29 +165,6 @@ bool EtcdCluster::log_says_port_taken(const std::string& log_path) {
   return false;
 }
 
-std::string EtcdCluster::etcdctl_json(const std::vector<Endpoint>& endpoints, const std::string& what,
-                                      std::string* why) const {
-  std::string list;
-  for (const auto& e : endpoints) list += (list.empty() ? "" : ",") + e.str();
-  const std::vector<std::string> argv = {opts_.etcdctl,
-                                         "--endpoints=" + list,
-                                         "--dial-timeout=" + std::to_string(opts_.query_timeout.count()) + "ms",
-                                         "--command-timeout=" + std::to_string(opts_.query_timeout.count()) + "ms",
-                                         "endpoint",
-                                         what,
-                                         "-w",
-                                         "json"};
-  CommandResult r;
-  try {
-    r = run_command(argv, opts_.query_timeout * 2 + std::chrono::milliseconds(3000), {{"ETCDCTL_API", "3"}});
-  } catch (const SpawnError& e) {
-    if (why) *why = e.what();
-    return "";
-  }
-  if (!r.ok() && why) *why = r.timed_out ? "etcdctl timed out" : r.err.substr(0, 300);
-  return r.out;  // etcdctl prints the endpoints that answered even when others failed
-}
-
 void EtcdCluster::wait_until_ready() {
   const auto deadline = std::chrono::steady_clock::now() + opts_.start_timeout;
   std::string why = "no answer yet";
@@ -257,37 +183,8 @@ void EtcdCluster::wait_until_ready() {
     }
     std::vector<Endpoint> all;
     for (const auto& n : nodes_) all.push_back(n.listen);
-    std::string err;
-    const std::string out = etcdctl_json(all, "status", &err);
-    const auto status = nlohmann::json::parse(out, nullptr, false);
-    std::map<std::string, uint64_t> member_of;  // endpoint -> member id
-    std::set<uint64_t> leaders;
-    if (status.is_array()) {
-      for (const auto& s : status) {
-        try {
-          member_of[s.at("Endpoint").get<std::string>()] = s.at("Status").at("header").at("member_id").get<uint64_t>();
-          leaders.insert(s.at("Status").at("leader").get<uint64_t>());
-        } catch (const nlohmann::json::exception&) {
-        }
-      }
-    }
-    bool ready = member_of.size() == nodes_.size() && leaders.size() == 1 && *leaders.begin() != 0;
-    if (!ready) {
-      why = "status: " + std::to_string(member_of.size()) + " of " + std::to_string(nodes_.size()) +
-            " members answered, leaders named: " + std::to_string(leaders.size()) + (err.empty() ? "" : "; " + err);
-    } else {
-      const auto health = nlohmann::json::parse(etcdctl_json(all, "health", &err), nullptr, false);
-      size_t healthy = 0;
-      if (health.is_array()) {
-        for (const auto& h : health) healthy += h.value("health", false) ? 1 : 0;
-      }
-      ready = healthy == nodes_.size();
-      if (!ready) why = "health: " + std::to_string(healthy) + " of " + std::to_string(nodes_.size()) + " healthy";
-    }
-    if (ready) {
-      for (size_t n = 0; n < nodes_.size(); ++n) member_ids_[n] = member_of.at(nodes_[n].listen.str());
-      return;
-    }
+    why = etcd_ready_error(opts_.etcdctl, all, opts_.query_timeout, &member_ids_);
+    if (why.empty()) return;
     std::this_thread::sleep_for(std::chrono::milliseconds(200));
   }
   throw ClusterError("the etcd cluster was not ready within " + std::to_string(opts_.start_timeout.count()) +
@@ -356,26 +253,7 @@ std::optional<size_t> EtcdCluster::leader() const {
   for (size_t n = 0; n < nodes_.size(); ++n) {
     if (is_running(n)) up.push_back(nodes_[n].listen);
   }
-  if (up.empty()) return std::nullopt;
-  const auto status = nlohmann::json::parse(etcdctl_json(up, "status", nullptr), nullptr, false);
-  if (!status.is_array()) return std::nullopt;
-  // The leader as the members that answer see it; a member that lost its leader (0) or a stale one that
-  // disagrees makes the answer unknown only if no majority of the cluster names one leader.
-  std::map<uint64_t, size_t> votes;
-  for (const auto& s : status) {
-    try {
-      const uint64_t l = s.at("Status").at("leader").get<uint64_t>();
-      if (l != 0) ++votes[l];
-    } catch (const nlohmann::json::exception&) {
-    }
-  }
-  for (const auto& v : votes) {
-    if (v.second * 2 <= nodes_.size()) continue;
-    for (size_t n = 0; n < member_ids_.size(); ++n) {
-      if (member_ids_[n] == v.first) return n;
-    }
-  }
-  return std::nullopt;
+  return etcd_majority_leader(opts_.etcdctl, up, member_ids_, nodes_.size(), opts_.query_timeout);
 }
 
 void EtcdCluster::kill(size_t n) {
@@ -439,9 +317,7 @@ void EtcdCluster::resume(size_t n) {
 
 void EtcdCluster::set_clock_offset(size_t n, std::chrono::nanoseconds) {
   LOCKCHECK_ASSERT(n < nodes_.size(), "node " + std::to_string(n) + " of " + std::to_string(nodes_.size()));
-  throw ClusterError("clock faults on etcd member " + nodes_[n].name +
-                     ": the clock shim (LD_PRELOAD of libc) does not reach etcd, a Go program that reads the clock "
-                     "through the vDSO");
+  throw ClusterError(etcd_clock_refusal(nodes_[n].name));
 }
 
 bool EtcdCluster::is_running(size_t n) const {

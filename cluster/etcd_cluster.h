@@ -105,8 +105,6 @@ class EtcdCluster : public Cluster {
   void place_ports(size_t n);
   static bool log_says_port_taken(const std::string& log_path);
   void wait_until_ready();
-  // etcdctl's JSON for `endpoint <what>` over the given client endpoints ("" on failure, with why).
-  std::string etcdctl_json(const std::vector<Endpoint>& endpoints, const std::string& what, std::string* why) const;
 
   EtcdClusterOptions opts_;
   std::vector<NodeInfo> nodes_;

@@ -105,11 +105,12 @@ constexpr const char* kRemoteStartScript =
     "p=$1; shift; [ -n \"$1\" ] && rm -f -- \"$1\"; shift; rm -f -- \"$p\"; \"$@\" || exit $?; i=0; "
     "while [ ! -s \"$p\" ] && [ $i -lt 200 ]; do sleep 0.05; i=$((i+1)); done; cat -- \"$p\"";
 // Kill: $1 pid. SIGKILL (a stopped process gets SIGCONT too), then waits (at most 10 s) until the process is
-// gone or a zombie, so that its port is free. Fails when it is still there.
+// gone or a zombie, so that its port is free. Fails when it is still there. Alive = its status could be read
+// and is not Z: a process reaped between two looks is gone, not alive (one read, never `-e` then a read).
 constexpr const char* kRemoteKillScript =
-    "kill -s CONT \"$1\" 2>/dev/null; kill -s KILL \"$1\" 2>/dev/null; i=0; "
-    "while [ -e /proc/$1 ] && ! grep -q '^State:.*Z' /proc/$1/status 2>/dev/null && [ $i -lt 200 ]; do "
-    "sleep 0.05; i=$((i+1)); done; ! { [ -e /proc/$1 ] && ! grep -q '^State:.*Z' /proc/$1/status 2>/dev/null; }";
+    "kill -s CONT \"$1\" 2>/dev/null; kill -s KILL \"$1\" 2>/dev/null; "
+    "alive() { st=$(grep '^State:' /proc/$1/status 2>/dev/null); [ -n \"$st\" ] && case \"$st\" in *Z*) return 1;; "
+    "esac; }; i=0; while alive \"$1\" && [ $i -lt 200 ]; do sleep 0.05; i=$((i+1)); done; ! alive \"$1\"";
 // Signal: $1 the signal, $2 the pid (the shell's kill: hosts need no /bin/kill).
 constexpr const char* kRemoteSignalScript = "kill -s \"$1\" \"$2\"";
 // Teardown: $1 the run's iptables chain ("" none), $2 the interface with our root qdisc ("" none), then the
@@ -157,8 +158,10 @@ class RedisKind final : public RemoteServerKind {
     return {{"redis.conf", conf.str()}};
   }
 
-  std::vector<std::string> start_command(const ServerSlot& s, const RemoteHost& host,
+  std::vector<std::string> start_command(const ServerSlot& s, const std::vector<ServerSlot>&,
+                                         const std::vector<RemoteHost>& hosts,
                                          const std::string& shim) const override {
+    const RemoteHost& host = hosts[s.host];
     const bool sentinel = s.info.role == NodeRole::kSentinel;
     const auto program = host.programs.find(sentinel ? "redis-sentinel" : "redis-server");
     std::vector<std::string> argv = {"env", "LD_PRELOAD=" + shim, std::string(kClockFileEnv) + "=" + s.dir + "/clock",
@@ -221,8 +224,8 @@ RemoteCluster::RemoteCluster(std::string backend, const RunConfig& config, std::
       options_(std::move(options)),
       run_id_(std::move(run_id)),
       chain_(std::move(chain)),
-      // The one kind so far. Another (etcd) is chosen here from the run's config, as the local backend does.
-      kind_(redis_remote_kind(config_, options_)) {}
+      kind_(config_.server == ServerKind::kEtcd ? etcd_remote_kind(config_, options_)
+                                                 : redis_remote_kind(config_, options_)) {}
 
 RemoteCluster::~RemoteCluster() { stop(); }
 
@@ -370,7 +373,7 @@ void RemoteCluster::start_server(ServerSlot& s) {
   const RemoteHost& host = hosts_[s.host];
   std::vector<std::string> argv = {"sh", "-c", kRemoteStartScript, "sh", s.dir + "/" + kind_->pid_file(),
                                    kind_->wipe_before_start(s)};
-  for (auto& a : kind_->start_command(s, host, shim_on(s.host))) argv.push_back(std::move(a));
+  for (auto& a : kind_->start_command(s, servers_, hosts_, shim_on(s.host))) argv.push_back(std::move(a));
   const RemoteCall call{false, "", options_.call_timeout};
   CommandResult r = host.remote->exec(argv, call);
   const std::string out = remote_trim(r.out);
@@ -525,7 +528,21 @@ void RemoteCluster::set_clock_offset(size_t n, std::chrono::nanoseconds offset) 
   std::string bytes(sizeof v, '\0');
   std::memcpy(&bytes[0], &v, sizeof v);  // native byte order, as the shim reads it (the hosts share it: x86_64)
   const ServerSlot& s = servers_[n];
+  const std::string refusal = kind_->clock_refusal(s);
+  if (!refusal.empty()) throw ClusterError(refusal);
   check(s.host, {"dd", "of=" + s.dir + "/clock", "bs=8", "count=1", "conv=notrunc", "status=none"}, false, bytes);
+}
+
+std::optional<size_t> RemoteCluster::leader() const {
+  std::vector<Endpoint> running;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!started_ || stopped_) return std::nullopt;
+    for (size_t n = 0; n < nodes_.size(); ++n) {
+      if (!servers_[n].killed) running.push_back(nodes_[n].endpoint);
+    }
+  }
+  return kind_->leader(running, nodes_.size());  // not under the mutex: it asks the servers
 }
 
 bool RemoteCluster::is_running(size_t n) const {

@@ -28,10 +28,9 @@
 //   client <-> node  the harness's TCP fault proxy (cluster/fault_proxy.h) on 127.0.0.1, forwarding to the node.
 //
 // A server kind (RemoteServerKind below) says what a server is: its files, its start command, its pid and log
-// files, what a restart must not find, when it is ready, and what its topology waits for after start; Redis is
-// the one kind so far (redis_remote_kind()). Another kind (etcd: a start command that daemonizes or is put in
-// the background with its pid written, its data dir to wipe, `etcdctl endpoint health` as readiness, a leader
-// elected as after_start) plugs in by implementing it; nothing else here changes.
+// files, what a restart must not find, when it is ready, what its topology waits for after start, its leader
+// and whether clock faults reach it: Redis (redis_remote_kind()) and etcd (etcd_remote_kind()), chosen from
+// config.server.
 // Thread-safety: one internal mutex; stop() from another thread cuts short a wait for readiness.
 #pragma once
 
@@ -41,6 +40,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <string>
 #include <utility>
@@ -92,7 +92,9 @@ class RemoteServerKind {
   // The command that starts it on host (env, program, arguments). It must daemonize (return once the server
   // runs) and write the server's pid into slot.dir + "/" + pid_file(). shim: the clock shim's path there, to
   // be preloaded with kClockFileEnv pointing at slot.dir + "/clock".
-  virtual std::vector<std::string> start_command(const ServerSlot& slot, const RemoteHost& host,
+  // servers and hosts: every server of the run and the hosts, as for files().
+  virtual std::vector<std::string> start_command(const ServerSlot& slot, const std::vector<ServerSlot>& servers,
+                                                 const std::vector<RemoteHost>& hosts,
                                                  const std::string& shim) const = 0;
   virtual std::string pid_file() const = 0;  // relative to slot.dir
   virtual std::string log_file() const = 0;  // relative to slot.dir; fetched into slot.info.log_path at stop
@@ -104,6 +106,19 @@ class RemoteServerKind {
   // cluster). stopping() ends it early. Throws ClusterError.
   virtual void after_start(const std::vector<ServerSlot>& servers, std::chrono::milliseconds timeout,
                            const std::string& hint, const std::function<bool()>& stopping) const = 0;
+  virtual ServerKind server() const { return ServerKind::kRedis; }
+  // The node (index into the nodes) that leads, asked of the nodes in `running` (their endpoints); nullopt when
+  // none does or the kind has no leader (Redis). Called without the cluster's mutex. Never throws.
+  virtual std::optional<size_t> leader(const std::vector<Endpoint>& running, size_t nodes) const {
+    (void)running;
+    (void)nodes;
+    return std::nullopt;
+  }
+  // Why a clock fault cannot reach this server ("" it can: the shim is preloaded).
+  virtual std::string clock_refusal(const ServerSlot& slot) const {
+    (void)slot;
+    return "";
+  }
 };
 
 struct RemoteClusterOptions {
@@ -113,11 +128,21 @@ struct RemoteClusterOptions {
   int64_t cluster_node_timeout_ms = 1000;                     // cluster topology: cluster-node-timeout
   std::chrono::milliseconds call_timeout{30000};              // bound on any one remote call
   std::chrono::milliseconds ready_timeout{30000};             // bound on waiting for a server after start/restart
+  std::string etcdctl = "etcdctl";  // etcd: the harness's etcdctl (readiness, leader), run here against the nodes
 };
 
 // Redis (data nodes, and Sentinels in the replicated topology), as every backend runs it. Programs on a host:
 // programs["redis-server"], programs["redis-sentinel"].
 std::unique_ptr<RemoteServerKind> redis_remote_kind(const RunConfig& config, const RemoteClusterOptions& options);
+// etcd (--server etcd): every node a member of one cluster (cluster/etcd_common.h: the command line and the
+// etcdctl queries are the local backend's). Its client port is the node's port, its peer port the next one up
+// (etcd_peer_port); both listen on every address of the host, and the member advertises its host's address.
+// Started in the background (setsid, the log redirected, the pid written: etcd does not daemonize), data dir
+// <server folder>/etcd (kept across a restart: the member rejoins as itself), log etcd.log. Ready: the client
+// port accepts connections; after_start: every member names one leader and every member is healthy (etcdctl
+// run here, options.etcdctl, against the members' addresses: the harness reaches them as it does Redis nodes).
+// Clock faults are refused as on the local backend. Program on a host: programs["etcd"].
+std::unique_ptr<RemoteServerKind> etcd_remote_kind(const RunConfig& config, const RemoteClusterOptions& options);
 
 class RemoteCluster : public Cluster, private PeerLinks {
  public:
@@ -139,6 +164,8 @@ class RemoteCluster : public Cluster, private PeerLinks {
   void resume(size_t n) override;
   void set_clock_offset(size_t n, std::chrono::nanoseconds offset) override;
   bool is_running(size_t n) const override;
+  ServerKind server() const override { return kind_->server(); }
+  std::optional<size_t> leader() const override;  // the server kind's (etcd: the member a majority names)
 
   Endpoint endpoint_for(const std::string& party, size_t n) const override;
   void cut(const std::string& a, const std::string& b) override;

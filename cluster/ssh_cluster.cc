@@ -129,14 +129,16 @@ SshCluster::SshCluster(const RunConfig& config, std::string run_dir, SshClusterO
     host.name = sh.name;
     host.address = sh.address;
     host.work_dir = sh.work_dir;
-    host.programs = {{"redis-server", sh.redis_server}, {"redis-sentinel", sh.redis_sentinel}};
+    host.programs = {{"redis-server", sh.redis_server}, {"redis-sentinel", sh.redis_sentinel}, {"etcd", sh.etcd}};
     hosts.push_back(std::move(host));
   }
   const size_t H = hosts.size();
   std::vector<Placement> nodes, sentinels;
   for (int i = 0; i < config_.nodes; ++i) {
     const size_t h = static_cast<size_t>(i) % H;
-    nodes.push_back({h, file_.hosts[h].base_port + static_cast<int>(i / H)});
+    const int round = static_cast<int>(i / H);
+    nodes.push_back({h, config_.server == ServerKind::kEtcd ? file_.hosts[h].etcd_base_port + 2 * round
+                                                            : file_.hosts[h].base_port + round});
     node_host_.push_back(h);
   }
   if (config_.topology == Topology::kReplicated) {
@@ -247,11 +249,14 @@ int ssh_clean(const std::string& hosts_file, std::ostream& out) {
       // Its nodes: the pid files of its subfolders, if the process there is still a Redis.
       auto subs = call({"ls", "-1", "--", rdir});
       for (const auto& sub : remote_lines(subs.out)) {
-        auto pidr = call({"cat", "--", rdir + "/" + sub + "/redis.pid"});
+        // Redis (redis.pid) or etcd (etcd.pid), whichever the folder has.
+        auto pidr = call({"sh", "-c", "cat -- \"$1/redis.pid\" 2>/dev/null || cat -- \"$1/etcd.pid\"", "sh",
+                          rdir + "/" + sub});
         const std::string p = remote_trim(pidr.out);
         if (!pidr.ok() || p.empty() || !std::all_of(p.begin(), p.end(), ::isdigit)) continue;
         auto comm = call({"ps", "-o", "comm=", "-p", p});
-        if (comm.ok() && remote_trim(comm.out).find("redis") != std::string::npos) {
+        const std::string name = remote_trim(comm.out);
+        if (comm.ok() && (name.find("redis") != std::string::npos || name == "etcd")) {
           call({"kill", "-s", "CONT", p});
           call({"kill", "-s", "KILL", p});
           out << "killed " << host.name << ": " << sub << " (pid " << p << ", run " << id << ")\n";

@@ -54,8 +54,9 @@ SshHosts parse_ssh_hosts(const nlohmann::json& j, const std::string& path) {
   if (hosts == j.end() || !hosts->is_array() || hosts->empty()) {
     throw ConfigError(where + "hosts: must be a non-empty array of hosts");
   }
-  static const std::set<std::string> known = {"name",         "address",        "port",     "user",      "key",
-                                              "redis_server", "redis_sentinel", "work_dir", "base_port", "sudo"};
+  static const std::set<std::string> known = {"name",     "address",   "port", "user", "key", "redis_server",
+                                              "redis_sentinel", "etcd", "work_dir", "base_port", "etcd_base_port",
+                                              "sudo"};
   std::set<std::string> names;
   for (size_t i = 0; i < hosts->size(); ++i) {
     const nlohmann::json& h = (*hosts)[i];
@@ -98,11 +99,13 @@ SshHosts parse_ssh_hosts(const nlohmann::json& j, const std::string& path) {
     str("key", host.key, true);
     str("redis_server", host.redis_server, false);
     str("redis_sentinel", host.redis_sentinel, false);
+    str("etcd", host.etcd, false);
     str("work_dir", host.work_dir, true);
     if (host.work_dir[0] != '/') throw ConfigError(at + ".work_dir: must be an absolute path");
     if (host.work_dir == "/") throw ConfigError(at + ".work_dir: must not be /");
     integer("port", host.port, 1, 65535);
     integer("base_port", host.base_port, 1, 65000);
+    integer("etcd_base_port", host.etcd_base_port, 1, 65000);
     if (h.contains("sudo")) {
       if (!h["sudo"].is_boolean()) throw ConfigError(at + ".sudo: must be true or false");
       host.sudo = h["sudo"].get<bool>();

@@ -11,11 +11,15 @@
 //       "key": "/path/id_ed25519",                    // required: private key (key-based login only)
 //       "redis_server": "/usr/bin/redis-server",      // optional: redis-server path on the host
 //       "redis_sentinel": "/usr/bin/redis-sentinel",  // optional: for the replicated topology
+//       "etcd": "/usr/bin/etcd",                      // optional: etcd path on the host (--server etcd)
 //       "work_dir": "/var/tmp/lockcheck",             // required: absolute; each run makes a folder in it
 //       "base_port": 6379,                             // optional: first Redis port on the host
+//       "etcd_base_port": 2379,                        // optional: first etcd client port (peer: +1)
 //       "sudo": false}]}                               // optional: prefix privileged commands with `sudo -n`
 // Nodes are placed round-robin: node i (0-based) on host i % H, port base_port + i / H; Sentinels continue the
-// round after the nodes (Sentinel s on host (nodes + s) % H, port 26379 + (nodes + s) / H). Network faults act
+// round after the nodes (Sentinel s on host (nodes + s) % H, port 26379 + (nodes + s) / H). etcd members
+// (--server etcd) are placed the same way with two ports each: client etcd_base_port + 2 * (i / H), peer the
+// next one up. Network faults act
 // per host, so exact partitions need a host per node (and per Sentinel): N hosts >= nodes (+ Sentinels).
 //
 // Remote commands. OpenSSH hands the remote side one command string that the login shell interprets, so each
@@ -39,6 +43,8 @@ struct SshHost {
   std::string key;
   std::string redis_server = "redis-server";
   std::string redis_sentinel = "redis-sentinel";
+  std::string etcd = "etcd";
+  int etcd_base_port = 2379;
   std::string work_dir;
   int base_port = 6379;
   bool sudo = false;

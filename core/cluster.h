@@ -21,8 +21,8 @@ struct Endpoint {
   bool operator!=(const Endpoint& o) const { return !(*this == o); }
 };
 
-// What the nodes run (--server): Redis (every backend and topology), or etcd (a Raft cluster of etcd members,
-// local backend only: cluster/etcd_cluster.h). What the harness does to a node itself (readiness, holder
+// What the nodes run (--server): Redis (every backend and topology), or etcd (a Raft cluster of etcd members:
+// cluster/etcd_cluster.h on the local backend, the Remote seam's etcd kind on docker and ssh). What the harness does to a node itself (readiness, holder
 // targeting, Sentinel failover) is Redis-only; every such place asks Cluster::server() and refuses etcd.
 enum class ServerKind { kRedis, kEtcd };
 const char* to_string(ServerKind s);  // "redis", "etcd"

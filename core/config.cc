@@ -231,7 +231,7 @@ const std::vector<ConfigField>& config_fields() {
   static const std::vector<ConfigField> fields = {
     row<&C::cluster>("cluster", "cluster", "local (redis-server processes), docker, or ssh (--hosts)", "cluster", "",
         [](const C& c) { one_of(c.cluster, "--cluster", {"local", "docker", "ssh"}); }),
-    row<&C::server>("server", "server", "redis (default), or etcd: a five-node etcd cluster (Debian's etcd-server) on the local backend", "cluster", ""),
+    row<&C::server>("server", "server", "redis (default), or etcd: a five-node etcd cluster (Debian's etcd-server) on any backend", "cluster", ""),
     row<&C::hosts>("hosts", "hosts", "hosts file of --cluster ssh (JSON; scripts/ssh-testbed writes one)", "cluster", "",
         [](const C& c) { if (c.cluster != "ssh" && !c.hosts.empty()) throw ConfigError("--hosts: only with --cluster ssh"); }),
     row<&C::topology>("topology", "topology", "independent (N masters), replicated (master, replicas, 3 Sentinels) or cluster (Redis Cluster: half masters, half replicas)", "cluster", ""),
@@ -316,10 +316,6 @@ namespace {
 
 // What an etcd run cannot have: each of these is something the harness does to Redis nodes itself.
 void validate_etcd_fields(const RunConfig& c) {
-  if (c.cluster != "local") {
-    throw ConfigError("--server etcd: only on the local backend (--cluster local); the " + c.cluster +
-                      " backend starts Redis nodes only");
-  }
   if (c.topology != Topology::kIndependent) {
     throw ConfigError(std::string("--topology ") + to_string(c.topology) +
                       ": a Redis topology; --server etcd runs one etcd cluster (leave --topology at independent)");

@@ -14,6 +14,7 @@
 #include <boost/filesystem.hpp>
 
 #include "cluster/clock_shim.h"
+#include "cluster/etcd_common.h"
 #include "cluster/remote.h"
 #include "core/party.h"
 #include "docker/node_image.h"
@@ -141,12 +142,16 @@ DockerCluster::DockerCluster(const RunConfig& config, std::string run_dir, Docke
     host.remote = std::make_shared<DockerExecRemote>(cli_, container_name(host.name));
     host.work_dir = kContainerWorkDir;  // in the image (docker/node_image.cc), so no mkdir
     host.work_dir_exists = true;
-    host.programs = {{"redis-server", docker::kImageRedisServer}, {"redis-sentinel", docker::kImageRedisSentinel}};
+    host.programs = {{"redis-server", docker::kImageRedisServer},
+                     {"redis-sentinel", docker::kImageRedisSentinel},
+                     {"etcd", docker::kImageEtcd}};
     host.clock_shim = docker::kImageClockShim;
     host.can_filter = node;  // only the nodes' containers have CAP_NET_ADMIN
     host.can_delay = false;  // no tc netem in the image
     host.ephemeral = true;   // removed with the run
-    (node ? nodes : sentinels).push_back({static_cast<size_t>(h), node ? kRedisPort : kSentinelPort});
+    // etcd: client 2379 and peer 2380 (etcd_peer_port) in each container, as etcd's defaults.
+    const int node_port = config_.server == ServerKind::kEtcd ? kEtcdClientPort : kRedisPort;
+    (node ? nodes : sentinels).push_back({static_cast<size_t>(h), node ? node_port : kSentinelPort});
     hosts.push_back(std::move(host));
   }
   place(std::move(hosts), nodes, sentinels);
@@ -184,6 +189,7 @@ void DockerCluster::provision() {
     inputs.redis_server = docker_options_.redis_server;
     inputs.iptables = docker_options_.iptables;
     inputs.clock_shim = docker_options_.clock_shim.empty() ? clock_shim_library() : docker_options_.clock_shim;
+    inputs.require_etcd = config_.server == ServerKind::kEtcd;
     image_tag_ = docker::ensure_node_image(cli_, inputs, docker_options_.build_timeout).tag;
   }
   create_network();

@@ -1,5 +1,7 @@
 // The `docker` cluster backend: every Redis node (and Sentinel) runs in a container with its own address on a
 // private bridge network of its run, as in Jepsen's docker environment. Selected with `--cluster docker`.
+// With --server etcd each node's container runs an etcd member instead (client port 2379, peer port 2380; the
+// image carries etcd and etcdctl from this host's Debian packages: cluster/remote_cluster.h, etcd_remote_kind).
 //
 // The backend is the Remote seam's docker side (cluster/remote.h: a command is `docker exec CONTAINER ARGV`, a
 // file goes with `docker cp`) under the one implementation of starting, faulting and tearing down

@@ -12,6 +12,7 @@
 #include <boost/uuid/detail/sha1.hpp>
 
 #include "core/cluster.h"
+#include "sys/process.h"
 
 namespace lockcheck {
 namespace docker {
@@ -20,7 +21,7 @@ namespace fs = boost::filesystem;
 
 namespace {
 
-constexpr const char* kFormatVersion = "lockcheck node image v2";
+constexpr const char* kFormatVersion = "lockcheck node image v3";
 constexpr auto kLddTimeout = std::chrono::seconds(60);
 
 // A program name (looked up on PATH) or a path, resolved to its real file. Throws ClusterError.
@@ -101,6 +102,16 @@ ImagePlan plan_node_image(const NodeImageInputs& inputs) {
   const fs::path redis = resolve_program("redis-server", inputs.redis_server);
   const fs::path iptables = resolve_program("iptables", inputs.iptables);
   const fs::path shim = resolve_program("the clock shim", inputs.clock_shim);
+  // etcd and etcdctl: both or neither.
+  std::vector<fs::path> etcd;
+  const bool etcd_found = find_program(inputs.etcd).has_value() && find_program(inputs.etcdctl).has_value();
+  if (etcd_found) {
+    etcd = {resolve_program("etcd", inputs.etcd), resolve_program("etcdctl", inputs.etcdctl)};
+  } else if (inputs.require_etcd) {
+    throw ClusterError("cannot build the node image: --server etcd needs `" + inputs.etcd + "` and `" +
+                       inputs.etcdctl + "` on this host, to copy into the image (Debian packages etcd-server and "
+                       "etcd-client: apt-get install etcd-server etcd-client)");
+  }
   const std::string multi = iptables.filename().string();
   if (multi.rfind("xtables-", 0) != 0) {
     throw ClusterError("cannot build the node image: iptables resolves to " + iptables.string() +
@@ -148,6 +159,10 @@ ImagePlan plan_node_image(const NodeImageInputs& inputs) {
   add_symlink(kImageIptables, multi);  // the multi-binary dispatches on argv[0]
   add_symlink(kImageIptablesRestore, multi);
   add_file(kImageClockShim, shim);
+  if (!etcd.empty()) {
+    add_file(kImageEtcd, etcd[0]);
+    add_file(kImageEtcdctl, etcd[1]);
+  }
   for (const auto& m : modules) add_file((xtables_dir / m.filename()).string(), m);
 
   // The shell and tools of the remote scripts, in /usr/bin (on PATH in every container), dash also as /bin/sh.
@@ -165,6 +180,7 @@ ImagePlan plan_node_image(const NodeImageInputs& inputs) {
   std::vector<fs::path> elf = {redis, iptables, shim};
   elf.insert(elf.end(), tools.begin(), tools.end());
   elf.insert(elf.end(), modules.begin(), modules.end());
+  elf.insert(elf.end(), etcd.begin(), etcd.end());
   // A library goes where ldd found it: with no ld.so.cache in the image, the loader searches its trusted
   // directories (/lib/<triplet>, /usr/lib/<triplet>, ...), which include every place ldd names here.
   for (const auto& lib : shared_libraries(elf)) add_file(lib, lib);

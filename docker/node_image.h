@@ -4,7 +4,7 @@
 // invoked as iptables and iptables-restore) with the xtables extensions its rules use, the clock shim, every shared
 // library they load (found with ldd) and the dynamic loader; and the few tools the Remote seam's commands use
 // inside a container (cluster/remote_cluster.h): a POSIX shell (dash, as /bin/sh), sleep, cat, rm, mkdir, dd,
-// tail, grep and env. No package manager.
+// tail, grep, env and setsid; and etcd and etcdctl when the host has them (--server etcd). No package manager.
 //
 // The image is tagged by a SHA-1 of everything that goes into it (each file's path, mode and bytes, and the
 // Dockerfile): `lockcheck-redis:<12 hex>`. ensure_node_image() builds it only when the engine does not
@@ -27,9 +27,14 @@ constexpr const char* kImageRedisSentinel = "/usr/bin/redis-sentinel";  // symli
 constexpr const char* kImageIptables = "/usr/sbin/iptables";
 constexpr const char* kImageIptablesRestore = "/usr/sbin/iptables-restore";
 constexpr const char* kImageClockShim = "/usr/lib/lockcheck/libclockshim.so";
+// etcd (--server etcd) and etcdctl, from Debian's etcd-server and etcd-client on this host: in the image whenever
+// the host has both (so that one image serves Redis and etcd runs), required when NodeImageInputs::require_etcd.
+constexpr const char* kImageEtcd = "/usr/bin/etcd";
+constexpr const char* kImageEtcdctl = "/usr/bin/etcdctl";
 constexpr const char* kImageSleep = "/usr/bin/sleep";  // a container's first process: `sleep infinity`
 // The tools copied from this host into /usr/bin (and dash as /bin/sh): what the remote scripts run.
-inline constexpr const char* kImageTools[] = {"sleep", "cat", "rm", "mkdir", "dd", "tail", "grep", "env"};
+// setsid: etcd does not daemonize; its start command puts it in a session of its own (cluster/etcd_remote.cc).
+inline constexpr const char* kImageTools[] = {"sleep", "cat", "rm", "mkdir", "dd", "tail", "grep", "env", "setsid"};
 // A minimal Sentinel config (port 26379, bind 0.0.0.0, protected-mode no, dir /tmp) that each container can
 // rewrite in its own writable layer; the monitor line comes on the command line. For the compose files: the
 // backend bind-mounts a config of its own instead, so that Sentinel's state lands in the run folder.
@@ -40,6 +45,9 @@ struct NodeImageInputs {
   std::string redis_server = "redis-server";   // a name looked up on PATH, or a path; its real file is copied
   std::string iptables = "iptables";           // likewise: an xtables-nft-multi or xtables-legacy-multi
   std::string clock_shim;                      // path of the clock shim shared library (REQUIRED, non-empty)
+  std::string etcd = "etcd";                   // a name on PATH or a path; copied when found (with etcdctl)
+  std::string etcdctl = "etcdctl";
+  bool require_etcd = false;  // true: etcd or etcdctl missing is a ClusterError naming the Debian packages
   std::string repository = "lockcheck-redis";  // the image name; the tag is the inputs' hash
 };
 

@@ -420,7 +420,7 @@ int cmd_list(const std::vector<std::string>& args, std::ostream& out) {
       << "  " << std::left << std::setw(20) << to_string(ServerKind::kRedis)
       << "redis-server nodes: every backend and topology, every lock but etcd\n"
       << "  " << std::setw(20) << to_string(ServerKind::kEtcd)
-      << "an etcd cluster (Debian etcd-server 3.4; local backend only), for --lock etcd\n";
+      << "an etcd cluster (Debian etcd-server 3.4; local, docker and ssh backends), for --lock etcd\n";
   out << "lock algorithms (--lock):\n";
   for (const auto& a : lock_registry()) {
     out << "  " << std::left << std::setw(20) << a.name << a.description << "\n"

@@ -8,9 +8,8 @@
 namespace lockcheck {
 
 std::unique_ptr<Cluster> make_cluster(const RunConfig& cfg, const std::string& run_dir) {
-  if (cfg.server == ServerKind::kEtcd) {
-    // validate_fields refuses the other backends first (exit 2); this keeps a direct caller honest.
-    if (cfg.cluster != "local") throw ClusterError("--server etcd: only on the local backend (--cluster local)");
+  // etcd on docker and ssh: the same backends, with the Remote seam's etcd kind (cluster/remote_cluster.h).
+  if (cfg.server == ServerKind::kEtcd && cfg.cluster == "local") {
     return std::make_unique<EtcdCluster>(EtcdClusterOptions::from(cfg, run_dir));
   }
   if (cfg.cluster == "local") return std::make_unique<LocalCluster>(LocalClusterOptions::from(cfg, run_dir));

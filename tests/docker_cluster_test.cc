@@ -25,6 +25,8 @@
 #include "docker/docker_cli.h"
 #include "docker/node_image.h"
 #include "tests/support/ci.h"
+#include "tests/support/etcd_remote_checks.h"
+#include "tests/support/etcd_test_cluster.h"
 
 namespace lockcheck {
 namespace {
@@ -208,6 +210,35 @@ TEST_F(DockerClusterTest, ImageIsTaggedByItsInputsAndReused) {
   docker::NodeImage again = docker::ensure_node_image(cli, inputs);
   EXPECT_FALSE(again.built);  // cached: same inputs, same tag
   EXPECT_EQ(again.tag, a.tag);
+}
+
+// etcd goes into the image when this machine has it; without it Redis images still build, and an etcd run's
+// image fails naming the Debian packages. (Planning only: no engine needed.)
+TEST(DockerImageTest, EtcdIsCarriedWhenPresentAndRequiredOnlyForEtcd) {
+  docker::NodeImageInputs inputs;
+  inputs.clock_shim = clock_shim_library();
+  auto has = [](const docker::ImagePlan& p, const char* dest) {
+    for (const auto& e : p.entries) {
+      if (e.dest == dest) return true;
+    }
+    return false;
+  };
+  if (testing_util::etcd_installed()) {
+    const docker::ImagePlan with = docker::plan_node_image(inputs);
+    EXPECT_TRUE(has(with, docker::kImageEtcd));
+    EXPECT_TRUE(has(with, docker::kImageEtcdctl));
+  }
+  inputs.etcd = "/nonexistent/lockcheck-test/etcd";
+  const docker::ImagePlan without = docker::plan_node_image(inputs);
+  EXPECT_FALSE(has(without, docker::kImageEtcd));
+  EXPECT_TRUE(has(without, docker::kImageRedisServer));
+  inputs.require_etcd = true;
+  try {
+    docker::plan_node_image(inputs);
+    ADD_FAILURE() << "an etcd image was planned without etcd";
+  } catch (const ClusterError& e) {
+    EXPECT_NE(std::string(e.what()).find("etcd-server"), std::string::npos) << e.what();
+  }
 }
 
 TEST_F(DockerClusterTest, AGivenImageMustExistLocally) {
@@ -567,6 +598,37 @@ TEST_F(DockerClusterTest, CleanRemovesWhatAKilledRunLeftBehind) {
   EXPECT_NE(out.str().find("removed container"), std::string::npos) << out.str();
   EXPECT_NE(out.str().find("removed network"), std::string::npos) << out.str();
   EXPECT_EQ(leftovers(run_id), "");
+}
+
+// --server etcd on Docker: five members in five containers (the image carries etcd and etcdctl), one leader and
+// all healthy at start; kill/restart, pause/resume, the leader cut from the others; the logs fetched at stop.
+TEST_F(DockerClusterTest, EtcdMembersStartFaultAndStopLeavingNothing) {
+  LOCKCHECK_NEED_ETCD();
+  RunConfig config;
+  config.cluster = "docker";
+  config.server = ServerKind::kEtcd;
+  config.nodes = 5;
+  config.concurrency = 2;
+  config.seed = 7;
+  cluster_ = std::make_unique<DockerCluster>(config, run_dir_);
+  const auto t0 = Clock::now();
+  cluster_->start();
+  std::cout << "[ etcd     ] docker: 5 members started, leader elected, all healthy in "
+            << std::chrono::duration_cast<milliseconds>(Clock::now() - t0).count() << " ms\n";
+  EXPECT_EQ(cluster_->nodes()[0].endpoint.port, kEtcdClientPort);
+  // Clients go through the fault proxy on loopback.
+  EXPECT_EQ(cluster_->endpoint_for("c1", 0).host, "127.0.0.1");
+  EXPECT_TRUE(etcd_port_accepts(cluster_->endpoint_for("c1", 0), milliseconds(1000)));
+  testing_util::check_remote_etcd_essentials(*cluster_);
+  const auto t1 = Clock::now();
+  cluster_->stop();
+  std::cout << "[ etcd     ] docker: stopped in " << std::chrono::duration_cast<milliseconds>(Clock::now() - t1).count()
+            << " ms\n";
+  for (const auto& n : cluster_->nodes()) {
+    std::ifstream log(n.log_path);
+    std::string text((std::istreambuf_iterator<char>(log)), std::istreambuf_iterator<char>());
+    EXPECT_NE(text.find("starting an etcd server"), std::string::npos) << n.name << ": " << n.log_path;
+  }
 }
 
 }  // namespace

@@ -12,6 +12,7 @@
 #include "harness/runner.h"
 #include "sys/process.h"
 #include "tests/support/ci.h"
+#include "tests/support/etcd_test_cluster.h"
 #include "tests/support/test_util.h"
 
 namespace lockcheck {
@@ -30,20 +31,26 @@ void expect_nothing_left() {
   }
 }
 
-TEST(DockerRunTest, RedlockUnderPartitionsIsRecordedCheckedAndCleanedUp) {
-  LOCKCHECK_NEED(docker_engine_available(), "no Docker engine answered (`docker version`)");
-  TempDir dir;
+// A run of `lock` on Docker: four clients, seed 7, results in dir.
+RunConfig docker_run_config(const TempDir& dir, const std::string& lock) {
   RunConfig c;
   c.cluster = "docker";
-  c.lock = "redlock";
-  c.nemesis = {"partition"};
-  c.nemesis_interval_s = 2;
-  c.time_limit_s = 20;
+  c.lock = lock;
   c.concurrency = 4;
-  c.ttl_ms = 1000;
   c.seed = 7;
   c.progress = false;
   c.results_dir = dir.str() + "/results";
+  return c;
+}
+
+TEST(DockerRunTest, RedlockUnderPartitionsIsRecordedCheckedAndCleanedUp) {
+  LOCKCHECK_NEED(docker_engine_available(), "no Docker engine answered (`docker version`)");
+  TempDir dir;
+  RunConfig c = docker_run_config(dir, "redlock");
+  c.nemesis = {"partition"};
+  c.nemesis_interval_s = 2;
+  c.time_limit_s = 20;
+  c.ttl_ms = 1000;
   std::ostringstream out;
   RunOutcome o = run_test(c, out);
   ASSERT_FALSE(o.run_dir.empty()) << out.str();
@@ -107,6 +114,50 @@ TEST(DockerRunTest, ARedisClusterSplitBrainPromotesTheReplicaAndTheClientsFollow
   EXPECT_GE(promoted, 1u) << out.str();
   EXPECT_GT(acquires_after_promotion, 0u) << "the clients found the new master\n" << out.str();
   expect_nothing_left();
+}
+
+// --server etcd on Docker with etcd's own lock: a short healthy run is valid; one under member kills completes
+// (every kill undone) and leaves nothing on the engine.
+TEST(DockerRunTest, EtcdLockOnDockerHealthyIsValidAndUnderKillsCompletes) {
+  LOCKCHECK_NEED(docker_engine_available(), "no Docker engine answered (`docker version`)");
+  LOCKCHECK_NEED_ETCD();
+  LOCKCHECK_NEED(testing_util::etcd_adapter_built(LOCKCHECK_CLIENTS_DIR),
+                 "the etcd adapter is not built (scripts/build-clients; needs go): " << LOCKCHECK_CLIENTS_DIR);
+  for (const bool kill : {false, true}) {
+    TempDir dir;
+    RunConfig c = docker_run_config(dir, "etcd");
+    c.server = ServerKind::kEtcd;
+    if (kill) {
+      c.nemesis = {"kill"};
+      c.nemesis_interval_s = 2;
+    }
+    c.time_limit_s = kill ? 10 : 8;
+    c.ttl_ms = 3000;
+    std::ostringstream out;
+    RunOutcome o = run_test(c, out);
+    ASSERT_FALSE(o.run_dir.empty()) << out.str();
+    if (!kill) {
+      EXPECT_EQ(o.exit_code, kExitValid) << out.str();
+    } else {
+      EXPECT_TRUE(o.exit_code == kExitValid || o.exit_code == kExitInvalid || o.exit_code == kExitUnknown)
+          << out.str();
+    }
+    History h = read_history(o.run_dir + "/history.jsonl");
+    size_t acquires = 0, started = 0, undone = 0;
+    for (const auto& op : h) {
+      acquires += op.f == "acquire" && op.is_ok();
+      if (op.process == kNemesis && op.is_ok() && op.value.is_object()) {
+        started += op.value.value("phase", "") == "start";
+        undone += op.value.value("phase", "") == "stop";
+      }
+    }
+    EXPECT_GT(acquires, 3u) << out.str();
+    if (kill) {
+      EXPECT_GT(started, 0u) << out.str();
+      EXPECT_EQ(undone, started) << "a kill was not undone (its member restarted): " << out.str();
+    }
+    expect_nothing_left();
+  }
 }
 
 }  // namespace

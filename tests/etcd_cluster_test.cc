@@ -124,9 +124,14 @@ TEST(EtcdConfig, ServerFlagAndWhatEtcdRefuses) {
   c.server = ServerKind::kEtcd;
   c.lock = "single";
   EXPECT_NE(std::string(config_error(c).what()).find("needs --server redis"), std::string::npos);
-  c.cluster = "docker";
-  EXPECT_NE(std::string(config_error(c).what()).find("--server etcd: only on the local backend"), std::string::npos);
+  c.lock = "etcd";
+  for (const char* backend : {"docker", "ssh"}) {  // every backend runs etcd
+    c.cluster = backend;
+    if (c.cluster == "ssh") c.hosts = "hosts.json";
+    EXPECT_NO_THROW(validate_fields(c)) << backend;
+  }
   c.cluster = "local";
+  c.hosts.clear();
   c.nemesis_targeting = "holder";
   c.nemesis = {"pause"};
   EXPECT_NE(std::string(config_error(c).what()).find("EXISTS"), std::string::npos);

@@ -27,14 +27,9 @@ using std::chrono::milliseconds;
 using testing_util::EtcdTestCluster;
 using testing_util::make_lock;
 
-bool adapter_built() {
-  ::setenv("LOCKCHECK_CLIENTS_DIR", LOCKCHECK_CLIENTS_DIR, 1);
-  return std::ifstream(adapter_program(*find_lock_adapter("etcd"))).good();
-}
-
 #define NEED_ETCD_AND_ADAPTER()                                                                           \
   LOCKCHECK_NEED_ETCD();                                                                                 \
-  LOCKCHECK_NEED(adapter_built(), "the etcd adapter is not built (scripts/build-clients; needs go): " << \
+  LOCKCHECK_NEED(testing_util::etcd_adapter_built(LOCKCHECK_CLIENTS_DIR), "the etcd adapter is not built (scripts/build-clients; needs go): " << \
                                       LOCKCHECK_CLIENTS_DIR << "/etcd")
 
 LockOptions etcd_options(const EtcdTestCluster& c, const nlohmann::json& opts = nlohmann::json::object(),

@@ -1,6 +1,6 @@
 // The ssh backend on the namespace test bed (scripts/ssh-testbed): the cluster's primitives, a redlock run under
-// partitions and kill through the CLI, and nothing left afterwards (no namespace, no sshd, no iptables rule, no
-// Redis, no remote folder). Needs root; skipped with a message otherwise, except under CI=true, where it fails.
+// partitions and kill through the CLI, the same for --server etcd (five members, etcd's lock), and nothing left
+// afterwards (no namespace, no sshd, no iptables rule, no Redis or etcd, no remote folder). Needs root; skipped with a message otherwise, except under CI=true, where it fails.
 #include "cluster/ssh_cluster.h"
 
 #include <signal.h>
@@ -13,6 +13,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <fstream>
+#include <functional>
 #include <sstream>
 #include <thread>
 
@@ -20,6 +21,8 @@
 #include "harness/cli.h"
 #include "sys/process.h"
 #include "tests/support/ci.h"
+#include "tests/support/etcd_remote_checks.h"
+#include "tests/support/etcd_test_cluster.h"
 #include "tests/support/test_util.h"
 
 namespace lockcheck {
@@ -265,13 +268,16 @@ TEST_F(SshClusterTest, FailoverSplitBrainRunsOnTheHosts) {
   EXPECT_EQ(leftovers(), "");
 }
 
-TEST_F(SshClusterTest, CleanRemovesWhatAKilledRunLeft) {
+// Runs `lockcheck run --cluster ssh ... <extra>` under partitions, SIGKILLs it once a partition is in force,
+// then `lockcheck clean --hosts` must remove everything (returns clean's output).
+std::string clean_after_killed_run(const std::string& hosts, const std::vector<std::string>& extra,
+                                   const std::function<std::string()>& leftovers) {
   TempDir results;
   ProcessSpec spec;
-  spec.argv = {
-      LOCKCHECK_BINARY, "run",       "--cluster",          "ssh", "--hosts",      hosts_, "--lock",        "redlock",
-      "--nemesis",      "partition", "--nemesis-interval", "1",   "--time-limit", "60",   "--no-progress", "--results",
-      results.str()};
+  spec.argv = {LOCKCHECK_BINARY, "run",  "--cluster",    "ssh", "--hosts",       hosts,    "--nemesis",
+               "partition",      "--nemesis-interval", "1",   "--time-limit",  "60",     "--no-progress",
+               "--results",      results.str()};
+  spec.argv.insert(spec.argv.end(), extra.begin(), extra.end());
   spec.stdout_path = results.str() + "/out.log";
   spec.stderr_path = "=stdout";
   {
@@ -284,7 +290,7 @@ TEST_F(SshClusterTest, CleanRemovesWhatAKilledRunLeft) {
     child.kill_and_reap();
   }
   std::ostringstream out, err;
-  int code = cli_main({"clean", "--hosts", hosts_}, out, err);
+  int code = cli_main({"clean", "--hosts", hosts}, out, err);
   EXPECT_EQ(code, 0) << out.str() << err.str();
   EXPECT_NE(out.str().find("removed"), std::string::npos) << out.str();
   EXPECT_EQ(leftovers(), "") << out.str();
@@ -295,6 +301,93 @@ TEST_F(SshClusterTest, CleanRemovesWhatAKilledRunLeft) {
     std::ifstream owner((e.path() / "owner").string());
     long pid = 0;
     if (owner >> pid) EXPECT_TRUE(::kill(static_cast<pid_t>(pid), 0) == 0) << "left: " << e.path();
+  }
+  return out.str();
+}
+
+TEST_F(SshClusterTest, CleanRemovesWhatAKilledRunLeft) {
+  clean_after_killed_run(hosts_, {"--lock", "redlock"}, leftovers);
+}
+
+// The same with etcd members: clean finds them by etcd.pid and kills them.
+TEST_F(SshClusterTest, CleanRemovesTheEtcdMembersOfAKilledRun) {
+  LOCKCHECK_NEED_ETCD();
+  LOCKCHECK_NEED(testing_util::etcd_adapter_built(LOCKCHECK_CLIENTS_DIR),
+                 "the etcd adapter is not built (scripts/build-clients; needs go): " << LOCKCHECK_CLIENTS_DIR);
+  const std::string out = clean_after_killed_run(hosts_, {"--server", "etcd", "--lock", "etcd"}, leftovers);
+  EXPECT_NE(out.find("killed"), std::string::npos) << out;
+}
+
+// --server etcd on the hosts: one member per host (etcd from the host's package), the essentials of
+// tests/support/etcd_remote_checks.h, the logs fetched, nothing left.
+TEST_F(SshClusterTest, EtcdMembersStartFaultAndStopLeavingNothing) {
+  LOCKCHECK_NEED_ETCD();
+  TempDir run;
+  RunConfig cfg;
+  cfg.cluster = "ssh";
+  cfg.server = ServerKind::kEtcd;
+  cfg.hosts = hosts_;
+  cfg.nodes = 5;
+  cfg.concurrency = 2;
+  std::string work_dir;
+  {
+    SshCluster c(cfg, run.str());
+    auto t0 = std::chrono::steady_clock::now();
+    c.start();
+    std::cout << "[ etcd     ] ssh: 5 members started, leader elected, all healthy in "
+              << std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0).count()
+              << " ms\n";
+    work_dir = c.host_of(0).work_dir;
+    EXPECT_EQ(c.nodes()[1].endpoint.host, "10.213.0.12");
+    EXPECT_EQ(c.nodes()[1].endpoint.port, kEtcdClientPort);
+    testing_util::check_remote_etcd_essentials(c);
+    // A delay between members: tc netem on both hosts (or a clear message where the kernel lacks it); healed,
+    // every member is healthy again.
+    try {
+      c.set_delay("n1", "n2", std::chrono::milliseconds(50), std::chrono::milliseconds(0));
+      c.heal_all();
+      EXPECT_EQ(testing_util::wait_etcd_ready(c, std::chrono::milliseconds(20000)), "");
+    } catch (const ClusterError& e) {
+      EXPECT_NE(std::string(e.what()).find("delay not available on h"), std::string::npos) << e.what();
+    }
+    t0 = std::chrono::steady_clock::now();
+    c.stop();
+    std::cout << "[ etcd     ] ssh: stopped in "
+              << std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0).count()
+              << " ms\n";
+  }
+  EXPECT_EQ(leftovers(), "");
+  for (const char* n : {"n1", "n2", "n3", "n4", "n5"}) {
+    std::ifstream log(run.str() + "/nodes/" + n + ".log");
+    std::string text((std::istreambuf_iterator<char>(log)), std::istreambuf_iterator<char>());
+    EXPECT_NE(text.find("starting an etcd server"), std::string::npos) << n;
+  }
+  for (auto& e : fs::directory_iterator(work_dir)) ADD_FAILURE() << "left on the host: " << e.path();
+}
+
+// etcd's lock on the hosts through the CLI: healthy is valid; under member kills the run completes, every kill
+// undone; nothing is left.
+TEST_F(SshClusterTest, EtcdLockRunsOnTheHostsAndLeavesNothing) {
+  LOCKCHECK_NEED_ETCD();
+  LOCKCHECK_NEED(testing_util::etcd_adapter_built(LOCKCHECK_CLIENTS_DIR),
+                 "the etcd adapter is not built (scripts/build-clients; needs go): " << LOCKCHECK_CLIENTS_DIR);
+  for (const bool kill : {false, true}) {
+    TempDir results;
+    std::ostringstream out, err;
+    std::vector<std::string> args = {"run",        "--server", "etcd",   "--cluster",      "ssh",
+                                     "--hosts",    hosts_,     "--lock", "etcd",           "--time-limit",
+                                     "8",          "--seed",   "7",      "--no-progress",  "--results",
+                                     results.str()};
+    if (kill) args.insert(args.end(), {"--nemesis", "kill", "--nemesis-interval", "2"});
+    const int code = cli_main(args, out, err);
+    if (kill) {
+      EXPECT_TRUE(code == kExitValid || code == kExitInvalid || code == kExitUnknown) << code << "\n"
+                                                                                      << out.str() << err.str();
+      EXPECT_NE(out.str().find("faults        valid"), std::string::npos) << out.str() << err.str();
+    } else {
+      EXPECT_EQ(code, kExitValid) << out.str() << err.str();
+    }
+    EXPECT_EQ(leftovers(), "");
   }
 }
 

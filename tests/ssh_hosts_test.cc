@@ -20,7 +20,8 @@ using nlohmann::json;
 json one_host() {
   return json::parse(R"({"known_hosts": "/kh", "hosts": [
     {"name": "h1", "address": "10.0.0.1", "port": 2222, "user": "bob", "key": "/k/id",
-     "redis_server": "/opt/redis-server", "work_dir": "/var/tmp/lc", "base_port": 7000, "sudo": true}]})");
+     "redis_server": "/opt/redis-server", "work_dir": "/var/tmp/lc", "base_port": 7000, "sudo": true,
+     "etcd": "/opt/etcd", "etcd_base_port": 12379}]})");
 }
 
 std::string error_of(const json& j) {
@@ -49,6 +50,8 @@ TEST(SshHostsTest, ParsesEveryField) {
   EXPECT_EQ(a.redis_server, "/opt/redis-server");
   EXPECT_EQ(a.work_dir, "/var/tmp/lc");
   EXPECT_EQ(a.base_port, 7000);
+  EXPECT_EQ(a.etcd, "/opt/etcd");
+  EXPECT_EQ(a.etcd_base_port, 12379);
   EXPECT_TRUE(a.sudo);
 }
 
@@ -61,6 +64,8 @@ TEST(SshHostsTest, DefaultsForOptionalFields) {
   EXPECT_EQ(h.hosts[0].port, 22);
   EXPECT_EQ(h.hosts[0].base_port, 6379);
   EXPECT_EQ(h.hosts[0].redis_server, "redis-server");
+  EXPECT_EQ(h.hosts[0].etcd, "etcd");
+  EXPECT_EQ(h.hosts[0].etcd_base_port, 2379);
   EXPECT_FALSE(h.hosts[0].user.empty());
   EXPECT_FALSE(h.hosts[0].sudo);
   EXPECT_TRUE(h.known_hosts.empty());
@@ -87,6 +92,8 @@ TEST(SshHostsTest, ErrorsNameTheField) {
       {"port", 0, "hosts[0].port: must be an integer from 1 to 65535"},
       {"port", "22", "hosts[0].port: must be an integer"},
       {"base_port", 70000, "hosts[0].base_port: must be an integer"},
+      {"etcd_base_port", 0, "hosts[0].etcd_base_port: must be an integer"},
+      {"etcd", "", "hosts[0].etcd: must be a non-empty string"},
       {"user", "-x", "hosts[0].user: must be a user name"},
       {"name", "a b", "hosts[0].name: must be a non-empty string without blanks"},
       {"name", "a/b", "hosts[0].name: 'a/b' may hold only"},

@@ -5,10 +5,13 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdlib>
+#include <fstream>
 #include <memory>
 #include <string>
 
 #include "cluster/etcd_cluster.h"
+#include "locks/adapters.h"
 #include "locks/lock_client.h"
 #include "sys/process.h"
 #include "tests/support/ci.h"
@@ -19,6 +22,13 @@ namespace testing_util {
 
 inline bool etcd_installed() { return find_program("etcd").has_value() && find_program("etcdctl").has_value(); }
 inline const char* kNoEtcd = "etcd and etcdctl are not installed (apt-get install etcd-server etcd-client)";
+
+// True when the etcd adapter (clients/etcd, built by scripts/build-clients) is in clients_dir (which becomes
+// LOCKCHECK_CLIENTS_DIR for the runs of this process).
+inline bool etcd_adapter_built(const std::string& clients_dir) {
+  ::setenv("LOCKCHECK_CLIENTS_DIR", clients_dir.c_str(), 1);
+  return std::ifstream(adapter_program(*find_lock_adapter("etcd"))).good();
+}
 
 struct EtcdTestCluster {
   explicit EtcdTestCluster(int nodes = 5, bool proxy = true) {
