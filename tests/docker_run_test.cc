@@ -151,7 +151,9 @@ TEST(DockerRunTest, EtcdLockOnDockerHealthyIsValidAndUnderKillsCompletes) {
         undone += op.value.value("phase", "") == "stop";
       }
     }
-    EXPECT_GT(acquires, 3u) << out.str();
+    // Healthy: the lock keeps changing hands. Under kills a member's death stalls the clients it served until
+    // they move on and the dead session's lease (TTL 3 s) runs out, so a 10 s run may grant only a few.
+    EXPECT_GT(acquires, kill ? 0u : 3u) << out.str();
     if (kill) {
       EXPECT_GT(started, 0u) << out.str();
       EXPECT_EQ(undone, started) << "a kill was not undone (its member restarted): " << out.str();
