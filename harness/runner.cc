@@ -489,6 +489,7 @@ RunOutcome run_test(RunConfig given, std::ostream& out, const Schedule* replay) 
   if (cluster) {
     log.log("stopping the cluster");
     cluster->stop();
+    log.log("cluster stopped");
   }
 
   nlohmann::json results = results_head(cfg, dir, started_at, duration_s, counts);
