@@ -242,11 +242,13 @@ TEST_P(AdapterTest, HealthyRunIsValid) {
 TEST_P(AdapterTest, KillWithFastRestartIsFoundInvalid) {
   TempDir results;
   int exit = -1;
-  for (uint64_t seed = 1; seed <= 4 && exit != 1; ++seed) {
+  // Most seeds find it at once; on a loaded machine (the -j3 suite beside Docker and ssh tests) the clients are
+  // slower, fewer acquires meet a restarted node, and redsync once went 4 seeds without: up to 8 before failing.
+  for (uint64_t seed = 1; seed <= 8 && exit != 1; ++seed) {
     exit = run_adapter(GetParam(), multi_node() ? 5 : 1, true, seed, results.path());
     ASSERT_NE(exit, 3) << "harness failure";
   }
-  EXPECT_EQ(exit, 1) << "no anomaly in 4 seeds";
+  EXPECT_EQ(exit, 1) << "no anomaly in 8 seeds";
 }
 
 // Protocol 2 spoken to an adapter directly (requests written, every line read back), so that the adapters'
