@@ -195,11 +195,14 @@ TEST_F(SshClusterTest, PrimitivesOnTheTestbedAndNothingLeft) {
 }
 
 TEST_F(SshClusterTest, RedlockUnderPartitionAndKillIsRecordedCheckedAndLeavesNothing) {
+  // Seed 1 plans the first partition at 1.8 s and the first kill at 2.9 s. The driver applies steps one after
+  // the other and drops those the run's end overtakes: with seed 7 (a kill of three nodes first, the partition
+  // 60 ms later) a loaded machine's slow restarts over ssh once pushed the partition past the 10 s run.
   TempDir results;
   std::ostringstream out, err;
   int code = cli_main(
       {"run", "--cluster", "ssh", "--hosts", hosts_, "--lock", "redlock", "--nemesis", "partition,kill",
-       "--nemesis-interval", "2", "--time-limit", "10", "--seed", "7", "--no-progress", "--results", results.str()},
+       "--nemesis-interval", "2", "--time-limit", "10", "--seed", "1", "--no-progress", "--results", results.str()},
       out, err);
   EXPECT_TRUE(code == kExitValid || code == kExitInvalid) << code << "\n" << out.str() << err.str();
   std::string run_dir;
