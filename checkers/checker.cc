@@ -24,6 +24,21 @@ Validity merge(Validity a, Validity b) {
   return Validity::kValid;
 }
 
+void for_each_violation(const nlohmann::json& results,
+                        const std::function<void(const nlohmann::json& checker, const nlohmann::json& anomaly)>& fn) {
+  if (!results.is_object()) return;
+  auto checkers = results.find("checkers");
+  if (checkers == results.end() || !checkers->is_array()) return;
+  for (const auto& c : *checkers) {
+    if (!c.is_object() || c.value("valid", "") != "invalid") continue;
+    auto anomalies = c.find("anomalies");
+    if (anomalies == c.end() || !anomalies->is_array()) continue;
+    for (const auto& a : *anomalies) {
+      if (a.is_object() && a.value("severity", "") != "note") fn(c, a);
+    }
+  }
+}
+
 std::optional<int64_t> anomaly_time_ns(const nlohmann::json& a, const History* h) {
   if (!a.is_object()) return std::nullopt;
   for (const char* field : {"at_ns", "from_ns"}) {

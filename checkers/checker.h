@@ -4,6 +4,7 @@
 #pragma once
 
 #include <chrono>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -59,6 +60,13 @@ struct CheckResult {
 // the latest of its ops' times; nullopt when it says none of these. Used for the time to the first anomaly in
 // seed searches, matrices, scorecards and `reproduce`.
 std::optional<int64_t> anomaly_time_ns(const nlohmann::json& anomaly, const History* h);
+
+// Every violation a results.json records: fn(checker, anomaly) for each anomaly object that is not a note, of
+// each checker whose verdict is invalid, in file order (`checker` is that checker's object: name, summary, ...).
+// Parts of the wrong JSON type are skipped. The one walk behind the time to the first anomaly (seed searches,
+// scorecards, matrices) and `reproduce`'s anomaly kinds.
+void for_each_violation(const nlohmann::json& results,
+                        const std::function<void(const nlohmann::json& checker, const nlohmann::json& anomaly)>& fn);
 
 void to_json(nlohmann::json& j, const CheckResult& r);
 void from_json(const nlohmann::json& j, CheckResult& r);

@@ -91,27 +91,28 @@ std::vector<std::string> about_checkers(const MatrixEntry& e) {
 // entry is about, else in any invalid checker; a checker without anomalies gives its summary.
 std::string first_anomaly_sentence(const nlohmann::json& results, const std::vector<std::string>& about) {
   if (!results.is_object()) return "";
-  const nlohmann::json checkers = results.value("checkers", nlohmann::json::array());
   for (const bool only_about : {true, false}) {
     if (only_about && about.empty()) continue;
-    std::string best, fallback;
+    auto counts = [&](const nlohmann::json& c) {
+      return !only_about || std::find(about.begin(), about.end(), c.value("checker", "?")) != about.end();
+    };
+    std::string best;
     std::optional<int64_t> best_t;
-    for (const auto& c : checkers) {
-      if (!c.is_object() || c.value("valid", "") != "invalid") continue;
-      const std::string name = c.value("checker", "?");
-      if (only_about && std::find(about.begin(), about.end(), name) == about.end()) continue;
-      for (const auto& a : c.value("anomalies", nlohmann::json::array())) {
-        if (!a.is_object() || a.value("severity", "") == "note" || !a.contains("description")) continue;
-        const std::optional<int64_t> t = anomaly_time_ns(a, nullptr);
-        if (best.empty() || (t && (!best_t || *t < *best_t))) {
-          best = name + ": " + a["description"].get<std::string>();
-          best_t = t;
-        }
+    for_each_violation(results, [&](const nlohmann::json& c, const nlohmann::json& a) {
+      if (!counts(c) || !a.contains("description")) return;
+      const std::optional<int64_t> t = anomaly_time_ns(a, nullptr);
+      if (best.empty() || (t && (!best_t || *t < *best_t))) {
+        best = c.value("checker", "?") + ": " + a["description"].get<std::string>();
+        best_t = t;
       }
-      if (fallback.empty()) fallback = name + ": " + c.value("summary", "");
-    }
+    });
     if (!best.empty()) return best;
-    if (!fallback.empty()) return fallback;
+    // An invalid checker without such anomalies: its summary.
+    for (const auto& c : results.value("checkers", nlohmann::json::array())) {
+      if (c.is_object() && c.value("valid", "") == "invalid" && counts(c)) {
+        return c.value("checker", "?") + ": " + c.value("summary", "");
+      }
+    }
   }
   return "";
 }

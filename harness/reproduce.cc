@@ -30,27 +30,17 @@ namespace lockcheck {
 
 std::vector<AnomalySeen> anomaly_kinds(const nlohmann::json& results, const History* h) {
   std::vector<AnomalySeen> seen;
-  if (!results.is_object()) return seen;
-  const nlohmann::json checkers = results.value("checkers", nlohmann::json::array());
-  if (!checkers.is_array()) return seen;
-  for (const auto& c : checkers) {
-    if (!c.is_object() || c.value("valid", "") != "invalid") continue;
-    const std::string checker = c.value("checker", "");
-    const nlohmann::json anomalies = c.value("anomalies", nlohmann::json::array());
-    if (!anomalies.is_array()) continue;
-    for (const auto& a : anomalies) {
-      if (!a.is_object() || !a.contains("kind") || !a["kind"].is_string()) continue;
-      if (a.value("severity", "") == "note") continue;
-      const std::optional<int64_t> t = anomaly_time_ns(a, h);
-      AnomalyKind kind{checker, a["kind"].get<std::string>()};
-      auto it = std::find_if(seen.begin(), seen.end(), [&](const AnomalySeen& s) { return s.kind == kind; });
-      if (it == seen.end()) {
-        seen.push_back({kind, t});
-      } else if (t && (!it->first_ns || *t < *it->first_ns)) {
-        it->first_ns = t;
-      }
+  for_each_violation(results, [&](const nlohmann::json& c, const nlohmann::json& a) {
+    if (!a.contains("kind") || !a["kind"].is_string()) return;
+    const std::optional<int64_t> t = anomaly_time_ns(a, h);
+    AnomalyKind kind{c.value("checker", ""), a["kind"].get<std::string>()};
+    auto it = std::find_if(seen.begin(), seen.end(), [&](const AnomalySeen& s) { return s.kind == kind; });
+    if (it == seen.end()) {
+      seen.push_back({kind, t});
+    } else if (t && (!it->first_ns || *t < *it->first_ns)) {
+      it->first_ns = t;
     }
-  }
+  });
   std::stable_sort(seen.begin(), seen.end(), [](const AnomalySeen& a, const AnomalySeen& b) {
     if (a.first_ns.has_value() != b.first_ns.has_value()) return a.first_ns.has_value();
     return a.first_ns && *a.first_ns < *b.first_ns;

@@ -16,19 +16,15 @@ std::optional<int64_t> first_anomaly_ns(const std::string& run_dir, const std::v
   nlohmann::json results = read_json_file(run_dir + "/results.json");
   std::optional<History> history;  // read only for an anomaly that gives no time but its ops
   std::optional<int64_t> first;
-  for (const auto& c : results.value("checkers", nlohmann::json::array())) {
-    if (c.value("valid", "") != "invalid") continue;
-    if (!only.empty() && std::find(only.begin(), only.end(), c.value("checker", "")) == only.end()) continue;
-    for (const auto& a : c.value("anomalies", nlohmann::json::array())) {
-      if (!a.is_object() || a.value("severity", "") == "note") continue;  // listed for the reader, no violation
-      std::optional<int64_t> t = anomaly_time_ns(a, nullptr);
-      if (!t && a.contains("ops")) {
-        if (!history) history = read_history(run_dir + "/history.jsonl");
-        t = anomaly_time_ns(a, &*history);
-      }
-      if (t && (!first || *t < *first)) first = t;
+  for_each_violation(results, [&](const nlohmann::json& c, const nlohmann::json& a) {
+    if (!only.empty() && std::find(only.begin(), only.end(), c.value("checker", "")) == only.end()) return;
+    std::optional<int64_t> t = anomaly_time_ns(a, nullptr);
+    if (!t && a.contains("ops")) {
+      if (!history) history = read_history(run_dir + "/history.jsonl");
+      t = anomaly_time_ns(a, &*history);
     }
-  }
+    if (t && (!first || *t < *first)) first = t;
+  });
   return first;
 }
 

@@ -160,5 +160,24 @@ TEST(AnomalyTime, AtThenFromThenTheLatestOp) {
   EXPECT_FALSE(anomaly_time_ns(nlohmann::json::array(), &h));
 }
 
+TEST(ForEachViolation, AnomaliesOfInvalidCheckersButNotNotesInFileOrder) {
+  const nlohmann::json results = nlohmann::json::parse(R"({"checkers": [
+    {"checker": "mutex", "valid": "invalid", "anomalies": [{"kind": "a"}, {"kind": "n", "severity": "note"}, 3,
+                                                          {"kind": "b"}]},
+    {"checker": "lease", "valid": "valid", "anomalies": [{"kind": "c"}]},
+    {"checker": "stats", "valid": "unknown", "anomalies": [{"kind": "d"}]},
+    {"checker": "fencing", "valid": "invalid", "anomalies": {"kind": "not an array"}},
+    "not an object",
+    {"checker": "liveness", "valid": "invalid", "anomalies": [{"kind": "e"}]}]})");
+  std::vector<std::string> seen;
+  for_each_violation(results, [&](const nlohmann::json& c, const nlohmann::json& a) {
+    seen.push_back(c.value("checker", "") + "/" + a.value("kind", ""));
+  });
+  EXPECT_EQ(seen, (std::vector<std::string>{"mutex/a", "mutex/b", "liveness/e"}));
+  for (const nlohmann::json& bad : {nlohmann::json(), nlohmann::json::array(), nlohmann::json{{"checkers", 1}}}) {
+    for_each_violation(bad, [](const nlohmann::json&, const nlohmann::json&) { ADD_FAILURE() << "called"; });
+  }
+}
+
 }  // namespace
 }  // namespace lockcheck
