@@ -344,28 +344,5 @@ std::string EtcdCluster::member_owning(const Endpoint& source) const {
   return "";
 }
 
-Endpoint EtcdCluster::endpoint_for(const std::string& party, size_t n) const {
-  const Endpoint& node = nodes_.at(n).listen;
-  if (!opts_.use_proxy) return node;
-  return links_.endpoint_for(proxy_, party, n, nodes_[n].name, node);
-}
-
-void EtcdCluster::cut(const std::string& a, const std::string& b) {
-  apply_proxy_fault(proxy_.get(), "cut " + a + "<->" + b, [&](FaultProxy& p) { p.cut(a, b); });
-}
-
-void EtcdCluster::heal(const std::string& a, const std::string& b) {
-  apply_proxy_fault(proxy_.get(), "heal " + a + "<->" + b, [&](FaultProxy& p) { p.heal(a, b); });
-}
-
-void EtcdCluster::heal_all() {
-  if (proxy_) proxy_->heal_all();
-}
-
-void EtcdCluster::set_delay(const std::string& a, const std::string& b, std::chrono::milliseconds delay,
-                            std::chrono::milliseconds jitter) {
-  apply_proxy_fault(proxy_.get(), "delay " + a + "<->" + b,
-                    [&](FaultProxy& p) { p.set_delay(a, b, delay, jitter); });
-}
 
 }  // namespace lockcheck

@@ -64,7 +64,7 @@ struct EtcdClusterOptions {
   static EtcdClusterOptions from(const RunConfig& c, const std::string& run_dir);
 };
 
-class EtcdCluster : public Cluster {
+class EtcdCluster : public ProxiedCluster {
  public:
   explicit EtcdCluster(EtcdClusterOptions opts);  // throws ClusterError for a bad node count
   ~EtcdCluster() override;                        // stop()
@@ -85,17 +85,15 @@ class EtcdCluster : public Cluster {
   void set_clock_offset(size_t n, std::chrono::nanoseconds offset) override;
   bool is_running(size_t n) const override;
 
-  Endpoint endpoint_for(const std::string& party, size_t n) const override;
-  void cut(const std::string& a, const std::string& b) override;
-  void heal(const std::string& a, const std::string& b) override;
-  void heal_all() override;
-  void set_delay(const std::string& a, const std::string& b, std::chrono::milliseconds delay,
-                 std::chrono::milliseconds jitter) override;
 
   pid_t pid(size_t n) const;  // -1 when down
   // The member that owns the TCP socket whose local end is `source` (127.0.0.1:port), by /proc; "" for none.
   // What the fault proxy's classifier asks. Thread-safe.
   std::string member_owning(const Endpoint& source) const;
+
+ protected:
+  Endpoint own_endpoint(size_t n) const override { return nodes_.at(n).listen; }
+  bool proxied() const override { return opts_.use_proxy; }
 
  private:
   std::vector<std::string> argv_for(size_t n) const;
@@ -119,8 +117,6 @@ class EtcdCluster : public Cluster {
   mutable std::mutex pids_mu_;  // member_owning runs on the proxy thread: never under mu_
   std::vector<pid_t> pids_;
 
-  std::unique_ptr<FaultProxy> proxy_;
-  ProxyLinks links_;  // (party, node) -> proxy listener
 };
 
 }  // namespace lockcheck

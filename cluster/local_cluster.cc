@@ -489,28 +489,5 @@ pid_t LocalCluster::sentinel_pid(size_t k) const {
   return sentinel_procs_.at(k) ? sentinel_procs_[k]->pid() : -1;
 }
 
-Endpoint LocalCluster::endpoint_for(const std::string& party, size_t n) const {
-  const Endpoint& node = nodes_.at(n).own_endpoint();
-  if (!opts_.use_proxy) return node;
-  return links_.endpoint_for(proxy_, party, n, nodes_[n].name, node);
-}
-
-void LocalCluster::cut(const std::string& a, const std::string& b) {
-  apply_proxy_fault(proxy_.get(), "cut " + a + "<->" + b, [&](FaultProxy& p) { p.cut(a, b); });
-}
-
-void LocalCluster::heal(const std::string& a, const std::string& b) {
-  apply_proxy_fault(proxy_.get(), "heal " + a + "<->" + b, [&](FaultProxy& p) { p.heal(a, b); });
-}
-
-void LocalCluster::heal_all() {
-  if (proxy_) proxy_->heal_all();
-}
-
-void LocalCluster::set_delay(const std::string& a, const std::string& b, std::chrono::milliseconds delay,
-                             std::chrono::milliseconds jitter) {
-  apply_proxy_fault(proxy_.get(), "delay " + a + "<->" + b,
-                    [&](FaultProxy& p) { p.set_delay(a, b, delay, jitter); });
-}
 
 }  // namespace lockcheck

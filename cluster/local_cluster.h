@@ -72,7 +72,7 @@ struct LocalClusterOptions {
   static LocalClusterOptions from(const RunConfig& c, const std::string& run_dir);
 };
 
-class LocalCluster : public Cluster {
+class LocalCluster : public ProxiedCluster {
  public:
   explicit LocalCluster(LocalClusterOptions opts);
   ~LocalCluster() override;  // stop()
@@ -89,17 +89,15 @@ class LocalCluster : public Cluster {
   void set_clock_offset(size_t n, std::chrono::nanoseconds offset) override;
   bool is_running(size_t n) const override;
 
-  Endpoint endpoint_for(const std::string& party, size_t n) const override;
-  void cut(const std::string& a, const std::string& b) override;
-  void heal(const std::string& a, const std::string& b) override;
-  void heal_all() override;
-  void set_delay(const std::string& a, const std::string& b, std::chrono::milliseconds delay,
-                 std::chrono::milliseconds jitter) override;
 
   // pid of node n's redis-server, or -1 when it is down.
   pid_t pid(size_t n) const;
   // pid of Sentinel k (0-based), or -1. REQUIRES: k < sentinels().size().
   pid_t sentinel_pid(size_t k) const;
+
+ protected:
+  Endpoint own_endpoint(size_t n) const override { return nodes_.at(n).own_endpoint(); }
+  bool proxied() const override { return opts_.use_proxy; }
 
  private:
   void spawn(size_t n);           // REQUIRES: mu_ held
@@ -134,8 +132,6 @@ class LocalCluster : public Cluster {
   std::vector<std::unique_ptr<ChildProcess>> sentinel_procs_;
   std::vector<bool> paused_;
 
-  std::unique_ptr<FaultProxy> proxy_;
-  ProxyLinks links_;  // (party, node) -> proxy listener
 };
 
 // A TCP port on 127.0.0.1 that was free a moment ago (bind to port 0, read it back, close).

@@ -34,4 +34,28 @@ void apply_proxy_fault(FaultProxy* proxy, const std::string& what, const std::fu
   }
 }
 
+Endpoint ProxiedCluster::endpoint_for(const std::string& party, size_t n) const {
+  const Endpoint node = own_endpoint(n);
+  if (!proxied()) return node;
+  return links_.endpoint_for(proxy_, party, n, nodes().at(n).name, node);
+}
+
+void ProxiedCluster::cut(const std::string& a, const std::string& b) {
+  apply_proxy_fault(proxy_.get(), "cut " + a + "<->" + b, [&](FaultProxy& p) { p.cut(a, b); });
+}
+
+void ProxiedCluster::heal(const std::string& a, const std::string& b) {
+  apply_proxy_fault(proxy_.get(), "heal " + a + "<->" + b, [&](FaultProxy& p) { p.heal(a, b); });
+}
+
+void ProxiedCluster::heal_all() {
+  if (proxy_) proxy_->heal_all();
+}
+
+void ProxiedCluster::set_delay(const std::string& a, const std::string& b, std::chrono::milliseconds delay,
+                               std::chrono::milliseconds jitter) {
+  apply_proxy_fault(proxy_.get(), "delay " + a + "<->" + b,
+                    [&](FaultProxy& p) { p.set_delay(a, b, delay, jitter); });
+}
+
 }  // namespace lockcheck

@@ -1,8 +1,10 @@
 // The network of the backends whose links all go through one FaultProxy on this machine (the local Redis
 // cluster, cluster/local_cluster.h, and the local etcd cluster, cluster/etcd_cluster.h): one proxy link per
 // (party, node), made on first use, and the faults applied to the proxy with its errors as ClusterError.
+// ProxiedCluster is that part of the Cluster interface, written once for both.
 #pragma once
 
+#include <chrono>
 #include <functional>
 #include <map>
 #include <memory>
@@ -32,5 +34,27 @@ class ProxyLinks {
 // Applies one network fault (what: "cut n1<->c0", ...) to the proxy; without a proxy, or when the proxy
 // refuses, throws ClusterError naming what.
 void apply_proxy_fault(FaultProxy* proxy, const std::string& what, const std::function<void(FaultProxy&)>& f);
+
+// A Cluster whose links go through its FaultProxy (proxy_, made by the subclass's start, dropped with
+// links_.reset at its stop): where a party reaches a node, and the network faults on the proxy.
+class ProxiedCluster : public Cluster {
+ public:
+  // The party's proxy link to node n; the node's own address when proxied() is false.
+  Endpoint endpoint_for(const std::string& party, size_t n) const override;
+  void cut(const std::string& a, const std::string& b) override;
+  void heal(const std::string& a, const std::string& b) override;
+  void heal_all() override;
+  void set_delay(const std::string& a, const std::string& b, std::chrono::milliseconds delay,
+                 std::chrono::milliseconds jitter) override;
+
+ protected:
+  // Where node n itself listens for clients (the far end of a party's link).
+  virtual Endpoint own_endpoint(size_t n) const = 0;
+  // Whether links go through the proxy (the backend's use_proxy option).
+  virtual bool proxied() const = 0;
+
+  std::unique_ptr<FaultProxy> proxy_;
+  ProxyLinks links_;  // (party, node) -> proxy listener
+};
 
 }  // namespace lockcheck
