@@ -93,7 +93,7 @@ class OpRules {
  public:
   // Returns why op (history index i, after every op before it) breaks a rule; empty when it does not.
   std::string check(const Op& op, int64_t i) {
-    const bool lost = op.is_client() && op.f == lost_f();
+    const bool lost = op.is_client() && op.f == lost_;
     if (op.is_client() && !lost && !known_client_f(op.f)) {
       return "unknown f \"" + op.f + "\" for a client op (known: acquire, release, extend, read, add, increment, lost)";
     }
@@ -131,11 +131,8 @@ class OpRules {
   }
 
  private:
-  static bool known_client_f(const Atom& f) {
-    static const Atom kKnown[] = {kKnownClientF[0], kKnownClientF[1], kKnownClientF[2],
-                                  kKnownClientF[3], kKnownClientF[4], kKnownClientF[5]};
-    static_assert(std::size(kKnownClientF) == std::size(kKnown));
-    for (const Atom& k : kKnown) {
+  bool known_client_f(const Atom& f) const {
+    for (const Atom& k : known_) {
       if (f == k) return true;
     }
     return false;
@@ -155,6 +152,11 @@ class OpRules {
     return sparse_[p];
   }
   static constexpr Process kDense = 1 << 20;  // a long info-heavy run retires a process id per info op
+  // Interned once per reader rather than looked up per op.
+  const Atom lost_ = lost_f();
+  const Atom known_[6] = {kKnownClientF[0], kKnownClientF[1], kKnownClientF[2],
+                          kKnownClientF[3], kKnownClientF[4], kKnownClientF[5]};
+  static_assert(std::size(kKnownClientF) == 6);
   Proc nemesis_;
   std::vector<Proc> dense_;
   std::unordered_map<Process, Proc> sparse_;
@@ -166,14 +168,25 @@ class OpRules {
 class AtomCache {
  public:
   // padded: s.data()[0 .. 8) is readable (the reader's buffer is padded after its last line).
-  Atom get(std::string_view s, bool padded = true) {
+  // The text met last is checked inline; the others, the table and the pool out of line.
+  [[gnu::always_inline]] Atom get(std::string_view s, bool padded = true) {
     const uint64_t head = head_of(s.data(), s.size(), padded);
-    for (size_t k = 0; k < kRecent; ++k) {
+    const Recent& r = recent_[0];
+    if (r.size == s.size() && r.head == head &&
+        (s.size() <= 8 || std::memcmp(r.atom.data() + 8, s.data() + 8, s.size() - 8) == 0)) {
+      return r.atom;
+    }
+    return get_rest(s, head);
+  }
+
+ private:
+  [[gnu::noinline]] Atom get_rest(std::string_view s, uint64_t head) {
+    for (size_t k = 1; k < kRecent; ++k) {
       const Recent& r = recent_[k];
       if (r.size != s.size() || r.head != head) continue;
       if (s.size() > 8 && std::memcmp(r.atom.data() + 8, s.data() + 8, s.size() - 8) != 0) continue;
-      if (k > 0) std::swap(recent_[k], recent_[k - 1]);  // the texts met most often move to the front
-      return recent_[k > 0 ? k - 1 : 0].atom;
+      std::swap(recent_[k], recent_[k - 1]);  // the texts met most often move to the front
+      return recent_[k - 1].atom;
     }
     Atom a;
     auto it = seen_.find(s);
@@ -187,7 +200,6 @@ class AtomCache {
     return a;
   }
 
- private:
   // The first (up to) eight bytes of a text, zero beyond its end: with the size, equal for equal short texts.
   static uint64_t head_of(const char* p, size_t n, bool padded) {
     uint64_t w = 0;
@@ -222,7 +234,7 @@ class LineScanner {
 
   bool op(Op* op) {
     int64_t process = 0;
-    std::string_view type, f, key;
+    std::string_view f, key;
     if (!lit("{\"index\":") || !integer(&op->index) || !lit(",\"time\":") || !integer(&op->time_ns) ||
         !lit(",\"process\":")) {
       return false;
@@ -234,13 +246,21 @@ class LineScanner {
       if (!integer(&process) || process < 0 || process > std::numeric_limits<Process>::max()) return false;
       op->process = static_cast<Process>(process);
     }
-    if (!lit(",\"type\":") || !string(&type) || !lit(",\"f\":") || !string(&f) || !lit(",\"key\":") || !string(&key) ||
-        !lit(",\"value\":null")) {
+    // The type as one of its four literals (the same lines as a string then op_type_from_string, without either).
+    if (lit(",\"type\":\"invoke\"")) {
+      op->type = OpType::kInvoke;
+    } else if (lit(",\"type\":\"ok\"")) {
+      op->type = OpType::kOk;
+    } else if (lit(",\"type\":\"fail\"")) {
+      op->type = OpType::kFail;
+    } else if (lit(",\"type\":\"info\"")) {
+      op->type = OpType::kInfo;
+    } else {
       return false;
     }
-    const std::optional<OpType> op_type = op_type_from_string(type);
-    if (!op_type) return false;
-    op->type = *op_type;
+    if (!lit(",\"f\":") || !string(&f) || !lit(",\"key\":") || !string(&key) || !lit(",\"value\":null")) {
+      return false;
+    }
     op->f = atoms_->f.get(f);
     op->key = atoms_->key.get(key);
     if (lit(",\"token\":")) {
