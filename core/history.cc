@@ -91,43 +91,49 @@ std::string process_name(Process p) { return p == kNemesis ? std::string("nemesi
 // The op rules of validate_history, applied one op at a time.
 class OpRules {
  public:
-  // Returns why op (history index i, after every op before it) breaks a rule; empty when it does not.
-  std::string check(const Op& op, int64_t i) {
+  // Whether op (history index i, after every op before it) keeps the rules; when it does not, *why says why.
+  bool check(const Op& op, int64_t i, std::string* why) {
     const bool lost = op.is_client() && op.f == lost_;
     if (op.is_client() && !lost && !known_client_f(op.f)) {
-      return "unknown f \"" + op.f + "\" for a client op (known: acquire, release, extend, read, add, increment, lost)";
+      *why = "unknown f \"" + op.f + "\" for a client op (known: acquire, release, extend, read, add, increment, lost)";
+      return false;
     }
     if (lost && !op.is_info()) {
-      return "a loss notice (f \"lost\") is one op of type info, not " + std::string(to_string(op.type));
+      *why = "a loss notice (f \"lost\") is one op of type info, not " + std::string(to_string(op.type));
+      return false;
     }
     Proc& pr = proc(op.process);
     if (op.time_ns < pr.last_time) {
-      return "time goes backwards for process " + process_name(op.process) + ": " + std::to_string(op.time_ns) +
+      *why = "time goes backwards for process " + process_name(op.process) + ": " + std::to_string(op.time_ns) +
              " ns after " + std::to_string(pr.last_time) + " ns at op " + std::to_string(pr.last_index);
+      return false;
     }
     if (lost) {
       // A notice stands alone: it may come while the process has an op open.
     } else if (op.is_invoke()) {
       if (pr.open >= 0) {
-        return "process " + process_name(op.process) + " invokes " + op.f + " while its " + pr.open_f +
+        *why = "process " + process_name(op.process) + " invokes " + op.f + " while its " + pr.open_f +
                " invoked at op " + std::to_string(pr.open) + " is still open";
+        return false;
       }
       pr.open = i;
       pr.open_f = op.f;
     } else {
       if (pr.open < 0) {
-        return "process " + process_name(op.process) + " completes " + op.f + " (" + to_string(op.type) +
+        *why = "process " + process_name(op.process) + " completes " + op.f + " (" + to_string(op.type) +
                ") with no open invoke";
+        return false;
       }
       if (pr.open_f != op.f) {
-        return "process " + process_name(op.process) + " completes " + op.f + " but its open invoke (op " +
+        *why = "process " + process_name(op.process) + " completes " + op.f + " but its open invoke (op " +
                std::to_string(pr.open) + ") is " + pr.open_f;
+        return false;
       }
       pr.open = -1;
     }
     pr.last_time = op.time_ns;
     pr.last_index = i;
-    return std::string();
+    return true;
   }
 
  private:
@@ -201,7 +207,7 @@ class AtomCache {
   }
 
   // The first (up to) eight bytes of a text, zero beyond its end: with the size, equal for equal short texts.
-  static uint64_t head_of(const char* p, size_t n, bool padded) {
+  [[gnu::always_inline]] static uint64_t head_of(const char* p, size_t n, bool padded) {
     uint64_t w = 0;
     if (!padded) {
       std::memcpy(&w, p, std::min<size_t>(n, 8));
@@ -453,7 +459,7 @@ class LineScanner {
   }
   // The ASCII digits at p (at most eight, none at or past end): how many, and their value in *value.
   // REQUIRES: p[0 .. 8) is readable.
-  static int digits8(const char* p, const char* end, uint64_t* value) {
+  [[gnu::always_inline]] static int digits8(const char* p, const char* end, uint64_t* value) {
     const uint64_t w = load(p);
     // A byte is a digit when its high nibble is 3 and stays 3 after adding 6. Carries can only start at a
     // byte that is not a digit, so the lowest flagged byte is exact.
@@ -704,8 +710,7 @@ History parse_source(Source src, const std::string& name, size_t lines, std::vec
       throw HistoryError(where(lineno) + "index " + std::to_string(op.index) + " out of order (expected " +
                          std::to_string(expected) + ")");
     }
-    why = rules.check(op, expected);
-    if (!why.empty()) throw HistoryError(where(lineno) + why);
+    if (!rules.check(op, expected, &why)) throw HistoryError(where(lineno) + why);
   }
   return h;
 }
@@ -726,8 +731,10 @@ void validate_history(const History& h, const std::string& name) {
       throw HistoryError(name + ": op " + std::to_string(i) + ": index " + std::to_string(h[i].index) +
                          " out of order (expected " + std::to_string(i) + ")");
     }
-    const std::string why = rules.check(h[i], static_cast<int64_t>(i));
-    if (!why.empty()) throw HistoryError(name + ": op " + std::to_string(i) + ": " + why);
+    std::string why;
+    if (!rules.check(h[i], static_cast<int64_t>(i), &why)) {
+      throw HistoryError(name + ": op " + std::to_string(i) + ": " + why);
+    }
   }
 }
 
