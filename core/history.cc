@@ -269,6 +269,7 @@ class LineScanner {
     }
     op->f = atoms_->f.get(f);
     op->key = atoms_->key.get(key);
+    if (end_ - p_ == 1 && *p_ == '}') return true;  // most lines end here: no optional field
     if (lit(",\"token\":")) {
       int64_t t = 0;
       if (!integer(&t)) return false;
@@ -390,7 +391,7 @@ class LineScanner {
     p_ = p;
   }
   template <size_t N>
-  bool lit(const char (&s)[N]) {
+  [[gnu::always_inline]] bool lit(const char (&s)[N]) {
     constexpr size_t n = N - 1;
     if (static_cast<size_t>(end_ - p_) < n || !equal<n>(p_, s)) return false;
     p_ += n;
@@ -468,6 +469,10 @@ class LineScanner {
     int n = not_digit == 0 ? 8 : __builtin_ctzll(not_digit) / 8;
     if (end - p < n) n = static_cast<int>(end - p);
     if (n <= 0) return 0;
+    if (n == 1) {  // a process id, mostly
+      *value = (w & 0xFF) - '0';
+      return 1;
+    }
     // The n digits moved to the end of the word (the last digit the least significant), '0' in front of them.
     const uint64_t aligned = n == 8 ? w : (w << (8 * (8 - n))) | (0x3030303030303030ULL >> (8 * n));
     *value = parse_eight_digits(aligned);
@@ -507,7 +512,7 @@ class LineScanner {
   static uint64_t has_less(uint64_t w, uint8_t n) { return (w - kOnes * n) & ~w & kHighs; }
   static uint64_t has_byte(uint64_t w, char c) { return has_less(w ^ (kOnes * static_cast<uint8_t>(c)), 1); }
   // The value of eight ASCII digits (the first byte the most significant): pairs, then quadruples, then all.
-  static uint64_t parse_eight_digits(uint64_t w) {
+  [[gnu::always_inline]] static uint64_t parse_eight_digits(uint64_t w) {
     w -= 0x3030303030303030ULL;
     w = (w * 10 + (w >> 8)) & 0x00FF00FF00FF00FFULL;    // each 16-bit lane: two digits
     w = (w * 100 + (w >> 16)) & 0x0000FFFF0000FFFFULL;  // each 32-bit lane: four digits
