@@ -91,51 +91,54 @@ std::string process_name(Process p) { return p == kNemesis ? std::string("nemesi
 // The op rules of validate_history, applied one op at a time.
 class OpRules {
  public:
-  // Returns why op (history index i, after every op before it) breaks a rule; empty when it does not.
-  std::string check(const Op& op, int64_t i) {
-    const bool lost = op.is_client() && op.f == lost_f();
+  // Whether op (history index i, after every op before it) keeps the rules; when it does not, *why says why.
+  bool check(const Op& op, int64_t i, std::string* why) {
+    const bool lost = op.is_client() && op.f == lost_;
     if (op.is_client() && !lost && !known_client_f(op.f)) {
-      return "unknown f \"" + op.f + "\" for a client op (known: acquire, release, extend, read, add, increment, lost)";
+      *why = "unknown f \"" + op.f + "\" for a client op (known: acquire, release, extend, read, add, increment, lost)";
+      return false;
     }
     if (lost && !op.is_info()) {
-      return "a loss notice (f \"lost\") is one op of type info, not " + std::string(to_string(op.type));
+      *why = "a loss notice (f \"lost\") is one op of type info, not " + std::string(to_string(op.type));
+      return false;
     }
     Proc& pr = proc(op.process);
     if (op.time_ns < pr.last_time) {
-      return "time goes backwards for process " + process_name(op.process) + ": " + std::to_string(op.time_ns) +
+      *why = "time goes backwards for process " + process_name(op.process) + ": " + std::to_string(op.time_ns) +
              " ns after " + std::to_string(pr.last_time) + " ns at op " + std::to_string(pr.last_index);
+      return false;
     }
     if (lost) {
       // A notice stands alone: it may come while the process has an op open.
     } else if (op.is_invoke()) {
       if (pr.open >= 0) {
-        return "process " + process_name(op.process) + " invokes " + op.f + " while its " + pr.open_f +
+        *why = "process " + process_name(op.process) + " invokes " + op.f + " while its " + pr.open_f +
                " invoked at op " + std::to_string(pr.open) + " is still open";
+        return false;
       }
       pr.open = i;
       pr.open_f = op.f;
     } else {
       if (pr.open < 0) {
-        return "process " + process_name(op.process) + " completes " + op.f + " (" + to_string(op.type) +
+        *why = "process " + process_name(op.process) + " completes " + op.f + " (" + to_string(op.type) +
                ") with no open invoke";
+        return false;
       }
       if (pr.open_f != op.f) {
-        return "process " + process_name(op.process) + " completes " + op.f + " but its open invoke (op " +
+        *why = "process " + process_name(op.process) + " completes " + op.f + " but its open invoke (op " +
                std::to_string(pr.open) + ") is " + pr.open_f;
+        return false;
       }
       pr.open = -1;
     }
     pr.last_time = op.time_ns;
     pr.last_index = i;
-    return std::string();
+    return true;
   }
 
  private:
-  static bool known_client_f(const Atom& f) {
-    static const Atom kKnown[] = {kKnownClientF[0], kKnownClientF[1], kKnownClientF[2],
-                                  kKnownClientF[3], kKnownClientF[4], kKnownClientF[5]};
-    static_assert(std::size(kKnownClientF) == std::size(kKnown));
-    for (const Atom& k : kKnown) {
+  bool known_client_f(const Atom& f) const {
+    for (const Atom& k : known_) {
       if (f == k) return true;
     }
     return false;
@@ -155,6 +158,11 @@ class OpRules {
     return sparse_[p];
   }
   static constexpr Process kDense = 1 << 20;  // a long info-heavy run retires a process id per info op
+  // Interned once per reader rather than looked up per op.
+  const Atom lost_ = lost_f();
+  const Atom known_[6] = {kKnownClientF[0], kKnownClientF[1], kKnownClientF[2],
+                          kKnownClientF[3], kKnownClientF[4], kKnownClientF[5]};
+  static_assert(std::size(kKnownClientF) == 6);
   Proc nemesis_;
   std::vector<Proc> dense_;
   std::unordered_map<Process, Proc> sparse_;
@@ -166,14 +174,25 @@ class OpRules {
 class AtomCache {
  public:
   // padded: s.data()[0 .. 8) is readable (the reader's buffer is padded after its last line).
-  Atom get(std::string_view s, bool padded = true) {
+  // The text met last is checked inline; the others, the table and the pool out of line.
+  [[gnu::always_inline]] Atom get(std::string_view s, bool padded = true) {
     const uint64_t head = head_of(s.data(), s.size(), padded);
-    for (size_t k = 0; k < kRecent; ++k) {
+    const Recent& r = recent_[0];
+    if (r.size == s.size() && r.head == head &&
+        (s.size() <= 8 || std::memcmp(r.atom.data() + 8, s.data() + 8, s.size() - 8) == 0)) {
+      return r.atom;
+    }
+    return get_rest(s, head);
+  }
+
+ private:
+  [[gnu::noinline]] Atom get_rest(std::string_view s, uint64_t head) {
+    for (size_t k = 1; k < kRecent; ++k) {
       const Recent& r = recent_[k];
       if (r.size != s.size() || r.head != head) continue;
       if (s.size() > 8 && std::memcmp(r.atom.data() + 8, s.data() + 8, s.size() - 8) != 0) continue;
-      if (k > 0) std::swap(recent_[k], recent_[k - 1]);  // the texts met most often move to the front
-      return recent_[k > 0 ? k - 1 : 0].atom;
+      std::swap(recent_[k], recent_[k - 1]);  // the texts met most often move to the front
+      return recent_[k - 1].atom;
     }
     Atom a;
     auto it = seen_.find(s);
@@ -187,9 +206,8 @@ class AtomCache {
     return a;
   }
 
- private:
   // The first (up to) eight bytes of a text, zero beyond its end: with the size, equal for equal short texts.
-  static uint64_t head_of(const char* p, size_t n, bool padded) {
+  [[gnu::always_inline]] static uint64_t head_of(const char* p, size_t n, bool padded) {
     uint64_t w = 0;
     if (!padded) {
       std::memcpy(&w, p, std::min<size_t>(n, 8));
@@ -222,7 +240,7 @@ class LineScanner {
 
   bool op(Op* op) {
     int64_t process = 0;
-    std::string_view type, f, key;
+    std::string_view f, key;
     if (!lit("{\"index\":") || !integer(&op->index) || !lit(",\"time\":") || !integer(&op->time_ns) ||
         !lit(",\"process\":")) {
       return false;
@@ -234,15 +252,24 @@ class LineScanner {
       if (!integer(&process) || process < 0 || process > std::numeric_limits<Process>::max()) return false;
       op->process = static_cast<Process>(process);
     }
-    if (!lit(",\"type\":") || !string(&type) || !lit(",\"f\":") || !string(&f) || !lit(",\"key\":") || !string(&key) ||
-        !lit(",\"value\":null")) {
+    // The type as one of its four literals (the same lines as a string then op_type_from_string, without either).
+    if (lit(",\"type\":\"invoke\"")) {
+      op->type = OpType::kInvoke;
+    } else if (lit(",\"type\":\"ok\"")) {
+      op->type = OpType::kOk;
+    } else if (lit(",\"type\":\"fail\"")) {
+      op->type = OpType::kFail;
+    } else if (lit(",\"type\":\"info\"")) {
+      op->type = OpType::kInfo;
+    } else {
       return false;
     }
-    const std::optional<OpType> op_type = op_type_from_string(type);
-    if (!op_type) return false;
-    op->type = *op_type;
+    if (!lit(",\"f\":") || !string(&f) || !lit(",\"key\":") || !string(&key) || !lit(",\"value\":null")) {
+      return false;
+    }
     op->f = atoms_->f.get(f);
     op->key = atoms_->key.get(key);
+    if (end_ - p_ == 1 && *p_ == '}') return true;  // most lines end here: no optional field
     if (lit(",\"token\":")) {
       int64_t t = 0;
       if (!integer(&t)) return false;
@@ -364,7 +391,7 @@ class LineScanner {
     p_ = p;
   }
   template <size_t N>
-  bool lit(const char (&s)[N]) {
+  [[gnu::always_inline]] bool lit(const char (&s)[N]) {
     constexpr size_t n = N - 1;
     if (static_cast<size_t>(end_ - p_) < n || !equal<n>(p_, s)) return false;
     p_ += n;
@@ -433,7 +460,7 @@ class LineScanner {
   }
   // The ASCII digits at p (at most eight, none at or past end): how many, and their value in *value.
   // REQUIRES: p[0 .. 8) is readable.
-  static int digits8(const char* p, const char* end, uint64_t* value) {
+  [[gnu::always_inline]] static int digits8(const char* p, const char* end, uint64_t* value) {
     const uint64_t w = load(p);
     // A byte is a digit when its high nibble is 3 and stays 3 after adding 6. Carries can only start at a
     // byte that is not a digit, so the lowest flagged byte is exact.
@@ -442,6 +469,10 @@ class LineScanner {
     int n = not_digit == 0 ? 8 : __builtin_ctzll(not_digit) / 8;
     if (end - p < n) n = static_cast<int>(end - p);
     if (n <= 0) return 0;
+    if (n == 1) {  // a process id, mostly
+      *value = (w & 0xFF) - '0';
+      return 1;
+    }
     // The n digits moved to the end of the word (the last digit the least significant), '0' in front of them.
     const uint64_t aligned = n == 8 ? w : (w << (8 * (8 - n))) | (0x3030303030303030ULL >> (8 * n));
     *value = parse_eight_digits(aligned);
@@ -481,7 +512,7 @@ class LineScanner {
   static uint64_t has_less(uint64_t w, uint8_t n) { return (w - kOnes * n) & ~w & kHighs; }
   static uint64_t has_byte(uint64_t w, char c) { return has_less(w ^ (kOnes * static_cast<uint8_t>(c)), 1); }
   // The value of eight ASCII digits (the first byte the most significant): pairs, then quadruples, then all.
-  static uint64_t parse_eight_digits(uint64_t w) {
+  [[gnu::always_inline]] static uint64_t parse_eight_digits(uint64_t w) {
     w -= 0x3030303030303030ULL;
     w = (w * 10 + (w >> 8)) & 0x00FF00FF00FF00FFULL;    // each 16-bit lane: two digits
     w = (w * 100 + (w >> 16)) & 0x0000FFFF0000FFFFULL;  // each 32-bit lane: four digits
@@ -684,8 +715,7 @@ History parse_source(Source src, const std::string& name, size_t lines, std::vec
       throw HistoryError(where(lineno) + "index " + std::to_string(op.index) + " out of order (expected " +
                          std::to_string(expected) + ")");
     }
-    why = rules.check(op, expected);
-    if (!why.empty()) throw HistoryError(where(lineno) + why);
+    if (!rules.check(op, expected, &why)) throw HistoryError(where(lineno) + why);
   }
   return h;
 }
@@ -706,8 +736,10 @@ void validate_history(const History& h, const std::string& name) {
       throw HistoryError(name + ": op " + std::to_string(i) + ": index " + std::to_string(h[i].index) +
                          " out of order (expected " + std::to_string(i) + ")");
     }
-    const std::string why = rules.check(h[i], static_cast<int64_t>(i));
-    if (!why.empty()) throw HistoryError(name + ": op " + std::to_string(i) + ": " + why);
+    std::string why;
+    if (!rules.check(h[i], static_cast<int64_t>(i), &why)) {
+      throw HistoryError(name + ": op " + std::to_string(i) + ": " + why);
+    }
   }
 }
 

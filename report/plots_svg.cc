@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <sstream>
 #include <unordered_set>
 
@@ -134,10 +135,23 @@ std::string render_latency_plot(const std::vector<LatencyPoint>& points, const s
     for (const auto& p : points) ++count[p.outcome == OpType::kOk ? 0 : p.outcome == OpType::kFail ? 1 : 2];
     for (int o = 0; o < 3; ++o) outcomes[o].pos.reserve(count[o]);
   }
+  // Failed acquires by the last latency seen: a contended lock's acquires mostly fail after the same wait (their
+  // timeout), and log10 is most of a point's cost. (Failures only: other latencies seldom repeat.)
+  int64_t last_fail_ns = std::numeric_limits<int64_t>::min();
+  double last_fail_y = 0;
   for (const auto& p : points) {
     const int o = p.outcome == OpType::kOk ? 0 : p.outcome == OpType::kFail ? 1 : 2;
     Outcome& out = outcomes[o];
-    const Pos q{f.x(p.invoke_ns), y_of(p.latency_ns)};
+    double y;
+    if (o != 1) {
+      y = y_of(p.latency_ns);
+    } else if (p.latency_ns == last_fail_ns) {
+      y = last_fail_y;
+    } else {
+      y = last_fail_y = y_of(p.latency_ns);
+      last_fail_ns = p.latency_ns;
+    }
+    const Pos q{f.x(p.invoke_ns), y};
     if (out.pos.empty()) {
       out.x0 = out.x1 = q.x;
       out.y0 = out.y1 = q.y;
