@@ -196,13 +196,15 @@ TEST_F(SshClusterTest, PrimitivesOnTheTestbedAndNothingLeft) {
 
 TEST_F(SshClusterTest, RedlockUnderPartitionAndKillIsRecordedCheckedAndLeavesNothing) {
   // Seed 1 plans the first partition at 1.8 s and the first kill at 2.9 s. The driver applies steps one after
-  // the other and drops those the run's end overtakes: with seed 7 (a kill of three nodes first, the partition
-  // 60 ms later) a loaded machine's slow restarts over ssh once pushed the partition past the 10 s run.
+  // the other and drops those the run's end overtakes, and on a loaded machine one step over ssh can take
+  // seconds: with seed 7 (a kill of three nodes first, the partition 60 ms later) slow restarts pushed the
+  // partition past a 10 s run; with seed 1 and 10 s, a slow partition (two busy loops beside the -j5 suite)
+  // pushed the kill past it. 20 s leaves the second step more than 17 s.
   TempDir results;
   std::ostringstream out, err;
   int code = cli_main(
       {"run", "--cluster", "ssh", "--hosts", hosts_, "--lock", "redlock", "--nemesis", "partition,kill",
-       "--nemesis-interval", "2", "--time-limit", "10", "--seed", "1", "--no-progress", "--results", results.str()},
+       "--nemesis-interval", "2", "--time-limit", "20", "--seed", "1", "--no-progress", "--results", results.str()},
       out, err);
   EXPECT_TRUE(code == kExitValid || code == kExitInvalid) << code << "\n" << out.str() << err.str();
   std::string run_dir;
