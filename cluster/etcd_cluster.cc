@@ -344,5 +344,4 @@ std::string EtcdCluster::member_owning(const Endpoint& source) const {
   return "";
 }
 
-
 }  // namespace lockcheck

@@ -85,7 +85,6 @@ class EtcdCluster : public ProxiedCluster {
   void set_clock_offset(size_t n, std::chrono::nanoseconds offset) override;
   bool is_running(size_t n) const override;
 
-
   pid_t pid(size_t n) const;  // -1 when down
   // The member that owns the TCP socket whose local end is `source` (127.0.0.1:port), by /proc; "" for none.
   // What the fault proxy's classifier asks. Thread-safe.
@@ -116,7 +115,6 @@ class EtcdCluster : public ProxiedCluster {
   std::vector<bool> paused_;
   mutable std::mutex pids_mu_;  // member_owning runs on the proxy thread: never under mu_
   std::vector<pid_t> pids_;
-
 };
 
 }  // namespace lockcheck

@@ -489,5 +489,4 @@ pid_t LocalCluster::sentinel_pid(size_t k) const {
   return sentinel_procs_.at(k) ? sentinel_procs_[k]->pid() : -1;
 }
 
-
 }  // namespace lockcheck

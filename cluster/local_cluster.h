@@ -89,7 +89,6 @@ class LocalCluster : public ProxiedCluster {
   void set_clock_offset(size_t n, std::chrono::nanoseconds offset) override;
   bool is_running(size_t n) const override;
 
-
   // pid of node n's redis-server, or -1 when it is down.
   pid_t pid(size_t n) const;
   // pid of Sentinel k (0-based), or -1. REQUIRES: k < sentinels().size().
@@ -131,7 +130,6 @@ class LocalCluster : public ProxiedCluster {
   std::vector<std::unique_ptr<ChildProcess>> procs_;
   std::vector<std::unique_ptr<ChildProcess>> sentinel_procs_;
   std::vector<bool> paused_;
-
 };
 
 // A TCP port on 127.0.0.1 that was free a moment ago (bind to port 0, read it back, close).
