@@ -30,6 +30,7 @@
 #include "checkers/checker.h"
 #include "checkers/format.h"
 #include "core/flat_table.h"
+#include "core/huge_pages.h"
 #include "core/nearly_sorted.h"
 
 namespace lockcheck {
@@ -179,6 +180,8 @@ class LivenessChecker : public Checker {
           if (keys.size() == 1) {
             keys.back().failed.reserve((h.size() - i) / 2 + 1);
             keys.back().grants.reserve((h.size() - i) / 2 + 1);
+            advise_huge_pages(keys.back().failed);
+            advise_huge_pages(keys.back().grants);
           }
         }
         last_key = op.key;

@@ -1,6 +1,5 @@
 #include "core/huge_pages.h"
 
-#include <dirent.h>
 #include <sys/mman.h>
 
 #include <atomic>
@@ -8,8 +7,6 @@
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
-#include <fstream>
-#include <string>
 
 namespace lockcheck {
 
@@ -17,35 +14,11 @@ namespace {
 
 constexpr uintptr_t kHugePage = uintptr_t{2} << 20;
 
-// True when this is a virtual machine whose balloon device takes back free memory (virtio-balloon with free
-// page reporting, feature bit 5): the guest kernel hands every free 2 MiB block to the hypervisor, which drops
-// it, so a fresh huge page is one the host must fault in again while the guest zeroes it. Measured on the
-// project's VM (Firecracker, reporting order 9): the advice cut the page faults of a 10^6-op check from 81,000
-// to 9,000 and its user time by a fifth, but its system time rose from 0.3 s to 0.5-1.1 s in most runs.
-bool free_memory_goes_back_to_host() {
-  DIR* dir = ::opendir("/sys/bus/virtio/devices");
-  if (dir == nullptr) return false;
-  bool reporting = false;
-  while (const dirent* e = ::readdir(dir)) {
-    if (e->d_name[0] == '.') continue;
-    const std::string base = std::string("/sys/bus/virtio/devices/") + e->d_name;
-    std::ifstream device(base + "/device");
-    std::string id;
-    if (!(device >> id) || id != "0x0005") continue;  // VIRTIO_ID_BALLOON
-    std::ifstream features(base + "/features");
-    std::string bits;
-    if (features >> bits && bits.size() > 5 && bits[5] == '1') reporting = true;  // VIRTIO_BALLOON_F_REPORTING
-  }
-  ::closedir(dir);
-  return reporting;
-}
-
 bool huge_pages_wanted() {
   static const bool wanted = [] {
     const char* v = std::getenv("LOCKCHECK_HUGE_PAGES");
     if (v != nullptr && std::strcmp(v, "0") == 0) return false;
-    if (v != nullptr && std::strcmp(v, "1") == 0) return true;
-    return !free_memory_goes_back_to_host();
+    return true;
   }();
   return wanted;
 }

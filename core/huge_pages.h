@@ -5,10 +5,13 @@
 // "always" or "madvise" (Debian's default is madvise) an advised range is backed by huge pages as it is first
 // touched; with "never", or without THP, the advice is ignored and nothing else changes.
 //
-// Except on a virtual machine whose balloon device reports free memory back to the hypervisor (virtio-balloon
-// with free page reporting, as on the project's VM): there every fresh 2 MiB page is one the host has dropped,
-// and zeroing it cost more system time than the faults it saved (huge_pages.cc has the figures), so the advice
-// is left out. LOCKCHECK_HUGE_PAGES=1 gives it anyway, LOCKCHECK_HUGE_PAGES=0 never (to measure either way).
+// The project's VM (a Firecracker guest whose virtio balloon reports free 2 MiB blocks back to the host) was
+// once left out, from figures taken under load 15-21 before pages were populated ahead. Re-measured idle on
+// 2026-12-04 with population (bench/README.md, "Huge pages by default"): advised is never slower on average,
+// and much faster when a check follows another (the host still backs the pages the last one freed):
+// gen 10^6 0.51-0.96 s against 0.98-1.31 s back to back, 0.88-0.99 s against 0.99-1.05 s after 3 s idle; the
+// contended 10^5 history 0.05-0.07 s against 0.08-0.09 s back to back, both 0.10 s on average after 3 s idle.
+// LOCKCHECK_HUGE_PAGES=0 leaves the advice out (to measure without it).
 #pragma once
 
 #include <algorithm>

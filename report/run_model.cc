@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "core/flat_table.h"
+#include "core/huge_pages.h"
 #include "core/nearly_sorted.h"
 
 namespace lockcheck {
@@ -39,6 +40,7 @@ std::vector<Hold> lock_holds(const History& h, const HoldOptions& opts, const st
   std::vector<Hold> holds;
   // At most one per completion: reserved address space, touched as holds come (no copy on growth).
   holds.reserve(h.size() / 2 + 1);
+  advise_huge_pages(holds);
   // (key id << 32 | process) -> index in holds (most histories have one key or a few).
   std::unordered_map<Atom, uint64_t> key_ids;
   FlatTable<size_t> open;  // the hold's index in holds
@@ -206,6 +208,7 @@ std::vector<LatencyPoint> acquire_latencies(const History& h, const std::vector<
   // as the points come): the vector is never moved, and a contended history's 10^5 failed acquires no longer
   // copy and touch it twice over.
   points.reserve(h.size() / 2);
+  advise_huge_pages(points);
   for (size_t i = 0; i < h.size(); ++i) {
     prefetch_pair(h, pairs, i);
     const Op& op = h[i];
