@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
 # `lockcheck check` end to end (read the history once, every checker of the lock workload, the report) on
-# generated histories of several shapes and writers, with CPU time (user + sys) and peak RSS from /usr/bin/time.
+# generated histories of several shapes and writers, with CPU time (user + sys, to the millisecond) and peak RSS from wait4's rusage.
 # Optionally the same histories through a Porcupine v1.3.1 driver (built outside the repository, see
 # bench/README.md) for comparison.
 #
 #   bench/check_bench.sh [--build BUILD] [--sizes 100000,1000000] [--repeat 3] [--work DIR] [--porcupine BIN]
 #                        [--porcupine-timeout 300] [--porcupine-repeat 1] [--porcupine-mem-gb 6]
-#                        [--shapes mutex,gen,info5,info20,noretire,p100,spaced,compact,edn]
+#                        [--shapes mutex,gen,info5,info20,noretire,p100,spaced,compact,edn] [--pause S]
 #
 # The driver's path may also come from the environment: PORCUPINE_DRIVER=BIN.
 #
@@ -26,12 +26,14 @@
 # never writes, so for edn both columns measure the same command), peak RSS MiB (max), and with a driver the same
 # for Porcupine (load + check) and the ratios of Porcupine's CPU time to each of lockcheck's. Histories are kept
 # in --work for reruns. Porcupine checks the same history for spaced, compact and edn as for gen (its own JSON,
-# converted once).
+# converted once). Runs follow each other at once by default; --pause S sleeps S seconds before each timed run:
+# on a VM that hands free memory back to its host (as the project's does, ~2 s after it is freed), a program
+# that runs after a pause pays for fresh pages that one run right after another does not.
 set -euo pipefail
 
 build=build sizes=100000,1000000 repeat=3 work=/tmp/lockcheck-check-bench porc=${PORCUPINE_DRIVER:-}
 shapes=mutex,gen,info5,info20,noretire,p100,spaced,compact,edn
-porc_timeout=300 porc_repeat=1 porc_mem_gb=6
+porc_timeout=300 porc_repeat=1 porc_mem_gb=6 pause=0
 while [ $# -gt 0 ]; do
   case "$1" in
     --build) build=$2; shift 2 ;;
@@ -43,13 +45,14 @@ while [ $# -gt 0 ]; do
     --porcupine-repeat) porc_repeat=$2; shift 2 ;;
     --porcupine-mem-gb) porc_mem_gb=$2; shift 2 ;;
     --shapes) shapes=$2; shift 2 ;;
+    --pause) pause=$2; shift 2 ;;
     *) echo "check_bench: unknown argument $1" >&2; exit 2 ;;
   esac
 done
 lockcheck=$build/lockcheck
 gen=$build/bench/mutex_bench
 [ -x "$lockcheck" ] && [ -x "$gen" ] || { echo "check_bench: build lockcheck and mutex_bench in $build first" >&2; exit 2; }
-[ -x /usr/bin/time ] || { echo "check_bench: needs /usr/bin/time (apt-get install time)" >&2; exit 2; }
+command -v python3 >/dev/null || { echo "check_bench: needs python3 (it times each run with wait4)" >&2; exit 2; }
 if [ -n "$porc" ] && [ ! -x "$porc" ]; then
   echo "check_bench: --porcupine / PORCUPINE_DRIVER: $porc is not an executable (bench/README.md says how to build it)" >&2
   exit 2
@@ -115,25 +118,31 @@ EOF
 }
 
 # Runs "$@" --repeat times; prints "min_cpu_s sys_s_of_that_run max_rss_mib status" (status of the last run).
+# CPU and peak RSS of the command alone come from wait4's rusage (python3), to the millisecond: /usr/bin/time
+# prints hundredths, too coarse for a 0.05 s check. With --pause S each run follows S seconds of idle.
 measure() {
-  local best="" best_sys="" rss=0 st=0 out tf
-  tf=$(mktemp)
-  for _ in $(seq "$repeat"); do
-    st=0
-    /usr/bin/time -o "$tf" -f "TIME %U %S %M" "$@" >/dev/null 2>&1 || st=$?
-    out=$(grep '^TIME' "$tf" || true)
-    [ -n "$out" ] || { rm -f "$tf"; echo "- - - $st"; return; }
-    read -r _ u s m <<<"$out"
-    local cpu
-    cpu=$(awk -v u="$u" -v s="$s" 'BEGIN { printf "%.2f", u + s }')
-    if [ -z "$best" ] || awk -v a="$cpu" -v b="$best" 'BEGIN { exit !(a < b) }'; then
-      best=$cpu
-      best_sys=$s
-    fi
-    [ "$m" -gt "$rss" ] && rss=$m
-  done
-  rm -f "$tf"
-  echo "$best $best_sys $((rss / 1024)) $st"
+  python3 - "$repeat" "$pause" "$@" <<'EOF'
+import os, subprocess, sys, time
+repeat, pause, cmd = int(sys.argv[1]), float(sys.argv[2]), sys.argv[3:]
+best = None
+rss = 0
+status = 0
+for _ in range(repeat):
+    if pause > 0:
+        time.sleep(pause)
+    try:
+        p = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    except OSError:
+        print("- - - 127")
+        sys.exit(0)
+    _, st, ru = os.wait4(p.pid, 0)
+    status = os.waitstatus_to_exitcode(st)
+    cpu = ru.ru_utime + ru.ru_stime
+    if best is None or cpu < best[0]:
+        best = (cpu, ru.ru_stime)
+    rss = max(rss, ru.ru_maxrss)
+print("%.3f %.3f %d %d" % (best[0], best[1], rss // 1024, status))
+EOF
 }
 
 printf "| shape | ops | entries | verdict | lockcheck CPU s (sys) | --verdict-only CPU s (sys) | RSS MiB |"
