@@ -238,7 +238,20 @@ class LineScanner {
   // REQUIRES: p[0 .. len + 8) is readable (the reader's buffer is padded after its last line).
   LineScanner(const char* p, size_t len, AtomCaches* atoms) : p_(p), end_(p + len), atoms_(atoms) {}
 
-  bool op(Op* op) {
+  bool op(Op* op) { return fields(op) && p_ == end_; }
+
+  // The same for a line not yet cut at its newline: [p, p + len) is the rest of the read window. Scans the op
+  // up to its closing brace, which must be followed by the newline (a string's newline or the window's end fail
+  // it); then *nl is the newline. Saves the separate search for each line's end (memchr over every byte).
+  bool op_to_newline(Op* op, const char** nl) {
+    if (!fields(op) || p_ >= end_ || *p_ != '\n') return false;
+    *nl = p_;
+    return true;
+  }
+
+ private:
+  // The writer's op, from its opening brace up to and including its closing one.
+  bool fields(Op* op) {
     int64_t process = 0;
     std::string_view f, key;
     if (!lit("{\"index\":") || !integer(&op->index) || !lit(",\"time\":") || !integer(&op->time_ns) ||
@@ -269,7 +282,10 @@ class LineScanner {
     }
     op->f = atoms_->f.get(f);
     op->key = atoms_->key.get(key);
-    if (end_ - p_ == 1 && *p_ == '}') return true;  // most lines end here: no optional field
+    if (p_ < end_ && *p_ == '}') {  // most lines end here: no optional field
+      ++p_;
+      return true;
+    }
     if (lit(",\"token\":")) {
       int64_t t = 0;
       if (!integer(&t)) return false;
@@ -285,9 +301,10 @@ class LineScanner {
       if (!string(&e)) return false;
       op->error = atoms_->error.get(e);
     }
-    return lit("}") && p_ == end_;
+    return lit("}");
   }
 
+ public:
   // The second fast path, for lines other tools write: the same flat op with its fields in any order and JSON
   // whitespace between the tokens (e.g. Python's json.dumps: a space after every ':' and ','). Returns false,
   // and the line goes to parse_op, on anything else: a field twice, a field it does not know, a missing required
@@ -663,7 +680,30 @@ History parse_source(Source src, const std::string& name, size_t lines, std::vec
   bool eof = false;
   int64_t lineno = 0;
   auto where = [&](int64_t line) { return name + ":" + std::to_string(line) + ": "; };
+  // The checks of an op just parsed (the last of h) against the ones before it.
+  auto accept = [&](const Op& op, int64_t line) {
+    const int64_t expected = static_cast<int64_t>(h.size()) - 1;
+    if (op.index != expected) {
+      throw HistoryError(where(line) + "index " + std::to_string(op.index) + " out of order (expected " +
+                         std::to_string(expected) + ")");
+    }
+    std::string why;
+    if (!rules.check(op, expected, &why)) throw HistoryError(where(line) + why);
+  };
   for (;;) {
+    // The writer's own lines are scanned up to their newline in one go (most lines of most histories).
+    if (begin < end && buf[begin] == '{') {
+      const char* const line = buf.data() + begin;
+      const char* nl = nullptr;
+      populate.fill(h);
+      Op& op = h.emplace_back();
+      if (LineScanner(line, end - begin, &atoms).op_to_newline(&op, &nl)) {
+        begin += static_cast<size_t>(nl - line) + 1;
+        accept(op, ++lineno);
+        continue;
+      }
+      h.pop_back();  // anything else (or a line the window cuts): found and parsed as below
+    }
     const char* nl = static_cast<const char*>(std::memchr(buf.data() + begin, '\n', end - begin));
     if (nl == nullptr && !eof) {
       // Need more bytes: compact, grow when one line fills the window, read.
@@ -712,12 +752,7 @@ History parse_source(Source src, const std::string& name, size_t lines, std::vec
       }
       throw HistoryError(where(lineno) + why);
     }
-    const int64_t expected = static_cast<int64_t>(h.size()) - 1;
-    if (op.index != expected) {
-      throw HistoryError(where(lineno) + "index " + std::to_string(op.index) + " out of order (expected " +
-                         std::to_string(expected) + ")");
-    }
-    if (!rules.check(op, expected, &why)) throw HistoryError(where(lineno) + why);
+    accept(op, lineno);
   }
   return h;
 }
