@@ -162,16 +162,25 @@ TEST(NemesisRunTest, SameSeedSameScheduleJson) {
   ASSERT_FALSE(xa.empty());
   ASSERT_FALSE(xb.empty());
   const int64_t reached = std::min(xa.rbegin()->first, xb.rbegin()->first);
+  // A planned stop can also be folded into its nemesis's next start: when a start came late (a slow kill or
+  // restart under load), the fault is still in force at the next start of the same nemesis, which heals it
+  // first, recorded without a step ("final"). So a stop step may be in one run only; a start step may not.
+  auto planned_stop = [&](int64_t step) { return sa["plan"][static_cast<size_t>(step)]["phase"] == "stop"; };
   size_t compared = 0;
   for (const auto& [step, entries] : xa) {
     if (step > reached) break;
     auto it = xb.find(step);
-    ASSERT_NE(it, xb.end()) << "step " << step << " applied in one run only";
+    if (it == xb.end()) {
+      EXPECT_TRUE(planned_stop(step)) << "step " << step << " applied in one run only";
+      continue;
+    }
     EXPECT_EQ(entries, it->second) << "step " << step;
     ++compared;
   }
   for (const auto& [step, entries] : xb) {
-    if (step <= reached) EXPECT_TRUE(xa.count(step)) << "step " << step << " applied in one run only";
+    if (step <= reached && !xa.count(step)) {
+      EXPECT_TRUE(planned_stop(step)) << "step " << step << " applied in one run only";
+    }
   }
   EXPECT_GE(compared, 2u);
   for (const auto& e : sa["executed"]) {
