@@ -286,11 +286,13 @@ TEST(ClientPausesTest, ReleaseAllAndStopEndAPauseEarly) {
   ASSERT_TRUE(p.wait_fired(id, std::chrono::seconds(5)));
   p.release_all();
   t.join();  // would take 60 s without release_all
-  p.arm({0}, std::chrono::seconds(60));
+  const int64_t second = p.arm({0}, std::chrono::seconds(60));
   std::thread u([&] { p.pause_point(0, stop); });
-  std::this_thread::sleep_for(std::chrono::milliseconds(30));
+  // The pause has begun before the stop (a fixed sleep here let a loaded machine set stop before the thread
+  // reached its pause point, which then returned at once and left the arm in place).
+  ASSERT_TRUE(p.wait_fired(second, std::chrono::seconds(5)));
   stop.store(true);
-  u.join();
+  u.join();  // would take 60 s without the stop
   EXPECT_FALSE(p.armed());
 }
 
