@@ -14,20 +14,19 @@ namespace {
 
 constexpr uintptr_t kHugePage = uintptr_t{2} << 20;
 
+// Whether the switch env (LOCKCHECK_HUGE_PAGES, LOCKCHECK_POPULATE) leaves its part on: anything but "0".
+bool switched_on(const char* env) {
+  const char* v = std::getenv(env);
+  return v == nullptr || std::strcmp(v, "0") != 0;
+}
+
 bool huge_pages_wanted() {
-  static const bool wanted = [] {
-    const char* v = std::getenv("LOCKCHECK_HUGE_PAGES");
-    if (v != nullptr && std::strcmp(v, "0") == 0) return false;
-    return true;
-  }();
+  static const bool wanted = switched_on("LOCKCHECK_HUGE_PAGES");
   return wanted;
 }
 
 bool populate_wanted() {
-  static const bool wanted = [] {
-    const char* v = std::getenv("LOCKCHECK_POPULATE");
-    return v == nullptr || std::strcmp(v, "0") != 0;
-  }();
+  static const bool wanted = switched_on("LOCKCHECK_POPULATE");
   return wanted;
 }
 

@@ -239,7 +239,7 @@ int check_foreign_file(const std::string& path, const std::string& format, std::
 // back, median 860 -> 744 ms after 3 s idle; peak RSS 337 -> 340 MB. A history needing more than the range
 // goes on in ordinary pages; where the address space is limited (ulimit -v) the malloc fails and nothing is
 // advised. LOCKCHECK_HUGE_PAGES=0 leaves it out.
-void keep_freed_memory() {
+void set_up_check_heap() {
   mallopt(M_MMAP_MAX, 0);  // every block from the heap (a freed one is unmapped otherwise, above 32 MiB)
   mallopt(M_TRIM_THRESHOLD, 1 << 30);
   constexpr size_t kAdvisedHeap = size_t{768} << 20;  // below the trim threshold: free keeps it
@@ -271,7 +271,7 @@ int cmd_check(const std::vector<std::string>& args, std::ostream& out) {
     if (timeout <= 0) throw ConfigError("--checker-timeout: must be > 0 seconds");
     t = timeout;
   }
-  keep_freed_memory();
+  set_up_check_heap();
   if (vm.count("format")) {
     if (format != "edn" && format != "porcupine")
       throw ConfigError("--format: '" + format + "' is not one of edn, porcupine");
