@@ -248,8 +248,11 @@ class LineScanner {
   // The same for a line not yet cut at its newline: [p, p + len) is the rest of the read window. Scans the op
   // up to its closing brace, which must be followed by the newline (a string's newline or the window's end fail
   // it); then *nl is the newline. Saves the separate search for each line's end (memchr over every byte).
-  bool op_to_newline(Op* op, const char** nl) {
-    if (!fields(op) || p_ >= end_ || *p_ != '\n') return false;
+  // *not_writers: the op itself is not in the writer's form (then op() fails on the line too: no literal,
+  // number or string of that form reads across a newline), as opposed to what follows its closing brace.
+  bool op_to_newline(Op* op, const char** nl, bool* not_writers) {
+    *not_writers = !fields(op);
+    if (*not_writers || p_ >= end_ || *p_ != '\n') return false;
     *nl = p_;
     return true;
   }
@@ -697,12 +700,13 @@ History parse_source(Source src, const std::string& name, size_t lines, std::vec
   };
   for (;;) {
     // The writer's own lines are scanned up to their newline in one go (most lines of most histories).
+    bool not_writers = false;  // this line's op is not in the writer's form: the general path skips that scan
     if (begin < end && buf[begin] == '{') {
       const char* const line = buf.data() + begin;
       const char* nl = nullptr;
       populate.fill(h);
       Op& op = h.emplace_back();
-      if (LineScanner(line, end - begin, &atoms).op_to_newline(&op, &nl)) {
+      if (LineScanner(line, end - begin, &atoms).op_to_newline(&op, &nl, &not_writers)) {
         begin += static_cast<size_t>(nl - line) + 1;
         accept(op, ++lineno);
         continue;
@@ -738,7 +742,7 @@ History parse_source(Source src, const std::string& name, size_t lines, std::vec
     // The line and the bytes after it up to the end of buf are readable (at least SIMDJSON_PADDING).
     bool not_json = false;
     std::string why;
-    if (!LineScanner(line + lead, len - lead, &atoms).op(&op)) {
+    if (not_writers || !LineScanner(line + lead, len - lead, &atoms).op(&op)) {
       op = Op();
       if (!LineScanner(line + lead, len - lead, &atoms).op_any_order(&op)) {
         op = Op();
