@@ -464,6 +464,25 @@ void LocalCluster::resume(size_t n) {
   paused_[n] = false;
 }
 
+void LocalCluster::set_clock_rate(size_t n, int64_t rate_ppb) {
+  LOCKCHECK_ASSERT(n < nodes_.size(), "node " + std::to_string(n) + " of " + std::to_string(nodes_.size()));
+  if (!opts_.use_clock_shim) throw ClusterError("clock faults need the clock shim (use_clock_shim is off)");
+  try {
+    write_clock_rate(data_dirs_.at(n) + "/clock", rate_ppb);
+  } catch (const std::exception& e) {
+    throw ClusterError("cannot set the clock rate of " + nodes_[n].name + ": " + e.what());
+  }
+}
+
+std::optional<std::chrono::nanoseconds> LocalCluster::clock_shift(size_t n) const {
+  if (!opts_.use_clock_shim || n >= data_dirs_.size()) return std::nullopt;
+  try {
+    return read_clock_offset(data_dirs_[n] + "/clock");
+  } catch (const std::exception&) {
+    return std::nullopt;
+  }
+}
+
 void LocalCluster::set_clock_offset(size_t n, std::chrono::nanoseconds offset) {
   LOCKCHECK_ASSERT(n < nodes_.size(), "node " + std::to_string(n) + " of " + std::to_string(nodes_.size()));
   if (!opts_.use_clock_shim) throw ClusterError("clock faults need the clock shim (use_clock_shim is off)");

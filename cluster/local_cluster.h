@@ -87,6 +87,8 @@ class LocalCluster : public ProxiedCluster {
   void pause(size_t n) override;
   void resume(size_t n) override;
   void set_clock_offset(size_t n, std::chrono::nanoseconds offset) override;
+  void set_clock_rate(size_t n, int64_t rate_ppb) override;
+  std::optional<std::chrono::nanoseconds> clock_shift(size_t n) const override;
   bool is_running(size_t n) const override;
 
   // pid of node n's redis-server, or -1 when it is down.

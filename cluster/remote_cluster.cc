@@ -521,16 +521,60 @@ void RemoteCluster::resume(size_t n) {
   s.paused = false;
 }
 
+// Two writes, in order, each a write() of its own: the slot not in force, then the generation that puts it in
+// force (the shim reads either setting whole, even if dd copies byte by byte: cluster/clockshim.c).
+constexpr const char* kClockWriteScript =
+    "dd of=\"$1\" bs=24 count=1 iflag=fullblock oflag=seek_bytes seek=\"$2\" conv=notrunc status=none && "
+    "dd of=\"$1\" bs=8 count=1 iflag=fullblock conv=notrunc status=none";
+
+void RemoteCluster::write_clock_locked(size_t n, const ClockSetting& setting) {
+  ServerSlot& s = servers_[n];
+  const std::string refusal = kind_->clock_refusal(s);
+  if (!refusal.empty()) throw ClusterError(refusal);
+  const uint64_t g = s.clock_generation + 1;
+  check(s.host, {"sh", "-c", kClockWriteScript, "sh", s.dir + "/clock", std::to_string(clock_slot_offset(g))}, false,
+        clock_slot_bytes(setting) + clock_generation_bytes(g));  // native byte order: the hosts share it (x86_64)
+  s.clock = setting;
+  s.clock_generation = g;
+}
+
+int64_t RemoteCluster::host_clock_delta_locked(size_t h) {
+  if (hosts_[h].shares_harness_clock) return 0;
+  HostState& st = host_state_[h];
+  if (!st.clock_delta_ns) {
+    const int64_t before = real_wall_ns();
+    const std::string out = remote_trim(check(h, {"date", "+%s%N"}));
+    const int64_t after = real_wall_ns();
+    if (out.empty() || !std::all_of(out.begin(), out.end(), ::isdigit)) {
+      throw ClusterError(backend_ + ": cannot read the clock of " + hosts_[h].name + " (`date +%s%N` said '" + out +
+                         "'): a clock rate needs the host's time to start from");
+    }
+    st.clock_delta_ns = std::stoll(out) - (before + (after - before) / 2);
+  }
+  return *st.clock_delta_ns;
+}
+
+std::optional<std::chrono::nanoseconds> RemoteCluster::clock_shift(size_t n) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (n >= nodes_.size()) return std::nullopt;
+  const ServerSlot& s = servers_[n];
+  const auto& delta = host_state_[s.host].clock_delta_ns;
+  if (s.clock.rate_ppb != 0 && !hosts_[s.host].shares_harness_clock && !delta) return std::nullopt;
+  return std::chrono::nanoseconds(s.clock.shift_at(real_wall_ns() + (delta ? *delta : 0)));
+}
+
 void RemoteCluster::set_clock_offset(size_t n, std::chrono::nanoseconds offset) {
   std::lock_guard<std::mutex> lock(mu_);
   check_node(n);
-  const int64_t v = offset.count();
-  std::string bytes(sizeof v, '\0');
-  std::memcpy(&bytes[0], &v, sizeof v);  // native byte order, as the shim reads it (the hosts share it: x86_64)
+  write_clock_locked(n, ClockSetting{static_cast<int64_t>(offset.count()), 0, 0});
+}
+
+void RemoteCluster::set_clock_rate(size_t n, int64_t rate_ppb) {
+  std::lock_guard<std::mutex> lock(mu_);
+  check_node(n);
   const ServerSlot& s = servers_[n];
-  const std::string refusal = kind_->clock_refusal(s);
-  if (!refusal.empty()) throw ClusterError(refusal);
-  check(s.host, {"dd", "of=" + s.dir + "/clock", "bs=8", "count=1", "conv=notrunc", "status=none"}, false, bytes);
+  const int64_t host_now = real_wall_ns() + host_clock_delta_locked(s.host);
+  write_clock_locked(n, clock_with_rate(s.clock, host_now, rate_ppb));
 }
 
 std::optional<size_t> RemoteCluster::leader() const {

@@ -93,6 +93,20 @@ class NodeFaults {
   virtual void resume(size_t n) = 0;   // SIGCONT
   // Offsets the node's wall clock (CLOCK_REALTIME) by offset; 0 resets it. Effective at once.
   virtual void set_clock_offset(size_t n, std::chrono::nanoseconds offset) = 0;
+  // Makes the node's wall clock run at 1 + rate_ppb / 10^9 of the real rate from now on, without a jump (the
+  // shift it has now is kept); 0 puts it back on the real rate (the shift stays: set_clock_offset(n, 0) resets
+  // it). Effective at once. The default: the backend cannot.
+  virtual void set_clock_rate(size_t n, int64_t rate_ppb) {
+    (void)n;
+    (void)rate_ppb;
+    throw ClusterError("this backend cannot change the rate of a node's clock");
+  }
+  // The shift of the node's wall clock from the real one now, as its clock setting says (what the node reads
+  // from the shim); nullopt when the backend cannot tell.
+  virtual std::optional<std::chrono::nanoseconds> clock_shift(size_t n) const {
+    (void)n;
+    return std::nullopt;
+  }
   virtual bool is_running(size_t n) const = 0;  // started and not killed
 };
 

@@ -149,6 +149,7 @@ DockerCluster::DockerCluster(const RunConfig& config, std::string run_dir, Docke
     host.can_filter = node;  // only the nodes' containers have CAP_NET_ADMIN
     host.can_delay = false;  // no tc netem in the image
     host.ephemeral = true;   // removed with the run
+    host.shares_harness_clock = true;  // a container reads this machine's CLOCK_REALTIME
     // etcd: client 2379 and peer 2380 (etcd_peer_port) in each container, as etcd's defaults.
     const int node_port = config_.server == ServerKind::kEtcd ? kEtcdClientPort : kRedisPort;
     (node ? nodes : sentinels).push_back({static_cast<size_t>(h), node ? node_port : kSentinelPort});

@@ -20,6 +20,8 @@ NemesisOptions NemesisOptions::from(const RunConfig& c) {
   o.topology = c.topology;
   o.interval_ms = std::max<int64_t>(1, static_cast<int64_t>(std::llround(c.nemesis_interval_s * 1000)));
   o.restart_delay_ms = c.restart_delay_ms;
+  o.drift_ppm = c.drift_ppm;
+  o.pause_ms = c.effective_pause_ms();
   o.hold_ms_max = c.effective_hold_ms_max();
   o.op_timeout_ms = c.op_timeout_ms;
   return o;
@@ -35,6 +37,8 @@ PlanContext PlanContext::from(const NemesisOptions& o, const std::vector<std::st
   ctx.ttl_ms = o.ttl_ms;
   ctx.interval_ms = o.interval_ms;
   ctx.restart_delay_ms = o.restart_delay_ms;
+  ctx.drift_ppm = o.drift_ppm;
+  ctx.pause_ms = o.pause_ms;
   return ctx;
 }
 
