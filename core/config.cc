@@ -273,6 +273,8 @@ const std::vector<ConfigField>& config_fields() {
     with_default(row<&C::work_ms>("work_ms", "work-ms", "set workloads: ms between read and write under the lock (-1: TTL/3)", "timing", "ms",
         [](const C& c) { require(c.work_ms >= -1, "--work-ms", c.work_ms, "must be >= 0 (or -1 for a third of the TTL)"); }),
         [](const C& c) { return c.effective_work_ms(); }),
+    row<&C::lease_margin_ms>("lease_margin_ms", "lease-margin-ms", "how long before the end of its lease (the validity its client reported) a holder stops using the lock (-1: 10% of the lease, at least 20 ms)", "timing", "ms",
+        [](const C& c) { require(c.lease_margin_ms >= -1 && c.lease_margin_ms <= 3600000, "--lease-margin-ms", c.lease_margin_ms, "must be between 0 and 3600000 (or -1 for 10% of the lease, at least 20 ms)"); }),
     row<&C::op_timeout_ms>("op_timeout_ms", "op-timeout-ms", "per-request timeout of the lock clients", "timing", "ms",
         [](const C& c) { require(c.op_timeout_ms >= 1 && c.op_timeout_ms <= 600000, "--op-timeout-ms", c.op_timeout_ms, "must be between 1 and 600000"); }),
     row<&C::fencing>("fencing", "fencing", "hand out fencing tokens with each acquire", "lock", ""),

@@ -43,6 +43,8 @@ struct RunConfig {
   int64_t hold_ms_max = -1;                      // --hold-ms-max: max hold; -1 means ttl_ms * 0.8
   int64_t hold_ms_min = 0;                       // --hold-ms-min: shortest hold (a hold is uniform in [min, max])
   int64_t work_ms = -1;                          // --work-ms (set workloads); -1 means ttl_ms / 3
+  int64_t lease_margin_ms = -1;                  // --lease-margin-ms: a holder stops using the lock this long
+                                                 // before its lease ends; -1 means 10% of the lease, >= 20 ms
   int64_t op_timeout_ms = 500;                   // --op-timeout-ms: per-request timeout of the clients
   bool fencing = false;                          // --fencing
   std::string client_cmd;                        // --client-cmd (lock external; made by resolve_lock for adapters)

@@ -85,7 +85,7 @@ class GuardedUpdate : public Workload {
       }
       // A careful client: it checks its lease before it starts the update, and its work (the slow part) is cut
       // so that the write is sent inside the validity it was told, keeping a few ms for the read and the write.
-      const Lease lease(a, invoked, ttl);
+      const Lease lease(a, invoked, ttl, env.options.lease_margin_ms);
       const auto budget = lease.remaining() - std::chrono::milliseconds(kReadWriteMs);
       env.pause_point();  // client-pause: a holder stopped here past its lease reads and writes on regardless
       const HoldTimer timer(std::max(std::min(work, budget), std::chrono::milliseconds(0)) +
