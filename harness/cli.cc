@@ -25,6 +25,7 @@
 #include "harness/matrix_shard.h"
 #include "harness/plan.h"
 #include "harness/rerun.h"
+#include "harness/boundary.h"
 #include "harness/reproduce.h"
 #include "harness/runner.h"
 #include "harness/seed_search.h"
@@ -51,6 +52,7 @@ const char* kUsage =
     "  report RUN_DIR  re-render a run's report.html (--index: results/index.html)\n"
     "  rerun RUN_DIR   the stored configuration and seed again\n"
     "  reproduce RUN_DIR  an INVALID run's reproduction rate, then its smallest reliable reproduction (repro/)\n"
+    "  boundary  --param NAME --from A --to B RUN FLAGS...  where the verdict flips as one setting moves\n"
     "  test-all        a matrix of configurations with expected verdicts (JUnit XML, HTML summary)\n"
     "  merge DIR...    join the folders of test-all --shard K/N runs into one JUnit, summary and exit status\n"
     "  export          write a history as Jepsen EDN ops or Porcupine operations\n"
@@ -318,6 +320,58 @@ int cmd_reproduce(const std::vector<std::string>& args, std::ostream& out) {
   return reproduce(dir, o, out);
 }
 
+int cmd_boundary(const std::vector<std::string>& args, std::ostream& out) {
+  BoundaryOptions o;
+  std::string anomaly, scale = "linear";
+  po::options_description own(
+      "lockcheck boundary --param NAME --from A --to B [FLAGS] RUN FLAGS...: where a run's verdict flips as one "
+      "numeric setting moves (N seeds a probe, bisection between the last safe and the first unsafe value); "
+      "writes results/boundary-NAME-TIME/");
+  // clang-format off
+  own.add_options()
+    ("param", po::value(&o.param), "the setting: a config key or run flag (drift_ppm, --pause-ms, ttl_ms), or lock-opt:KEY")
+    ("from", po::value(&o.from), "one end of the range")
+    ("to", po::value(&o.to), "the other end (either end may be the unsafe one)")
+    ("unsafe-at", po::value(&o.unsafe_at)->default_value(o.unsafe_at), "a probe is unsafe at R of N invalid runs or more (0: 9 of 10)")
+    ("resolution", po::value(&o.resolution)->default_value(o.resolution), "stop when each edge is bracketed this tightly, in the setting's unit (0: a 32nd of the range)")
+    ("budget", po::value(&o.budget_min)->default_value(o.budget_min), "minutes for the whole search (hard: no run starts that could end past it)")
+    ("scale", po::value(&scale)->default_value(scale), "linear, or log (geometric midpoints; both ends > 0)")
+    ("anomaly", po::value(&anomaly), "CHECKER[:KIND]: count only this anomaly (default: any invalid run)");
+  // clang-format on
+  po::options_description desc = run_options();
+  desc.add(own);
+  auto vm = parse(args, desc);
+  if (vm.count("help")) {
+    out << own << "\n" << desc;
+    return kExitValid;
+  }
+  for (const char* required : {"param", "from", "to"}) {
+    if (!vm.count(required)) throw ConfigError(std::string("--") + required + ": required");
+  }
+  for (const char* refused : {"config", "schedule"}) {
+    if (vm.count(refused)) {
+      throw ConfigError(std::string("--") + refused + ": not with boundary (each probe runs --seeds seeds of the given flags)");
+    }
+  }
+  if (vm.count("seeds")) o.seeds = vm["seeds"].as<int>();  // runs per probe (N): seed, seed + 1, ... (default 10)
+  if (scale != "linear" && scale != "log") throw ConfigError("--scale: '" + scale + "' is not one of linear, log");
+  o.log_scale = scale == "log";
+  if (vm.count("anomaly")) {
+    const auto colon = anomaly.find(':');
+    o.target = AnomalyKind{anomaly.substr(0, colon), colon == std::string::npos ? "" : anomaly.substr(colon + 1)};
+    if (o.target->checker.empty() || (colon != std::string::npos && o.target->kind.empty())) {
+      throw ConfigError("--anomaly: '" + anomaly + "' must be CHECKER or CHECKER:KIND");
+    }
+  }
+  RunConfig c;
+  apply_run_flags(vm, c);
+  apply_topology_defaults(c, vm.count("nodes") > 0 && !vm["nodes"].defaulted());
+  c.progress = false;
+  c.argv = {"lockcheck", "boundary"};
+  c.argv.insert(c.argv.end(), args.begin(), args.end());
+  return boundary(c, o, out);
+}
+
 int cmd_report(const std::vector<std::string>& args, std::ostream& out) {
   po::options_description desc(
       "lockcheck report RUN_DIR | --index [--results DIR]: re-render report.html / results/index.html");
@@ -489,6 +543,7 @@ int cli_main(const std::vector<std::string>& args, std::ostream& out, std::ostre
     if (cmd == "list") return cmd_list(rest, out);
     if (cmd == "rerun") return cmd_rerun(rest, out);
     if (cmd == "reproduce") return cmd_reproduce(rest, out);
+    if (cmd == "boundary") return cmd_boundary(rest, out);
     if (cmd == "report") return cmd_report(rest, out);
     if (cmd == "clean") return cmd_clean(rest, out);
     if (cmd == "export") return cmd_export(rest, out);

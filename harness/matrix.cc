@@ -1,4 +1,6 @@
 #include "harness/matrix.h"
+
+#include "harness/child_runs.h"
 #include "harness/scorecard.h"
 
 #include <signal.h>
@@ -49,14 +51,6 @@ std::string utc_stamp() {
   std::ostringstream s;
   s << std::put_time(&tm, "%Y%m%dT%H%M%SZ");
   return s.str();
-}
-
-std::string self_exe() {
-  char buf[4096];
-  ssize_t n = ::readlink("/proc/self/exe", buf, sizeof buf - 1);
-  if (n <= 0) return "lockcheck";
-  buf[n] = '\0';
-  return buf;
 }
 
 // One run of one entry with one seed.

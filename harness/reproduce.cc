@@ -17,6 +17,7 @@
 #include "core/history.h"
 #include "core/party.h"
 #include "core/run_files.h"
+#include "harness/child_runs.h"
 #include "harness/rerun.h"
 #include "harness/runner.h"
 #include "report/html.h"
@@ -84,9 +85,6 @@ void fold_client_slots(nlohmann::json& j, int concurrency) {
   }
 }
 
-// Failed runs (exit 2 or 3) of one candidate after which the search stops.
-constexpr int kMaxFailedRuns = 3;
-
 // The shrink's state and its one evaluation routine.
 class Shrinker {
  public:
@@ -127,7 +125,7 @@ class Shrinker {
       if (out.exit_code != kExitValid && out.exit_code != kExitInvalid && out.exit_code != kExitUnknown) {
         // A run that failed (cluster or harness error, a full disk) says nothing of the anomaly: it is not a
         // try. A few in a row mean the machine cannot run this: the search stops with what it has.
-        if (++r.failed >= kMaxFailedRuns) {
+        if (++r.failed >= kMaxFailedChildRuns) {
           r.note = std::to_string(r.failed) + " runs failed (harness or cluster errors; see the runs' logs)";
           result_.runs_failing = true;
           break;
@@ -374,118 +372,6 @@ ShrinkResult shrink(const ReproCase& original, const ReproduceOptions& o, ReproR
 
 namespace {
 
-std::string reproduce_self_exe() {
-  char buf[4096];
-  ssize_t n = ::readlink("/proc/self/exe", buf, sizeof buf - 1);
-  if (n <= 0) return "lockcheck";
-  buf[n] = '\0';
-  return buf;
-}
-
-// `lockcheck run` children: each candidate's config.json and schedule.json in work/candidates/NN/, the runs
-// in work/runs/.
-class ChildRunRunner : public ReproRunner {
- public:
-  ChildRunRunner(std::string binary, std::string work, AnomalyKind target, const InterruptGuard& interrupt,
-                 const History& stored, double budget_s)
-      : budget_s_(budget_s),
-        binary_(std::move(binary)),
-        work_(std::move(work)),
-        target_(std::move(target)),
-        stored_(stored),
-        interrupt_(interrupt),
-        t0_(std::chrono::steady_clock::now()) {}
-
-  double now_s() override {
-    return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0_).count();
-  }
-
-  TrialOutcome run(const ReproCase& c, size_t candidate, int try_index) override {
-    TrialOutcome out;
-    if (interrupt_.interrupted()) {
-      out.interrupted = true;
-      return out;
-    }
-    std::ostringstream name;
-    name << std::setw(2) << std::setfill('0') << candidate;
-    const std::string dir = work_ + "/candidates/" + name.str();
-    try {
-      if (try_index == 0 || !fs::exists(dir + "/config.json")) {
-        fs::create_directories(dir);
-        RunConfig cfg = c.config;
-        cfg.results_dir = work_ + "/runs";
-        cfg.progress = false;
-        write_json_file(dir + "/config.json", cfg);
-        write_json_file(dir + "/schedule.json", to_json(c.schedule));
-        std::ofstream(dir + "/change.txt") << c.change << "\n";
-      }
-    } catch (const std::exception& e) {
-      out.exit_code = kExitHarness;  // the case's files cannot be written (a full disk): a failed run
-      return out;
-    }
-    const std::string stem = dir + "/try" + std::to_string(try_index);
-    ProcessSpec spec;
-    spec.argv = {binary_,       "run", "--config", dir + "/config.json", "--schedule", dir + "/schedule.json",
-                 "--no-progress"};
-    spec.stdout_path = stem + ".log";
-    spec.stderr_path = "=stdout";
-    spec.env[kRunDirFileEnv] = stem + ".run_dir";
-    const auto t0 = std::chrono::steady_clock::now();
-    try {
-      ChildProcess child(spec);
-      std::optional<int> st;
-      bool forwarded = false;
-      // As test-all does: a run past its time limit plus a generous margin gets SIGTERM, SIGKILL 30 s later;
-      // and never later than one time limit past the budget (the budget's hard bound).
-      const auto overdue = std::min(
-          t0 + std::chrono::seconds(static_cast<int64_t>(c.config.time_limit_s * 2) + 180),
-          t0_ + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
-                    std::chrono::duration<double>(budget_s_ + c.config.time_limit_s)));
-      while (!(st = child.wait_for(std::chrono::milliseconds(200)))) {
-        const auto now = std::chrono::steady_clock::now();
-        if ((interrupt_.interrupted() || now > overdue) && !forwarded) {
-          child.signal(SIGTERM);
-          forwarded = true;
-        }
-        if (now > overdue + std::chrono::seconds(30)) child.kill_and_reap();
-      }
-      out.exit_code = *st;
-    } catch (const std::exception& e) {
-      out.exit_code = kExitHarness;
-      std::ofstream(stem + ".log", std::ios::app) << "lockcheck reproduce: " << e.what() << "\n";
-    }
-    if (interrupt_.interrupted()) out.interrupted = true;
-    {
-      std::ifstream in(stem + ".run_dir");
-      std::getline(in, out.run_dir);
-    }
-    if ((out.exit_code == kExitInvalid || out.exit_code == kExitValid) && !out.run_dir.empty()) {
-      try {
-        const nlohmann::json results = read_json_file(out.run_dir + "/results.json");
-        const History h = read_history(out.run_dir + "/history.jsonl");
-        if (candidate == 0) out.faults_matched = fault_timeline_match(stored_, h);
-        for (const auto& a : anomaly_kinds(results, &h)) {
-          if (!(a.kind == target_)) continue;
-          out.reproduced = true;
-          if (a.first_ns) out.first_anomaly_s = static_cast<double>(*a.first_ns) / 1e9;
-        }
-      } catch (const std::exception& e) {
-        std::ofstream(stem + ".log", std::ios::app) << "lockcheck reproduce: cannot read the run: " << e.what() << "\n";
-      }
-    }
-    return out;
-  }
-
- private:
-  double budget_s_;  // from t0_
-  std::string binary_;
-  std::string work_;
-  AnomalyKind target_;
-  const History& stored_;  // the stored run's history: baseline tries' faults are matched against it
-  const InterruptGuard& interrupt_;
-  std::chrono::steady_clock::time_point t0_;
-};
-
 std::string rate_text(const CandidateRecord& r) {
   std::ostringstream o;
   o << r.reproduced << " of " << r.tries;
@@ -571,7 +457,13 @@ int reproduce(const std::string& run_dir_given, const ReproduceOptions& o, std::
       << std::flush;
 
   InterruptGuard interrupt;
-  ChildRunRunner runner(binary.empty() ? reproduce_self_exe() : binary, work, target, interrupt, h, o.budget_min * 60.0);
+  ChildRunOptions ro;
+  ro.binary = binary.empty() ? self_exe() : binary;
+  ro.work = work;
+  ro.target = target;
+  ro.stored = &h;
+  ro.budget_s = o.budget_min * 60.0;
+  ChildRunRunner runner(ro, interrupt);
   ReproCase original{"baseline", cfg, schedule};
   original.config.argv.clear();
   const ShrinkResult r = shrink(original, o, runner, out);
