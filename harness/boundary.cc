@@ -480,9 +480,14 @@ int boundary(const RunConfig& base_given, const BoundaryOptions& o, std::ostream
   for (char ch : o.param) safe_param += std::isalnum(static_cast<unsigned char>(ch)) ? ch : '-';
   const std::string work = base.results_dir + "/boundary-" + safe_param + "-" + stamp;
   fs::create_directories(work);
-  std::string command = "lockcheck boundary --param " + report::shell_quote(o.param) + " --from " +
-                        number_text(o.from) + " --to " + number_text(o.to) + " --seeds " + std::to_string(o.seeds);
-  for (size_t i = 2; i < base.argv.size(); ++i) command += " " + report::shell_quote(base.argv[i]);
+  // The command as given (the CLI records it), else the search's own options.
+  std::string command = "lockcheck boundary";
+  if (base.argv.size() > 2) {
+    for (size_t i = 2; i < base.argv.size(); ++i) command += " " + report::shell_quote(base.argv[i]);
+  } else {
+    command += " --param " + report::shell_quote(o.param) + " --from " + number_text(o.from) + " --to " +
+               number_text(o.to) + " --seeds " + std::to_string(o.seeds) + " ...";
+  }
   out << "boundary of " << o.param << " in [" << number_text(std::min(o.from, o.to)) << ", "
       << number_text(std::max(o.from, o.to)) << "]: " << o.seeds << " seeds a probe, unsafe at "
       << o.effective_unsafe_at() << " of " << o.seeds << ", budget " << o.budget_min << " min\n"

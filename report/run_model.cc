@@ -1,5 +1,11 @@
 #include "report/run_model.h"
 
+#include <cmath>
+
+#include <iomanip>
+
+#include <sstream>
+
 #include <algorithm>
 #include <map>
 #include <unordered_map>
@@ -183,6 +189,14 @@ std::vector<FaultBand> fault_bands(const History& h, const std::vector<int64_t>&
                      "; " + b.detail;
         }
         if (b.detail.size() > 200) b.detail = b.detail.substr(0, 197) + "...";
+        // A drifting clock: its rate and direction (clock:drift's rate_ppm; 50000 is 5% fast).
+        if (d->is_object() && d->value("mode", "") == "drift" && d->contains("rate_ppm") &&
+            (*d)["rate_ppm"].is_number()) {
+          const double pct = (*d)["rate_ppm"].get<double>() / 10000.0;
+          std::ostringstream w;
+          w << "runs " << std::setprecision(3) << std::fabs(pct) << "% " << (pct >= 0 ? "fast" : "slow");
+          b.words = w.str();
+        }
       }
       bands.push_back(b);
       open[fault].push_back(bands.size() - 1);
