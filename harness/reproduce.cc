@@ -280,6 +280,36 @@ void try_faults(Shrinker& sh) {
   }
 }
 
+// The kept faults slid together to the earliest offsets that still reproduce (the first at 1 s, then halfway
+// back to where it was), so that the time cut after it can end the case sooner: an anomaly that came late
+// because its fault came late (a schedule drawn for a long run) no longer needs the long run.
+void try_slide(Shrinker& sh) {
+  constexpr int64_t kEarliestMs = 1000;  // the clients have started and someone holds the lock
+  const ReproCase& best0 = sh.result().best;
+  const auto faults = schedule_faults(best0.schedule);
+  if (faults.empty()) return;
+  const int64_t first_ms = best0.schedule.plan[faults.front()].at_ms;
+  std::vector<int64_t> targets = {kEarliestMs};
+  if (first_ms - kEarliestMs > 1000) targets.push_back((first_ms + kEarliestMs) / 2);
+  for (int64_t target : targets) {
+    if (sh.must_stop()) return;
+    const ReproCase& best = sh.result().best;
+    const auto now = schedule_faults(best.schedule);
+    const int64_t from = best.schedule.plan[now.front()].at_ms;
+    int64_t earliest = from;
+    for (const auto& e : best.schedule.plan) earliest = std::min(earliest, e.at_ms);
+    const int64_t by = std::min(from - target, earliest);
+    if (by < 500) continue;  // not worth a candidate
+    ReproCase c = best;
+    c.schedule = slid_schedule(best.schedule, by);
+    std::ostringstream change;
+    change << "faults " << std::fixed << std::setprecision(1) << static_cast<double>(by) / 1000.0
+           << " s earlier (first at " << static_cast<double>(from - by) / 1000.0 << " s)";
+    c.change = change.str();
+    if (sh.evaluate(c)) return;
+  }
+}
+
 void try_fewer(Shrinker& sh, bool processes) {
   const int now = processes ? sh.result().best.config.concurrency : sh.result().best.config.keys;
   const int floor = processes ? 2 : 1;
@@ -356,6 +386,7 @@ ShrinkResult shrink(const ReproCase& original, const ReproduceOptions& o, ReproR
   }
   try_time_cuts(sh, o);
   try_faults(sh);
+  try_slide(sh);
   try_time_cuts(sh, o);
   try_fewer(sh, true);
   try_fewer(sh, false);

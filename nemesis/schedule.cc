@@ -277,6 +277,16 @@ Schedule without_fault(const Schedule& s, size_t start_index) {
   return out;
 }
 
+Schedule slid_schedule(const Schedule& s, int64_t by_ms) {
+  Schedule out = s;
+  for (auto& e : out.plan) {
+    if (e.at_ms < by_ms) throw std::invalid_argument("slid_schedule: an entry would move before the start");
+    e.at_ms -= by_ms;
+  }
+  renumber_schedule(out.plan);
+  return out;
+}
+
 Schedule cut_schedule(const Schedule& s, int64_t limit_ms) {
   Schedule out = s;
   out.plan.clear();
