@@ -51,7 +51,7 @@ TEST(BoundaryRunTest, AShortSearchOverThePauseLengthKeepsEveryRunAndWritesItsPag
   EXPECT_TRUE(code == kExitValid || code == kExitUnknown) << code << "\n" << out.str();
   fs::path work;
   for (const auto& e : fs::directory_iterator(c.results_dir)) {
-    if (e.path().filename().string().rfind("boundary-pause-ms-", 0) == 0) work = e.path();
+    if (e.path().filename().string().rfind("boundary-pause-ms-single-", 0) == 0) work = e.path();
   }
   ASSERT_FALSE(work.empty()) << out.str();
   for (const char* f : {"boundary.json", "boundary.md", "boundary.html"}) {
