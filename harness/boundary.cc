@@ -125,36 +125,25 @@ class Search {
     ProbeRecord p;
     p.index = res_.probes.size();
     p.value = set;
-    for (int attempt = 0; p.tries < o_.seeds; ++attempt) {
-      if (runner_.now_s() - t0_ + longest_run_s(c.config) > o_.budget_min * 60.0) {
-        p.note = "budget ran out after " + std::to_string(p.tries) + " runs";
-        res_.budget_exhausted = true;
-        break;
-      }
-      const double before = runner_.now_s();
-      const TrialOutcome out = runner_.run(c, p.index, attempt);
-      startup_s_ = std::max(startup_s_, runner_.now_s() - before - c.config.time_limit_s);
-      if (out.interrupted) {
-        p.note = "interrupted";
-        res_.interrupted = true;
-        break;
-      }
-      if (out.exit_code != kExitValid && out.exit_code != kExitInvalid && out.exit_code != kExitUnknown) {
-        if (++p.failed >= kMaxFailedChildRuns) {
-          p.note = std::to_string(p.failed) + " runs failed (harness or cluster errors; see the runs' logs)";
-          res_.runs_failing = true;
-          break;
-        }
-        continue;
-      }
-      ++p.tries;
-      if (out.reproduced) {
-        ++p.invalid;
-        p.first_anomaly_s.push_back(out.first_anomaly_s.value_or(c.config.time_limit_s));
-      }
-      if (p.invalid >= r_) break;                                              // unsafe: certain
-      if (p.invalid > 0 && p.invalid + (o_.seeds - p.tries) < r_) break;       // mixed: certain
-    }
+    const TryTally t = run_tries(
+        runner_, c, p.index, o_.seeds, startup_s_,
+        [&](const TryTally& so_far) -> std::string {
+          if (runner_.now_s() - t0_ + c.config.time_limit_s + startup_s_ <= o_.budget_min * 60.0) return "";
+          res_.budget_exhausted = true;
+          return "budget ran out after " + std::to_string(so_far.tries) + " runs";
+        },
+        [&](const TryTally& so_far) -> std::string {
+          if (so_far.hits >= r_) return "unsafe already certain";                                    // R reached
+          if (so_far.hits > 0 && so_far.hits + (o_.seeds - so_far.tries) < r_) return "mixed already certain";
+          return "";
+        });
+    p.tries = t.tries;
+    p.invalid = t.hits;
+    p.failed = t.failed;
+    p.first_anomaly_s = t.first_anomaly_s;
+    p.note = t.note;
+    res_.interrupted = res_.interrupted || t.interrupted;
+    res_.runs_failing = res_.runs_failing || t.runs_failing;
     if (p.tries == o_.seeds && p.invalid == 0) {
       p.cls = ProbeClass::kSafe;
     } else if (p.invalid >= r_) {
@@ -162,8 +151,8 @@ class Search {
     } else if (p.invalid > 0 && p.invalid + (o_.seeds - p.tries) < r_) {
       p.cls = ProbeClass::kMixed;
     }
-    if (p.cls != ProbeClass::kUndecided && p.tries < o_.seeds && p.note.empty()) {
-      p.note = "stopped after " + std::to_string(p.tries) + " runs: " + to_string(p.cls) + " already certain";
+    if (p.cls != ProbeClass::kUndecided && p.tries < o_.seeds && p.note.find("certain") != std::string::npos) {
+      p.note = "stopped after " + std::to_string(p.tries) + " runs: " + p.note;
     }
     log_ << "  [" << p.index << "] " << std::left << std::setw(32) << c.change << " invalid " << p.invalid << " of "
          << p.tries << "  " << to_string(p.cls) << (p.note.empty() ? "" : "  (" + p.note + ")") << "\n"
@@ -254,9 +243,6 @@ class Search {
     if (one == 1.0) r = std::max(r, 1.0);
     return r;
   }
-
-  // What starting another run may cost: its time limit and the longest start-up and checking seen so far.
-  double longest_run_s(const RunConfig& c) const { return c.time_limit_s + startup_s_; }
 
   BoundaryResult finish(bool searched) {
     const Edges e = edges();

@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <boost/filesystem.hpp>
+#include <algorithm>
 #include <chrono>
 #include <fstream>
 #include <iomanip>
@@ -25,6 +26,47 @@ std::string self_exe() {
   if (n <= 0) return "lockcheck";
   buf[n] = '\0';
   return buf;
+}
+
+TryTally run_tries(ReproRunner& runner, const ReproCase& c, size_t candidate, int n, double& startup_s,
+                   const std::function<std::string(const TryTally&)>& stop_before,
+                   const std::function<std::string(const TryTally&)>& certain) {
+  TryTally t;
+  for (int attempt = 0; t.tries < n; ++attempt) {
+    if (std::string why = stop_before(t); !why.empty()) {
+      t.note = why;
+      break;
+    }
+    const double before = runner.now_s();
+    const TrialOutcome out = runner.run(c, candidate, attempt);
+    startup_s = std::max(startup_s, runner.now_s() - before - c.config.time_limit_s);
+    if (out.interrupted) {
+      t.note = "interrupted";
+      t.interrupted = true;
+      break;
+    }
+    if (out.exit_code != kExitValid && out.exit_code != kExitInvalid && out.exit_code != kExitUnknown) {
+      // A run that failed (cluster or harness error, a full disk) says nothing of the anomaly: it is not a try.
+      // A few in a row mean the machine cannot run this: the search stops with what it has.
+      if (++t.failed >= kMaxFailedChildRuns) {
+        t.note = std::to_string(t.failed) + " runs failed (harness or cluster errors; see the runs' logs)";
+        t.runs_failing = true;
+        break;
+      }
+      continue;
+    }
+    ++t.tries;
+    if (out.faults_matched) t.faults_matched.push_back(*out.faults_matched);
+    if (out.reproduced) {
+      ++t.hits;
+      t.first_anomaly_s.push_back(out.first_anomaly_s.value_or(c.config.time_limit_s));
+    }
+    if (std::string why = certain(t); !why.empty()) {
+      if (t.tries < n) t.note = why;
+      break;
+    }
+  }
+  return t;
 }
 
 ChildRunRunner::ChildRunRunner(ChildRunOptions o, const InterruptGuard& interrupt)

@@ -5,8 +5,11 @@
 // later, and never runs later than one time limit past the search's budget.
 #pragma once
 
+#include <functional>
 #include <optional>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "core/history.h"
 #include "harness/reproduce.h"
@@ -29,6 +32,26 @@ struct ChildRunOptions {
   bool replay_schedule = true;        // pass the case's schedule (--schedule); false: each run plans its own
   bool seed_per_try = false;          // try K runs with the case's seed + K (a seed search); false: the case's seed
 };
+
+// What up to N runs of one case gave.
+struct TryTally {
+  int tries = 0;  // runs that completed (exit 0, 1 or 4)
+  int hits = 0;   // of them, those that reproduced (the target kind, or any violation)
+  int failed = 0;  // runs that ended in a harness or usage error: not tries
+  std::vector<double> first_anomaly_s;                      // per hit (the time limit when the run did not say)
+  std::vector<std::pair<size_t, size_t>> faults_matched;    // per try, when the runner said (reproduce's baseline)
+  bool interrupted = false;
+  bool runs_failing = false;  // kMaxFailedChildRuns failed runs: the search must stop
+  std::string note;           // why it stopped before N tries, if it did
+};
+
+// The loop `reproduce` and `boundary` share: runs c (candidate's folder) until n tries completed, or `stop_before`
+// returns a note (the budget, asked before every run), or `certain` says the outcome cannot change, or an
+// interrupt, or kMaxFailedChildRuns failed runs (which are not tries). startup_s: the longest a run took beyond
+// its time limit so far, updated (the budget's estimate of the next run).
+TryTally run_tries(ReproRunner& runner, const ReproCase& c, size_t candidate, int n, double& startup_s,
+                   const std::function<std::string(const TryTally&)>& stop_before,
+                   const std::function<std::string(const TryTally&)>& certain);
 
 class ChildRunRunner : public ReproRunner {
  public:

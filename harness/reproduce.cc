@@ -102,48 +102,32 @@ class Shrinker {
     r.faults = fault_count(c.schedule);
     r.concurrency = c.config.concurrency;
     r.keys = c.config.keys;
-    for (int attempt = 0; r.tries < o_.tries; ++attempt) {
-      if (out_of_budget(0.0)) {
-        r.note = "budget ran out after " + std::to_string(r.tries) + " tries";
-        result_.budget_exhausted = true;
-        break;
-      }
-      if (adopt && out_of_budget(confirmation_reserve_s())) {
-        r.note = "budget ran out after " + std::to_string(r.tries) + " tries (the rest confirms the smallest case)";
-        steps_out_ = true;
-        break;
-      }
-      const double before = runner_.now_s();
-      TrialOutcome out = runner_.run(c, r.index, attempt);
-      const double took = runner_.now_s() - before;
-      startup_s_ = std::max(startup_s_, took - c.config.time_limit_s);
-      if (out.interrupted) {
-        r.note = "interrupted";
-        result_.interrupted = true;
-        break;
-      }
-      if (out.exit_code != kExitValid && out.exit_code != kExitInvalid && out.exit_code != kExitUnknown) {
-        // A run that failed (cluster or harness error, a full disk) says nothing of the anomaly: it is not a
-        // try. A few in a row mean the machine cannot run this: the search stops with what it has.
-        if (++r.failed >= kMaxFailedChildRuns) {
-          r.note = std::to_string(r.failed) + " runs failed (harness or cluster errors; see the runs' logs)";
-          result_.runs_failing = true;
-          break;
-        }
-        continue;
-      }
-      ++r.tries;
-      if (out.faults_matched) r.faults_matched.push_back(*out.faults_matched);
-      if (out.reproduced) {
-        ++r.reproduced;
-        r.first_anomaly_s.push_back(out.first_anomaly_s.value_or(c.config.time_limit_s));
-      }
-      if (r.tries - r.reproduced > o_.tries - o_.rate) {
-        r.note = "stopped after " + std::to_string(r.tries) + " tries: cannot reach " + std::to_string(o_.rate) +
+    const TryTally t = run_tries(
+        runner_, c, r.index, o_.tries, startup_s_,
+        [&](const TryTally& so_far) -> std::string {
+          if (out_of_budget(0.0)) {
+            result_.budget_exhausted = true;
+            return "budget ran out after " + std::to_string(so_far.tries) + " tries";
+          }
+          if (adopt && out_of_budget(confirmation_reserve_s())) {
+            steps_out_ = true;
+            return "budget ran out after " + std::to_string(so_far.tries) + " tries (the rest confirms the smallest case)";
+          }
+          return "";
+        },
+        [&](const TryTally& so_far) -> std::string {
+          if (so_far.tries - so_far.hits <= o_.tries - o_.rate) return "";
+          return "stopped after " + std::to_string(so_far.tries) + " tries: cannot reach " + std::to_string(o_.rate) +
                  " of " + std::to_string(o_.tries);
-        break;
-      }
-    }
+        });
+    r.tries = t.tries;
+    r.reproduced = t.hits;
+    r.failed = t.failed;
+    r.first_anomaly_s = t.first_anomaly_s;
+    r.faults_matched = t.faults_matched;
+    r.note = t.note;
+    result_.interrupted = result_.interrupted || t.interrupted;
+    result_.runs_failing = result_.runs_failing || t.runs_failing;
     r.kept = r.reproduced >= o_.rate;
     log_ << "  [" << r.index << "] " << std::left << std::setw(48) << r.change << " reproduced " << r.reproduced
          << " of " << r.tries << (r.kept ? "  kept" : "") << (r.note.empty() ? "" : "  (" + r.note + ")");

@@ -19,13 +19,7 @@ namespace {
 
 namespace fs = boost::filesystem;
 
-bool have_redis_server() {
-  try {
-    return run_command({"redis-server", "--version"}, std::chrono::seconds(5)).exit_code == 0;
-  } catch (const std::exception&) {
-    return false;
-  }
-}
+using testing_util::have_redis_server;
 
 TEST(BoundaryRunTest, AShortSearchOverThePauseLengthKeepsEveryRunAndWritesItsPages) {
   LOCKCHECK_NEED(have_redis_server(), "redis-server is not installed");
