@@ -129,7 +129,7 @@ TrialOutcome ChildRunRunner::run(const ReproCase& c, size_t candidate, int try_i
     out.exit_code = *st;
   } catch (const std::exception& e) {
     out.exit_code = kExitHarness;
-    std::ofstream(stem + ".log", std::ios::app) << "lockcheck reproduce: " << e.what() << "\n";
+    std::ofstream(stem + ".log", std::ios::app) << "lockcheck: " << e.what() << "\n";
   }
   if (interrupt_.interrupted()) out.interrupted = true;
   {
@@ -149,7 +149,7 @@ TrialOutcome ChildRunRunner::run(const ReproCase& c, size_t candidate, int try_i
         }
       }
     } catch (const std::exception& e) {
-      std::ofstream(stem + ".log", std::ios::app) << "lockcheck reproduce: cannot read the run: " << e.what() << "\n";
+      std::ofstream(stem + ".log", std::ios::app) << "lockcheck: cannot read the run: " << e.what() << "\n";
     }
   }
   return out;
