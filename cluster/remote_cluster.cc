@@ -555,7 +555,7 @@ namespace {
 
 // Power loss, read: $1 the server's data folder, $2 its journal. Prints the folder's physical path (the journal's
 // paths are physical), then the journal; fails when there is no journal (the shim never ran).
-constexpr const char* kRemotePowerReadScript = "cd -- \"$1\" && pwd -P && cat -- \"$2\"";
+constexpr const char* kRemotePowerReadScript = "cd \"$1\" && pwd -P && cat -- \"$2\"";
 // Power loss, stat: one line per path argument, "<dev> <ino> <size>" of a regular file, else "-".
 constexpr const char* kRemotePowerStatScript =
     "for f; do s=$(stat -c '%F|%d %i %s' -- \"$f\" 2>/dev/null); case \"$s\" in 'regular file|'*|'regular empty "
