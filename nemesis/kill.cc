@@ -1,7 +1,9 @@
 // Nemesis `kill`: SIGKILL of one or more data nodes, then a restart after --restart-delay ms (0: at once, the
 // "crash and fast restart" of Kleppmann's second scenario). The restarted node runs with the run's persistence
-// mode: with none it comes back empty and has forgotten every lock it granted; with AOF it replays its log
-// (aof-everysec may lose the last second). A restart delay longer than the TTL is the fix the Redlock article
+// mode: with none it comes back empty and has forgotten every lock it granted; with AOF it replays its log, all
+// of it: SIGKILL ends the process, not the machine, so every byte Redis passed to write() is still in the page
+// cache and aof-everysec keeps as much as aof-always. What a machine's power loss would drop is the power-loss
+// nemesis (nemesis/power_loss.cc). A restart delay longer than the TTL is the fix the Redlock article
 // proposes: the node returns only after every lock it knew has expired anyway. Modes: one, minority, majority,
 // all (nemesis/node_fault.h); holder targeting kills nodes that hold the current key.
 // The fault period is the time the nodes are down: its stop op is the restart, restart_delay_ms after the
