@@ -7,27 +7,20 @@
 // proposes: the node returns only after every lock it knew has expired anyway. Modes: one, minority, majority,
 // all (nemesis/node_fault.h); holder targeting kills nodes that hold the current key.
 // The fault period is the time the nodes are down: its stop op is the restart, restart_delay_ms after the
-// kill. Teardown does not restart a node still down: Cluster::stop() ends the run with every node down anyway.
+// kill (nemesis/node_fault.h, RestartFault, shared with power-loss).
 #include "nemesis/node_fault.h"
 
 namespace lockcheck {
 
 namespace {
 
-class Kill : public NodeFault {
+class Kill : public RestartFault {
  public:
   std::string name() const override { return "kill"; }
 
  protected:
   std::string start_f() const override { return "kill"; }
-  std::string stop_f() const override { return "restart"; }
-  int64_t duration_ms(const PlanContext& ctx) const override { return ctx.restart_delay_ms; }
-  void add_detail(const PlanContext& ctx, nlohmann::json& detail) const override {
-    detail["restart_delay_ms"] = ctx.restart_delay_ms;
-  }
   void apply(NemesisEnv& env, size_t n) override { env.cluster.kill(n); }
-  void undo(NemesisEnv& env, size_t n) override { env.cluster.restart(n); }
-  void teardown_node(NemesisEnv& env, size_t n) override { (void)env, (void)n; }
 };
 
 }  // namespace

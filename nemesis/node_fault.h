@@ -127,4 +127,18 @@ class NodeFault : public Nemesis {
   std::set<std::string> in_force_;
 };
 
+// The node faults that take nodes down and start them again after --restart-delay ms (kill, power-loss): the
+// fault period is the time the nodes are down, its stop op the restart. Teardown does not restart a node still
+// down: Cluster::stop() ends the run with every node down anyway. A subclass says how a node goes down.
+class RestartFault : public NodeFault {
+ protected:
+  std::string stop_f() const override { return "restart"; }
+  int64_t duration_ms(const PlanContext& ctx) const override { return ctx.restart_delay_ms; }
+  void add_detail(const PlanContext& ctx, nlohmann::json& detail) const override {
+    detail["restart_delay_ms"] = ctx.restart_delay_ms;
+  }
+  void undo(NemesisEnv& env, size_t n) override { env.cluster.restart(n); }
+  void teardown_node(NemesisEnv& env, size_t n) override { (void)env, (void)n; }
+};
+
 }  // namespace lockcheck

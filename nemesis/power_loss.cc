@@ -14,23 +14,15 @@ namespace lockcheck {
 
 namespace {
 
-class PowerLoss : public NodeFault {
+class PowerLoss : public RestartFault {
  public:
   std::string name() const override { return "power-loss"; }
 
  protected:
   std::string start_f() const override { return "power-loss"; }
-  std::string stop_f() const override { return "restart"; }
-  int64_t duration_ms(const PlanContext& ctx) const override { return ctx.restart_delay_ms; }
-  void add_detail(const PlanContext& ctx, nlohmann::json& detail) const override {
-    detail["restart_delay_ms"] = ctx.restart_delay_ms;
-  }
   void apply(NemesisEnv& env, size_t n) override { (void)apply_and_say(env, n); }
   nlohmann::json apply_and_say(NemesisEnv& env, size_t n) override { return to_json(env.cluster.power_loss(n)); }
   std::string said_key() const override { return "dropped"; }
-  void undo(NemesisEnv& env, size_t n) override { env.cluster.restart(n); }
-  // Cluster::stop() ends the run with every node down anyway (as kill).
-  void teardown_node(NemesisEnv& env, size_t n) override { (void)env, (void)n; }
 };
 
 }  // namespace
