@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """Issue 30's figures from a test-all results folder of harness/matrix/findings-power.json: per entry, the
 verdicts of the checkers the entry expects, the median time from the start of the run to the first anomaly of
-those checkers, and over every power-loss fault of its runs the bytes dropped per node (median, max) and how many
-node power losses dropped anything.
+those checkers, and over every power-loss fault of its runs how many node power losses dropped anything and the
+bytes dropped per node among those (median, max).
 
   build/lockcheck test-all --matrix findings-power --parallel 2 --results R
   bench/power_findings.py R [--matrix harness/matrix/findings-power.json]
@@ -80,7 +80,7 @@ def main():
             row["first"].append(first / 1e9)
         if os.path.exists(os.path.join(path, "history.jsonl")):
             row["drops"] += drops(os.path.join(path, "history.jsonl"))
-    print("| entry | expect | met | verdicts | median first | node power losses dropping | bytes per node (median, max) |")
+    print("| entry | expect | met | verdicts | median first | node power losses dropping | bytes dropped per node that dropped (median, max) |")
     print("| --- | --- | --- | --- | --- | --- | --- |")
     for n in order:
         r = rows[n]
@@ -92,7 +92,8 @@ def main():
         first = f"{statistics.median(r['first']):.1f} s ({len(r['first'])})" if r["first"] else "-"
         dr = r["drops"]
         dropping = f"{sum(1 for b in dr if b > 0)} of {len(dr)}" if dr else "-"
-        bytes_ = f"{statistics.median(dr):.0f}, {max(dr)}" if dr else "-"
+        nz = [b for b in dr if b > 0]
+        bytes_ = f"{statistics.median(nz):.0f}, {max(nz)}" if nz else "-"
         exp = json.dumps(entries[n]["expect"]).replace('"', "")
         print(f"| `{n}` | {exp} | {r['met']}/{r['runs']} | {verdicts} | {first} | {dropping} | {bytes_} |")
 
