@@ -115,6 +115,11 @@ PowerJournal PowerJournal::parse(const std::string& text) {
         break;
       }
       case 'R': {
+        // A file the rename replaced is gone (its inode has no name left): no longer tracked.
+        for (auto f = j.files_.begin(); f != j.files_.end();) {
+          f = f->first != key && f->second.path == path ? j.files_.erase(f) : std::next(f);
+        }
+        it = j.files_.find(key);
         if (it == j.files_.end()) {
           // A file this incarnation never wrote: its data is durable; only its new name is not.
           Entry e{path, dev, ino, 0};

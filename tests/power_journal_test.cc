@@ -51,6 +51,17 @@ TEST(PowerJournal, CreatedFilesNeedTheirDirectorySynced) {
   EXPECT_TRUE(notes.empty());
 }
 
+TEST(PowerJournal, AFileReplacedByARenameIsNoLongerTracked) {
+  // Redis persists its manifest as temp file, fdatasync, rename over the old one, folder fsync: twice here.
+  const std::string j =
+      "C 1 9 0 /d/aof/temp.manifest\nS 1 9 88 /d/aof/temp.manifest\nR 1 9 1 /d/aof/manifest\nY 1 3 0 /d/aof\n"
+      "C 1 10 0 /d/aof/temp.manifest\nS 1 10 90 /d/aof/temp.manifest\nR 1 10 1 /d/aof/manifest\nY 1 3 0 /d/aof\n";
+  std::vector<std::string> notes;
+  EXPECT_TRUE(plan(j, {{"/d/aof/manifest", FileStat{1, 10, 90}}}, &notes).empty());
+  EXPECT_TRUE(notes.empty()) << notes[0];
+  EXPECT_EQ(PowerJournal::parse(j).paths("/d"), (std::vector<std::string>{"/d/aof/manifest"}));
+}
+
 TEST(PowerJournal, SaysWhatItCannotUndo) {
   std::vector<std::string> notes;
   // A rename over an existing file without a directory sync: the old file would come back; the model has not
