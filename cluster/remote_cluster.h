@@ -66,6 +66,7 @@ struct RemoteHost {
   bool work_dir_exists = false;          // true: no `mkdir -p` first (a container's image has it)
   std::map<std::string, std::string> programs;  // program paths by the server kind's name for them
   std::string clock_shim;                        // the shim's path on the host; empty: uploaded with the folder
+  std::string power_shim;  // the power shim's path there (power-loss runs only); empty: uploaded with the folder
   bool can_filter = true;                        // iptables rules can be loaded there (root or CAP_NET_ADMIN)
   bool can_delay = true;                         // tc netem may be there
   bool ephemeral = false;                        // goes away with the run (a container): teardown fetches logs only
@@ -172,6 +173,9 @@ class RemoteCluster : public Cluster, private PeerLinks {
   void set_clock_offset(size_t n, std::chrono::nanoseconds offset) override;
   void set_clock_rate(size_t n, int64_t rate_ppb) override;
   std::optional<std::chrono::nanoseconds> clock_shift(size_t n) const override;
+  // SIGKILL, then the node's power journal replayed here and its plan applied on the host with stat, truncate
+  // and rm (the power shim is preloaded only in runs with the power-loss nemesis).
+  PowerLossReport power_loss(size_t n) override;
   bool is_running(size_t n) const override;
   ServerKind server() const override { return kind_->server(); }
   std::optional<size_t> leader() const override;  // the server kind's (etcd: the member a majority names)
@@ -234,6 +238,7 @@ class RemoteCluster : public Cluster, private PeerLinks {
   void refresh_endpoints();
   std::string remote_dir(size_t h) const;
   std::string shim_on(size_t h) const;
+  std::string preload_on(size_t h) const;  // LD_PRELOAD there: the clock shim, and the power shim when power_
   void setup_host(size_t h);
   void teardown_host(size_t h) noexcept;
   void start_server(ServerSlot& s);

@@ -83,6 +83,23 @@ struct NodeInfo {
 // (NodeFaults, Jepsen's Kill and Pause), and the network between parties (Network). A backend implements all
 // three; a nemesis needs only the part it faults.
 
+// What a power loss dropped on one node (NodeFaults::power_loss), measured from the node's power journal
+// (cluster/power_loss.h). Paths are relative to the node's folder where the backend knows it.
+struct PowerLossFile {
+  std::string path;
+  int64_t size = 0;      // bytes before the power loss
+  int64_t kept = 0;      // bytes after it (0 when removed)
+  bool removed = false;  // created since its directory's last fsync: the file itself is gone
+};
+struct PowerLossReport {
+  std::vector<PowerLossFile> files;  // only files that lost something
+  int64_t bytes = 0;                 // sum of size - kept
+  int64_t records = 0;               // journal lines replayed
+  // What a real power loss would also have undone and the model leaves as it is (a rename or unlink whose
+  // directory was not fsynced afterwards), and files it could no longer find: said, never silently skipped.
+  std::vector<std::string> not_undone;
+};
+
 // Faults of one node. REQUIRES: n < nodes().size() (asserted). Throw ClusterError when the backend cannot do it.
 class NodeFaults {
  public:
@@ -108,6 +125,12 @@ class NodeFaults {
     return std::nullopt;
   }
   virtual bool is_running(size_t n) const = 0;  // started and not killed
+  // SIGKILL, then drops every write the node had not made durable with fsync/fdatasync (the power shim's journal,
+  // cluster/power_loss.h); the node stays down until restart. Backends without the power shim refuse.
+  virtual PowerLossReport power_loss(size_t n) {
+    (void)n;
+    throw ClusterError("power loss is not supported by this backend");
+  }
 };
 
 // The network. A party is a node name ("n1"), a Sentinel ("s1") or a client slot ("c0", "c1", ...; core/party.h:

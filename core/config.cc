@@ -345,6 +345,10 @@ void validate_etcd_fields(const RunConfig& c) {
           "that reads the clock through the vDSO, and etcd times leases with the monotonic clock anyway");
     }
     if (base == "failover") throw ConfigError("--nemesis failover: a Sentinel failover; not with --server etcd");
+    if (base == "power-loss") {
+      throw ConfigError("--nemesis power-loss: not with --server etcd: the power shim (LD_PRELOAD) does not reach "
+                        "etcd, a Go program that makes its system calls without libc");
+    }
   }
 }
 

@@ -14,6 +14,7 @@
 #include <boost/filesystem.hpp>
 
 #include "cluster/clock_shim.h"
+#include "cluster/power_loss.h"
 #include "cluster/etcd_common.h"
 #include "cluster/remote.h"
 #include "core/party.h"
@@ -146,6 +147,7 @@ DockerCluster::DockerCluster(const RunConfig& config, std::string run_dir, Docke
                      {"redis-sentinel", docker::kImageRedisSentinel},
                      {"etcd", docker::kImageEtcd}};
     host.clock_shim = docker::kImageClockShim;
+    host.power_shim = docker::kImagePowerShim;
     host.can_filter = node;  // only the nodes' containers have CAP_NET_ADMIN
     host.can_delay = false;  // no tc netem in the image
     host.ephemeral = true;   // removed with the run
@@ -190,6 +192,7 @@ void DockerCluster::provision() {
     inputs.redis_server = docker_options_.redis_server;
     inputs.iptables = docker_options_.iptables;
     inputs.clock_shim = docker_options_.clock_shim.empty() ? clock_shim_library() : docker_options_.clock_shim;
+    inputs.power_shim = power_shim_library();
     inputs.require_etcd = config_.server == ServerKind::kEtcd;
     image_tag_ = docker::ensure_node_image(cli_, inputs, docker_options_.build_timeout).tag;
   }

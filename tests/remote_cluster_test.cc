@@ -19,6 +19,7 @@
 
 #include "sys/process.h"
 #include "tests/support/ci.h"
+#include "tests/support/loopback_cluster.h"
 #include "tests/support/redis_test_server.h"
 #include "tests/support/temp_dir.h"
 
@@ -28,27 +29,6 @@ namespace {
 namespace fs = boost::filesystem;
 using std::chrono::milliseconds;
 using std::chrono::seconds;
-
-// Every node on one loopback host reached through LocalRemote.
-class LoopbackCluster final : public RemoteCluster {
- public:
-  LoopbackCluster(const RunConfig& config, const std::string& run_dir, const std::string& work_dir,
-                  const std::string& redis_server, const std::vector<int>& ports)
-      : RemoteCluster("loopback cluster", config, run_dir, {}, "t" + std::to_string(::getpid()), "LC-test") {
-    RemoteHost host;
-    host.remote = std::make_shared<LocalRemote>("loopback");
-    host.name = "lo";
-    host.address = "127.0.0.1";
-    host.work_dir = work_dir;
-    host.programs = {{"redis-server", redis_server}};
-    host.can_filter = false;  // no root here: no iptables
-    host.can_delay = false;
-    std::vector<Placement> nodes;
-    for (int port : ports) nodes.push_back({0, port});
-    place({host}, nodes, {});
-  }
-  ~LoopbackCluster() override { stop(); }
-};
 
 // One command on a fresh connection (tests/support's connect and command); "ERR <why>" when there is no reply.
 std::string call(const Endpoint& ep, const std::vector<std::string>& argv, milliseconds timeout = milliseconds(1000)) {

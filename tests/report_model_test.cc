@@ -132,6 +132,21 @@ TEST(ReportModelTest, FaultBandRunsFromStartCompletionToTheNextStopOfThatFault) 
   EXPECT_FALSE(bands[1].healed);
 }
 
+TEST(ReportModelTest, FaultBandSaysFirstWhatAPowerLossDroppedPerNode) {
+  HistoryBuilder b;
+  json start = {{"fault", "power-loss"}, {"phase", "start"}, {"targets", {"n1", "n2"}}};
+  json done = start;
+  done["detail"] = {{"mode", "minority"},
+                    {"dropped",
+                     {{"n1", {{"bytes", 127}, {"files", {{{"path", "a/incr.aof"}, {"size", 300}, {"kept", 173}}}}}},
+                      {"n2", {{"bytes", 0}, {"files", json::array()}}}}}};
+  b.add(10, kNemesis, OpType::kInvoke, "power-loss", "", start);
+  b.add(12, kNemesis, OpType::kOk, "power-loss", "", done);  // the completion's value says what was measured
+  auto bands = fault_bands(b.history());
+  ASSERT_EQ(bands.size(), 1u);
+  EXPECT_EQ(bands[0].detail.rfind("dropped n1 127 B in 1 file, n2 nothing; {", 0), 0u) << bands[0].detail;
+}
+
 TEST(ReportModelTest, AcquireLatenciesPairInvokesWithTheirCompletions) {
   HistoryBuilder b;
   b.add(0, 1, OpType::kInvoke, "acquire", "lock-0");
