@@ -28,6 +28,7 @@
 #include "harness/reproduce.h"
 #include "harness/runner.h"
 #include "harness/seed_search.h"
+#include "harness/trend.h"
 #include "locks/adapters.h"
 #include "locks/lock_client.h"
 #include "nemesis/nemesis.h"
@@ -53,6 +54,7 @@ const char* kUsage =
     "  reproduce RUN_DIR  an INVALID run's reproduction rate, then its smallest reliable reproduction (repro/)\n"
     "  test-all        a matrix of configurations with expected verdicts (JUnit XML, HTML summary)\n"
     "  merge DIR...    join the folders of test-all --shard K/N runs into one JUnit, summary and exit status\n"
+    "  trend DIR...    what changed over the last nights of test-all folders, told apart from noise\n"
     "  export          write a history as Jepsen EDN ops or Porcupine operations\n"
     "  clean           remove Docker containers, networks and volumes left by killed runs (--hosts: ssh hosts)\n"
     "  list            lock algorithms, workloads, nemeses and checkers, one line each\n"
@@ -395,6 +397,8 @@ int cmd_test_all(const std::vector<std::string>& args, std::ostream& out) {
     ("junit", po::value(&o.junit_path), "write JUnit XML here (default: in the summary folder)")
     ("parallel", po::value(&o.parallel)->default_value(o.parallel), "runs at a time")
     ("shard", po::value(&o.shard), "K/N: run only share K of N of the runs (then: lockcheck merge)")
+    ("history", po::value(&o.history), "a folder of earlier test-all folders: the summary opens with what changed since the last nights (lockcheck trend), trend.html beside it")
+    ("fail-on-trend", "with --history: exit 1 also when something got worse since the last nights")
     ("results", po::value(&o.results_dir)->default_value(o.results_dir), "results folder");
   // clang-format on
   auto vm = parse(args, desc);
@@ -402,6 +406,9 @@ int cmd_test_all(const std::vector<std::string>& args, std::ostream& out) {
     out << desc;
     return kExitValid;
   }
+  o.fail_on_trend = vm.count("fail-on-trend") > 0;
+  if (o.fail_on_trend && o.history.empty()) throw ConfigError("--fail-on-trend: needs --history DIR");
+  if (!o.history.empty() && !o.shard.empty()) throw ConfigError("--history: a shard judges nothing; give it to merge");
   return test_all(o, out);
 }
 
@@ -410,7 +417,10 @@ int cmd_merge(const std::vector<std::string>& args, std::ostream& out) {
   po::options_description desc("lockcheck merge DIR... [FLAGS]: join test-all shards' folders into one result");
   desc.add_options()("help,h", "this help")("junit", po::value(&o.junit_path),
                                             "write JUnit XML here (default: in the merged folder)")(
-      "results", po::value(&o.results_dir)->default_value(o.results_dir), "results folder for the merged folder");
+      "results", po::value(&o.results_dir)->default_value(o.results_dir), "results folder for the merged folder")(
+      "history", po::value(&o.history),
+      "a folder of earlier test-all folders: the summary opens with what changed since the last nights")(
+      "fail-on-trend", "with --history: exit 1 also when something got worse since the last nights");
   po::options_description all(desc);
   all.add_options()("dirs", po::value(&o.dirs), "");
   po::positional_options_description pos;
@@ -422,7 +432,36 @@ int cmd_merge(const std::vector<std::string>& args, std::ostream& out) {
     out << desc;
     return kExitValid;
   }
+  o.fail_on_trend = vm.count("fail-on-trend") > 0;
+  if (o.fail_on_trend && o.history.empty()) throw ConfigError("--fail-on-trend: needs --history DIR");
   return merge_test_all(o, out);
+}
+
+int cmd_trend(const std::vector<std::string>& args, std::ostream& out) {
+  TrendOptions o;
+  po::options_description desc(
+      "lockcheck trend DIR... [FLAGS]: what changed over the last nights (test-all folders, or the folders merge "
+      "writes; ordered by their own start time). Exit 0 nothing got worse, 1 an expectation newly unmet or an "
+      "entry weaker, 2 bad input");
+  // clang-format off
+  desc.add_options()
+    ("help,h", "this help")
+    ("out", po::value(&o.out_dir), "write trend.json and trend.html here (default: RESULTS/trend-MATRIX-TIME)")
+    ("alpha", po::value(&o.alpha)->default_value(o.alpha), "weaker / stronger when the two-sided Fisher exact test gives p below this")
+    ("results", po::value(&o.results_dir)->default_value(o.results_dir), "results folder (for the default --out)");
+  // clang-format on
+  po::options_description all(desc);
+  all.add_options()("dirs", po::value(&o.dirs), "");
+  po::positional_options_description pos;
+  pos.add("dirs", -1);
+  po::variables_map vm;
+  po::store(po::command_line_parser(args).options(all).positional(pos).run(), vm);
+  po::notify(vm);
+  if (vm.count("help")) {
+    out << desc;
+    return kExitValid;
+  }
+  return trend_command(o, out);
 }
 
 int cmd_list(const std::vector<std::string>& args, std::ostream& out) {
@@ -494,6 +533,7 @@ int cli_main(const std::vector<std::string>& args, std::ostream& out, std::ostre
     if (cmd == "export") return cmd_export(rest, out);
     if (cmd == "test-all") return cmd_test_all(rest, out);
     if (cmd == "merge") return cmd_merge(rest, out);
+    if (cmd == "trend") return cmd_trend(rest, out);
     err << "lockcheck: unknown command '" << cmd << "'\n\n" << kUsage;
     return kExitUsage;
   } catch (const po::error& e) {

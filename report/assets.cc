@@ -3,7 +3,7 @@
 namespace lockcheck {
 namespace report {
 
-const char* const kReportCss = R"CSS(
+const char* const kPageCss = R"CSS(
 :root{--fg:#1d2330;--muted:#5b6475;--line:#d9dde5;--red:#d11f1f;--green:#1e8a4c;--amber:#b7791f}
 *{box-sizing:border-box}
 body{margin:0;font:14px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,"Helvetica Neue",Arial,sans-serif;color:var(--fg);background:#f3f4f7}
@@ -71,6 +71,21 @@ table.ops tr.gap td{color:#9aa1ae;text-align:center}
 table.ops td.t-ok{color:var(--green)}table.ops td.t-fail{color:#b86a00}table.ops td.t-info{color:var(--red)}
 #tip{position:fixed;pointer-events:none;background:#1d2330;color:#fff;font-size:12px;line-height:1.35;padding:5px 8px;border-radius:5px;max-width:520px;display:none;z-index:10}
 footer{color:var(--muted);font-size:12px;text-align:center;margin-top:18px}
+.met{color:var(--green)}.missed{color:var(--red)}
+table.list,table.entries,table.changes,table.nights{width:100%}
+table.list td.valid,table.list td.met{color:var(--green);font-weight:700}
+table.list td.invalid,table.list td.missed{color:var(--red);font-weight:700}
+table.list td.unknown,table.list td.unreadable{color:var(--amber);font-weight:700}
+table.entries tr.met td:first-child{border-left:4px solid var(--green);padding-left:6px}
+table.entries tr.missed td:first-child{border-left:4px solid var(--red);padding-left:6px}
+table.entries td,table.changes td{overflow-wrap:anywhere}
+table.changes tr.worse td{background:#fdecec}
+.grid-wrap{overflow-x:auto}
+table.grid td.cell{min-width:34px;text-align:center;font-size:11.5px;padding:2px 3px;border:1px solid #fff;color:#1d2330}
+table.grid td.cell.dark{color:#fff}
+table.grid td.cell.unmet{outline:2px solid var(--red);outline-offset:-2px}
+table.grid th.night{font-size:11px;writing-mode:vertical-rl;transform:rotate(180deg);padding:2px}
+table.grid th.entry{white-space:nowrap;padding-right:8px}
 )CSS";
 
 // No "</" sequence may appear in this script (it is inlined in a <script> element).
@@ -216,17 +231,6 @@ const char* const kReportJs = R"JS(
 })();
 )JS";
 
-const char* const kIndexCss = R"CSS(
-body{margin:0;font:14px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,Arial,sans-serif;color:#1d2330;background:#f3f4f7}
-main{max-width:1260px;margin:0 auto;padding:16px 18px 40px}
-h1{font-size:20px}
-table{border-collapse:collapse;background:#fff;border:1px solid #d9dde5;width:100%}
-td,th{padding:5px 10px;border-bottom:1px solid #eceef2;text-align:left;vertical-align:top}
-th{font-size:12.5px;color:#5b6475;background:#f7f8fa}
-.valid{color:#1e8a4c;font-weight:700}.invalid{color:#d11f1f;font-weight:700}.unknown,.unreadable{color:#b7791f;font-weight:700}
-.mono{font-family:ui-monospace,SFMono-Regular,Menlo,Consolas,monospace;font-size:12.5px}
-a{color:#2856c8}
-)CSS";
 
 }  // namespace report
 }  // namespace lockcheck

@@ -83,12 +83,12 @@ void write_index(const std::string& results_dir) {
   std::ostringstream s;
   auto or_dash = [](const std::string& v) { return v.empty() ? std::string(kDash) : escape(v); };
   s << "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\"/>\n<title>lockcheck runs</title>\n<style>"
-    << report::kIndexCss << "</style>\n</head>\n<body>\n<main>\n<h1>lockcheck runs</h1>\n";
+    << report::kPageCss << "</style>\n</head>\n<body>\n<main>\n<h1>lockcheck runs</h1>\n";
   size_t invalid = 0;
   for (const auto& r : rows) invalid += r.verdict == "invalid";
   s << "<p>" << rows.size() << (rows.size() == 1 ? " run" : " runs") << ", " << invalid
     << " invalid, newest first.</p>\n";
-  s << "<table id=\"runs\"><tr><th>started</th><th>run</th><th>lock</th><th>workload</th><th>nemesis</th>"
+  s << "<table class=\"list\" id=\"runs\"><tr><th>started</th><th>run</th><th>lock</th><th>workload</th><th>nemesis</th>"
        "<th>verdict</th><th>anomalies</th><th>report</th></tr>\n";
   for (const auto& r : rows) {
     const std::string href = report::url_path_encode(r.dir) + "/report.html";

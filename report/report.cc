@@ -555,7 +555,7 @@ std::string render_report(const nlohmann::json& config, const History& h, const 
   s << "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\"/>\n"
        "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\"/>\n<title>"
     << upper(verdict) << " &middot; lockcheck " << (run_id ? escape(plain(*run_id)) : std::string("run"))
-    << "</title>\n<style>" << report::kReportCss << "</style>\n</head>\n";
+    << "</title>\n<style>" << report::kPageCss << "</style>\n</head>\n";
   s << "<body data-verdict=\"" << verdict << "\" data-anomalies=\"" << pg.anomalies.size() << "\">\n<main>\n";
   render_verdict(pg);
   render_reproduction(pg, run_dir_of(pg));
