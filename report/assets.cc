@@ -28,6 +28,7 @@ pre.cmd{background:#f2f4f7;padding:8px 10px;border-radius:6px;white-space:pre-wr
 ol.anomalies{padding-left:24px;margin:8px 0}
 ol.anomalies li{margin:4px 0}
 .kind{display:inline-block;font-size:12px;font-weight:600;color:var(--red);border:1px solid #f0b4b4;border-radius:4px;padding:0 5px;margin-right:6px}
+.kind.note{color:var(--muted);border-color:var(--line)}
 button{font:inherit;font-size:12.5px;padding:2px 9px;border:1px solid #b9c0cc;border-radius:5px;background:#f7f8fa;cursor:pointer}
 button:hover{background:#e9edf3}
 .toolbar{display:flex;gap:6px;align-items:center;flex-wrap:wrap;margin-bottom:6px}
@@ -64,7 +65,11 @@ svg text{font:11px system-ui,-apple-system,"Segoe UI",Roboto,Arial,sans-serif;fi
 .tp-ok,.tp-fail,.tp-info,.lost-line{fill:none;stroke-width:1.5}
 .tp-ok{stroke:#3b6fb6}.tp-fail{stroke:#e08a1e}.tp-info{stroke:var(--red)}.lost-line{stroke:#8e2c8e;stroke-width:2}
 .plot-empty{text-anchor:middle;fill:#8a91a0}
+table.ops{width:100%}
 table.ops td{font-family:ui-monospace,SFMono-Regular,Menlo,Consolas,monospace;font-size:12px;padding:1px 12px 1px 0;white-space:nowrap}
+table.ops td.value,table.ops td.error{white-space:normal;overflow-wrap:anywhere;min-width:8em}
+table.ops details summary{cursor:pointer;color:var(--muted)}
+table.ops details code{display:block;white-space:pre-wrap;overflow-wrap:anywhere}
 table.ops tr.hl td{background:#fde6e6;font-weight:700}
 table.ops tr.other td{color:#9aa1ae}
 table.ops tr.gap td{color:#9aa1ae;text-align:center}

@@ -484,3 +484,35 @@ TEST(ReportTest, ALossNoticeIsATickOnTheHoldersLane) {
 
 }  // namespace
 }  // namespace lockcheck
+
+namespace lockcheck {
+namespace {
+
+// Issue 36: violations and notes are counted apart (headline and checker table); a nemesis op reads as words
+// with its raw fields one click away; the value and error columns of the operations tables wrap.
+TEST(ReportTest, ViolationsAndNotesCountedApartAndFaultsInWords) {
+  json results = report_test::overlap_results();
+  results["checkers"][0]["anomalies"].push_back({{"kind", "lost-before-release"},
+                                                 {"severity", "note"},
+                                                 {"description", "process 2's release failed"},
+                                                 {"ops", {11}}});
+  results["checkers"][0]["anomalies"].push_back({{"kind", "lost-before-release"},
+                                                 {"severity", "note"},
+                                                 {"description", "process 1's release failed"},
+                                                 {"ops", {9}}});
+  History h = report_test::overlap_history();
+  h[2].value["detail"] = {{"aimed_at", {{"key", "lock-0"}, {"process", 1}}}};
+  const std::string html = render_report(report_test::sample_config(), h, results);
+  parse_ok(html);
+  EXPECT_NE(html.find("id=\"anomaly-count\">1 violation, 2 notes</h3>"), std::string::npos);
+  EXPECT_NE(html.find("<th>violations</th><th>notes</th>"), std::string::npos);
+  EXPECT_NE(html.find("<td>1</td><td>2</td><td>1 double grant</td>"), std::string::npos);
+  EXPECT_NE(html.find("partition n1 n2, aimed at the holder of lock-0 (process 1)<details><summary>raw</summary>"),
+            std::string::npos);
+  EXPECT_NE(html.find("heal n1 n2 (heals partition)<details>"), std::string::npos);
+  EXPECT_NE(html.find("&quot;grudge&quot;"), std::string::npos);  // the raw fields, whole
+  EXPECT_NE(html.find("<td class=\"error\">"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace lockcheck
