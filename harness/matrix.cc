@@ -31,6 +31,7 @@
 #include "nemesis/nemesis.h"
 #include "report/assets.h"
 #include "report/html.h"
+#include "report/report.h"
 #include "report/results_json.h"
 #include "sys/process.h"
 #include "sys/signals.h"
@@ -335,8 +336,9 @@ void write_summary(const std::string& path, const Matrix& m, const std::vector<E
     const auto& e = m.entries[i];
     std::string expect = e.expect ? to_string(*e.expect) : "";
     for (const auto& [c, v] : e.expect_checkers) expect += (expect.empty() ? "" : ", ") + c + ": " + to_string(v);
-    out << "<tr class=\"" << (outcomes[i].met ? "met" : "missed") << "\"><td>" << report::escape(e.name) << "</td><td>"
-        << report::escape(e.config.lock) << "</td><td>" << report::escape(e.config.workload) << "</td><td>"
+    out << "<tr class=\"" << (outcomes[i].met ? "met" : "missed") << "\"><td>" << report::escape(e.name)
+        << "</td><td class=\"name\">" << report::escape(e.config.lock) << "</td><td class=\"name\">"
+        << report::escape(e.config.workload) << "</td><td>"
         << faults_in_words(e.config.nemesis) << "</td><td>" << report::escape(expect) << "</td><td>"
         << report::escape(outcomes[i].finding) << "</td><td>";
     for (const auto& j : jobs) {
@@ -673,6 +675,11 @@ int test_all(const TestAllOptions& opts, std::ostream& out) {
     print_trend(*t, out);
   }
   write_summary(dir + "/summary.html", m, outcomes, jobs, night, since);
+  try {
+    write_index(opts.results_dir);  // the summary (and trend) beside the runs
+  } catch (const std::exception& e) {
+    out << "test-all: could not rewrite " << opts.results_dir << "/index.html: " << e.what() << "\n";
+  }
   out << "\n"
       << met << " of " << m.entries.size() << " expectations met\n"
       << "junit: " << junit << "\nsummary: " << dir << "/summary.html\n";

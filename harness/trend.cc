@@ -13,6 +13,7 @@
 #include "harness/night.h"
 #include "report/assets.h"
 #include "report/html.h"
+#include "report/report.h"
 #include "report/results_json.h"
 
 namespace trend_fs = std::filesystem;
@@ -527,6 +528,13 @@ int trend_command(const TrendOptions& o, std::ostream& out) {
   if (ec) throw ConfigError("--out: cannot create " + dir + " (" + ec.message() + ")");
   report::write_atomically(dir + "/trend.json", json);
   report::write_atomically(dir + "/trend.html", html);
+  if (o.out_dir.empty()) {  // in the results folder: listed in its index.html
+    try {
+      write_index(o.results_dir);
+    } catch (const std::exception& e) {
+      out << "trend: could not rewrite " << o.results_dir << "/index.html: " << e.what() << "\n";
+    }
+  }
   out << "trend: " << t->nights.size() << " nights of " << t->nights.back().matrix << " (oldest "
       << t->nights.front().started_at << ", tonight " << t->nights.back().started_at << ")\n";
   print_trend(*t, out);

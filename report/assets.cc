@@ -76,7 +76,7 @@ table.ops tr.gap td{color:#9aa1ae;text-align:center}
 table.ops td.t-ok{color:var(--green)}table.ops td.t-fail{color:#b86a00}table.ops td.t-info{color:var(--red)}
 #tip{position:fixed;pointer-events:none;background:#1d2330;color:#fff;font-size:12px;line-height:1.35;padding:5px 8px;border-radius:5px;max-width:520px;display:none;z-index:10}
 footer{color:var(--muted);font-size:12px;text-align:center;margin-top:18px}
-.met{color:var(--green)}.missed{color:var(--red)}
+span.met{color:var(--green)}span.missed{color:var(--red)}
 table.list,table.entries,table.changes,table.nights{width:100%}
 table.list td.valid,table.list td.met{color:var(--green);font-weight:700}
 table.list td.invalid,table.list td.missed{color:var(--red);font-weight:700}
@@ -84,6 +84,7 @@ table.list td.unknown,table.list td.unreadable{color:var(--amber);font-weight:70
 table.entries tr.met td:first-child{border-left:4px solid var(--green);padding-left:6px}
 table.entries tr.missed td:first-child{border-left:4px solid var(--red);padding-left:6px}
 table.entries td,table.changes td{overflow-wrap:anywhere}
+table.entries td.name,table.list td.name{overflow-wrap:normal;white-space:nowrap}
 table.changes tr.worse td{background:#fdecec}
 .grid-wrap{overflow-x:auto}
 table.grid td.cell{min-width:34px;text-align:center;font-size:11.5px;padding:2px 3px;border:1px solid #fff;color:#1d2330}

@@ -516,3 +516,39 @@ TEST(ReportTest, ViolationsAndNotesCountedApartAndFaultsInWords) {
 
 }  // namespace
 }  // namespace lockcheck
+
+namespace lockcheck {
+namespace {
+
+TEST(ReportTest, IndexListsMatrixSummariesAndTrendsBesideTheRuns) {
+  TempDir dir;
+  write_run(dir.file("run-a"), report_test::sample_config(), report_test::valid_history(), report_test::valid_results());
+  write_text(dir.file("test-all-quick-1/summary.json"),
+             R"({"matrix":"quick","started_at":"2026-12-05T03:00:00Z","met":1,"entries":[{},{}]})");
+  write_text(dir.file("test-all-quick-1/summary.html"), "<html></html>");
+  write_text(dir.file("test-all-quick-1/trend.html"), "<html></html>");
+  write_text(dir.file("test-all-quick-0/summary.json"),
+             R"({"matrix":"quick","started_at":"2026-12-04T03:00:00Z","met":2,"entries":[{},{}]})");
+  write_text(dir.file("test-all-quick-0/summary.html"), "<html></html>");
+  write_text(dir.file("trend-quick-x/trend.json"),
+             R"({"worse":true,"nights":[{"matrix":"quick","started_at":"2026-12-04T03:00:00Z"},
+                 {"matrix":"<q>","started_at":"2026-12-05T03:00:00Z"}]})");
+  write_text(dir.file("trend-quick-x/trend.html"), "<html></html>");
+  write_index(dir.str());
+  const std::string html = read_text(dir.file("index.html"));
+  parse_ok(html);
+  const auto summaries = html.find("id=\"summaries\""), trends = html.find("id=\"trends\""),
+             runs = html.find("id=\"runs\"");
+  ASSERT_NE(summaries, std::string::npos);
+  EXPECT_LT(summaries, trends);
+  EXPECT_LT(trends, runs);
+  EXPECT_LT(html.find("test-all-quick-1/summary.html"), html.find("test-all-quick-0/summary.html"));  // newest first
+  EXPECT_NE(html.find("1 of 2 expectations met"), std::string::npos);
+  EXPECT_NE(html.find("href=\"test-all-quick-1/trend.html\""), std::string::npos);
+  EXPECT_NE(html.find("2 nights, something got worse"), std::string::npos);
+  EXPECT_NE(html.find("&lt;q&gt;"), std::string::npos);
+  EXPECT_EQ(select(parse_ok(html), "tr", "run").size(), 1u);
+}
+
+}  // namespace
+}  // namespace lockcheck
