@@ -597,17 +597,24 @@ int test_all(const TestAllOptions& opts, std::ostream& out) {
   for (int i = 0; i < opts.parallel; ++i) pool.emplace_back(worker);
   for (auto& t : pool) t.join();
   // The night's head (harness/night.h): when, how long, what it ran with. merge takes the shards'.
-  nlohmann::json night = opts.replay_night;
+  nlohmann::json night = opts.replay_night.is_object() ? opts.replay_night : nlohmann::json::object();
+  std::vector<std::string> locks;
+  for (const auto& e : m.entries) locks.push_back(e.config.lock);
+  std::vector<nlohmann::json> results;
+  for (const auto& j : jobs) results.push_back(j.results);
   if (!opts.replay) {
-    std::vector<std::string> locks;
-    for (const auto& e : m.entries) locks.push_back(e.config.lock);
-    std::vector<nlohmann::json> results;
-    for (const auto& j : jobs) results.push_back(j.results);
     night = {{"started_at", iso_utc(started)},
              {"finished_at", iso_utc(std::time(nullptr))},
              {"duration_s", std::chrono::duration<double>(std::chrono::steady_clock::now() - started_steady).count()},
              {"cores", std::thread::hardware_concurrency()},
              {"versions", night_versions(locks, results)}};
+  } else if (!night.contains("started_at")) {  // shards written before summary.json existed: say so
+    night["started_at"] = iso_utc(started);
+    night["started_at_note"] = "when merge ran: the shards recorded no start";
+    if (night.value("versions", nlohmann::json::object()).empty()) {
+      night["versions"] = night_versions(locks, results);
+      night["versions_note"] = "lockcheck: the merging binary's; the rest from the runs' results";
+    }
   }
   night["matrix"] = m.name;
   if (shard.sharded()) {  // judged by `lockcheck merge` over all shards

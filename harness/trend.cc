@@ -430,12 +430,14 @@ std::string trend_html(const Trend& t) {
                         (c->met ? ", expectation met" : ", expectation unmet") + (c->error ? ", a run failed" : "");
       if (auto m = median(c->first_anomaly_s)) tip += ", median first anomaly " + num(*m, 1) + " s";
       s << "<td class=\"cell" << (c->met ? "" : " unmet") << (rate > 0.55 ? " dark" : "") << "\" style=\"background:"
-        << cell_colour(rate) << "\" title=\"" << escape(tip) << "\">" << c->found << "/" << c->n << "</td>";
+        << cell_colour(rate) << "\" title=\"" << escape(tip) << "\" data-found=\"" << c->found << "\" data-n=\"" << c->n
+        << "\">" << c->found << "</td>";
     }
     s << "</tr>\n";
   }
-  s << "</table></div>\n<p class=\"note\">A cell: seeds that found an anomaly of those run, darker the more; a red "
-       "frame: the expectation was not met that night; empty: the entry was not in that night's matrix.</p></section>\n";
+  s << "</table></div>\n<p class=\"note\">A cell: how many seeds found an anomaly (of how many: hover), darker the "
+       "larger the share; a red frame: the expectation was not met that night; empty: the entry was not in that "
+       "night's matrix.</p></section>\n";
   // The nights and what they ran with.
   s << "<section><h2>Nights</h2>\n<table class=\"nights\"><tr><th>night</th><th>started</th><th>took</th>"
        "<th>versions</th></tr>\n";

@@ -87,11 +87,11 @@ table.entries td,table.changes td{overflow-wrap:anywhere}
 table.entries td.name,table.list td.name{overflow-wrap:normal;white-space:nowrap}
 table.changes tr.worse td{background:#fdecec}
 .grid-wrap{overflow-x:auto}
-table.grid td.cell{min-width:34px;text-align:center;font-size:11.5px;padding:2px 3px;border:1px solid #fff;color:#1d2330}
+table.grid td.cell{width:24px;min-width:24px;text-align:center;font-size:10.5px;padding:2px 0;border:1px solid #fff;color:#1d2330}
 table.grid td.cell.dark{color:#fff}
 table.grid td.cell.unmet{outline:2px solid var(--red);outline-offset:-2px}
 table.grid th.night{font-size:11px;writing-mode:vertical-rl;transform:rotate(180deg);padding:2px}
-table.grid th.entry{white-space:nowrap;padding-right:8px}
+table.grid th.entry{max-width:300px;overflow-wrap:anywhere;padding-right:8px;font-size:12px}
 )CSS";
 
 // No "</" sequence may appear in this script (it is inlined in a <script> element).
