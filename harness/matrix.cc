@@ -672,7 +672,14 @@ int test_all(const TestAllOptions& opts, std::ostream& out) {
   std::string since;
   bool trend_worse = false;
   if (!opts.history.empty()) {
-    history.push_back(read_night(dir));
+    Night tonight = read_night(dir);
+    // A night merged again (the same shards) is tonight, not an earlier night.
+    history.erase(std::remove_if(history.begin(), history.end(),
+                                 [&](const Night& n) {
+                                   return n.matrix == tonight.matrix && n.started_at == tonight.started_at;
+                                 }),
+                  history.end());
+    history.push_back(std::move(tonight));
     auto t = compute_trend(std::move(history), 0.05);
     report::write_atomically(dir + "/trend.json", trend_json(*t).dump(2) + "\n");
     report::write_atomically(dir + "/trend.html", trend_html(*t));
