@@ -1,6 +1,7 @@
 #include "harness/trend.h"
 
 #include <algorithm>
+#include <boost/math/distributions/hypergeometric.hpp>
 #include <filesystem>
 #include <cmath>
 #include <ctime>
@@ -24,21 +25,17 @@ using report::escape;
 
 double fisher_exact_two_sided(size_t found_a, size_t n_a, size_t found_b, size_t n_b) {
   if (n_a == 0 || n_b == 0) return 1.0;
-  // Margins: row a has n_a seeds, row b n_b; column "found" has k = found_a + found_b. With the margins fixed,
-  // the found count x of row a is hypergeometric: P(x) = C(n_a, x) C(n_b, k - x) / C(n_a + n_b, k).
-  const size_t k = found_a + found_b, n = n_a + n_b;
-  auto log_choose = [](size_t m, size_t r) {
-    return std::lgamma(static_cast<double>(m) + 1) - std::lgamma(static_cast<double>(r) + 1) -
-           std::lgamma(static_cast<double>(m - r) + 1);
-  };
-  auto log_p = [&](size_t x) { return log_choose(n_a, x) + log_choose(n_b, k - x) - log_choose(n, k); };
-  const double observed = log_p(found_a);
-  const size_t lo = k > n_b ? k - n_b : 0, hi = std::min(n_a, k);
+  // Margins fixed: the k = found_a + found_b seeds that found it, of n = n_a + n_b; the found count x of night a
+  // is hypergeometric (Boost.Math): a sample of n_a from n with k "found". The p value sums P(x) over every x no
+  // more likely than the observed one (a relative tolerance for rounding).
+  const unsigned k = static_cast<unsigned>(found_a + found_b), n = static_cast<unsigned>(n_a + n_b);
+  const boost::math::hypergeometric_distribution<double> h(k, static_cast<unsigned>(n_a), n);
+  const double observed = boost::math::pdf(h, static_cast<unsigned>(found_a));
+  const unsigned lo = k > n_b ? k - static_cast<unsigned>(n_b) : 0, hi = std::min(static_cast<unsigned>(n_a), k);
   double p = 0;
-  for (size_t x = lo; x <= hi; ++x) {
-    const double lp = log_p(x);
-    // "no more likely than the observed table", with a relative tolerance for rounding in lgamma
-    if (lp <= observed + 1e-7) p += std::exp(lp);
+  for (unsigned x = lo; x <= hi; ++x) {
+    const double px = boost::math::pdf(h, x);
+    if (px <= observed * (1 + 1e-7)) p += px;
   }
   return std::min(1.0, p);
 }

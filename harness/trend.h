@@ -32,7 +32,7 @@
 namespace lockcheck {
 
 // Two-sided Fisher exact test on the 2x2 table found / not found x night A / night B: the sum of the
-// hypergeometric probabilities of every table with the same margins that is no more likely than the one
+// hypergeometric probabilities (Boost.Math) of every table with the same margins that is no more likely than the one
 // observed (relative tolerance 1e-7). REQUIRES: found_a <= n_a, found_b <= n_b. 1 when either n is 0.
 double fisher_exact_two_sided(size_t found_a, size_t n_a, size_t found_b, size_t n_b);
 
