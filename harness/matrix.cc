@@ -22,12 +22,12 @@
 #include "core/exit_codes.h"
 #include "core/history.h"
 #include "harness/matrix_shard.h"
+#include "harness/night.h"
 #include "harness/plan.h"
-#include "locks/adapters.h"
 #include "harness/runner.h"
 #include "harness/seed_search.h"
-#include "harness/night.h"
 #include "harness/trend.h"
+#include "locks/adapters.h"
 #include "nemesis/nemesis.h"
 #include "report/assets.h"
 #include "report/html.h"
@@ -305,9 +305,12 @@ std::string faults_in_words(const std::vector<std::string>& nemesis) {
 std::string duration_words(double s) {
   const long total = std::lround(s);
   std::ostringstream o;
-  if (total >= 3600) o << total / 3600 << " h " << (total % 3600) / 60 << " min";
-  else if (total >= 60) o << total / 60 << " min " << total % 60 << " s";
-  else o << total << " s";
+  if (total >= 3600)
+    o << total / 3600 << " h " << (total % 3600) / 60 << " min";
+  else if (total >= 60)
+    o << total / 60 << " min " << total % 60 << " s";
+  else
+    o << total << " s";
   return o.str();
 }
 
@@ -323,11 +326,12 @@ void write_summary(const std::string& path, const Matrix& m, const std::vector<E
       << (met == outcomes.size() ? "met\">all " : "missed\">") << met << " of " << outcomes.size()
       << " expectations met</span></h2>\n<p class=\"meta\">ran " << report::escape(night.value("started_at", "?"))
       << " for " << duration_words(night.value("duration_s", 0.0)) << " on "
-      << report::escape(report::plain(night.value("cores", nlohmann::json("?")))) << " cores</p>\n<table class=\"config\" id=\"versions\">";
+      << report::escape(report::plain(night.value("cores", nlohmann::json("?"))))
+      << " cores</p>\n<table class=\"config\" id=\"versions\">";
   const nlohmann::json versions = night.value("versions", nlohmann::json::object());
   for (const auto& [name, v] : versions.items()) {
-    out << "<tr><th>" << report::escape(name) << "</th><td>" << report::escape(v.is_string() ? v.get<std::string>() : v.dump())
-        << "</td></tr>";
+    out << "<tr><th>" << report::escape(name) << "</th><td>"
+        << report::escape(v.is_string() ? v.get<std::string>() : v.dump()) << "</td></tr>";
   }
   out << "</table></section>\n" << since;
   out << "<section><table class=\"entries\"><tr><th>entry</th><th>lock</th><th>workload</th><th>faults</th>"
@@ -338,9 +342,8 @@ void write_summary(const std::string& path, const Matrix& m, const std::vector<E
     for (const auto& [c, v] : e.expect_checkers) expect += (expect.empty() ? "" : ", ") + c + ": " + to_string(v);
     out << "<tr class=\"" << (outcomes[i].met ? "met" : "missed") << "\"><td>" << report::escape(e.name)
         << "</td><td class=\"name\">" << report::escape(e.config.lock) << "</td><td class=\"name\">"
-        << report::escape(e.config.workload) << "</td><td>"
-        << faults_in_words(e.config.nemesis) << "</td><td>" << report::escape(expect) << "</td><td>"
-        << report::escape(outcomes[i].finding) << "</td><td>";
+        << report::escape(e.config.workload) << "</td><td>" << faults_in_words(e.config.nemesis) << "</td><td>"
+        << report::escape(expect) << "</td><td>" << report::escape(outcomes[i].finding) << "</td><td>";
     for (const auto& j : jobs) {
       if (j.entry != i) continue;
       std::string verdict = j.results.is_object() ? j.results.value("valid", "?") : "error";
@@ -384,7 +387,8 @@ std::string run_dir_written_to(const std::string& file) {
 nlohmann::json entry_settings(const MatrixEntry& e) {
   nlohmann::json s = e.config;
   for (const char* k : {"results_dir", "label", "seed", "argv", "progress"}) s.erase(k);
-  if (find_lock_adapter(e.config.lock)) s.erase("client_cmd");  // made from lock and lock_opts, with this machine's path
+  if (find_lock_adapter(e.config.lock))
+    s.erase("client_cmd");  // made from lock and lock_opts, with this machine's path
   s["seeds"] = e.seeds;
   s["min_found"] = e.min_found;
   if (e.expect) {
@@ -674,10 +678,9 @@ int test_all(const TestAllOptions& opts, std::ostream& out) {
   if (!opts.history.empty()) {
     Night tonight = read_night(dir);
     // A night merged again (the same shards) is tonight, not an earlier night.
-    history.erase(std::remove_if(history.begin(), history.end(),
-                                 [&](const Night& n) {
-                                   return n.matrix == tonight.matrix && n.started_at == tonight.started_at;
-                                 }),
+    history.erase(std::remove_if(
+                      history.begin(), history.end(),
+                      [&](const Night& n) { return n.matrix == tonight.matrix && n.started_at == tonight.started_at; }),
                   history.end());
     history.push_back(std::move(tonight));
     auto t = compute_trend(std::move(history), 0.05);
@@ -697,7 +700,8 @@ int test_all(const TestAllOptions& opts, std::ostream& out) {
   out << "\n"
       << met << " of " << m.entries.size() << " expectations met\n"
       << "junit: " << junit << "\nsummary: " << dir << "/summary.html\n";
-  if (!opts.history.empty()) out << "trend: " << dir << "/trend.html" << (trend_worse ? " (something got worse)" : "") << "\n";
+  if (!opts.history.empty())
+    out << "trend: " << dir << "/trend.html" << (trend_worse ? " (something got worse)" : "") << "\n";
   const auto invalid_runs = std::count_if(jobs.begin(), jobs.end(), [](const Job& j) {
     return j.exit_code == kExitInvalid && !j.run_dir.empty();
   });

@@ -1,7 +1,7 @@
 #include "harness/matrix_shard.h"
 
-#include <boost/filesystem.hpp>
 #include <algorithm>
+#include <boost/filesystem.hpp>
 #include <fstream>
 #include <optional>
 #include <set>

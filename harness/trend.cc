@@ -2,9 +2,9 @@
 
 #include <algorithm>
 #include <boost/math/distributions/hypergeometric.hpp>
-#include <filesystem>
 #include <cmath>
 #include <ctime>
+#include <filesystem>
 #include <iomanip>
 #include <map>
 #include <set>
@@ -79,8 +79,9 @@ std::string short_value(const nlohmann::json& v) {
 
 // Rank of a change kind for "worst first".
 int rank(const std::string& kind) {
-  static const char* order[] = {"expectation newly unmet", "weaker", "changed config", "slower", "gone",
-                                "new", "stronger", "expectation newly met", "faster"};
+  static const char* order[] = {
+      "expectation newly unmet", "weaker", "changed config", "slower", "gone", "new", "stronger",
+      "expectation newly met",   "faster"};
   for (int i = 0; i < 9; ++i) {
     if (kind == order[i]) return i;
   }
@@ -119,8 +120,8 @@ void compare(const NightEntry& now, size_t k, size_t n, const std::vector<double
       c.kind = m_now > m_then ? "slower" : "faster";
       c.against = against;
       c.detail = "median first anomaly " + num(m_now, 1) + " s tonight, " + num(m_then, 1) + " s " +
-                 (against == "previous night" ? "the previous night" : "the earlier nights") + " (spread " +
-                 num(s, 1) + " s)";
+                 (against == "previous night" ? "the previous night" : "the earlier nights") + " (spread " + num(s, 1) +
+                 " s)";
       out.push_back(c);
     }
   }
@@ -154,12 +155,14 @@ Night read_night(const std::string& dir) {
   }
   if (!j.is_object()) not_a_night(dir, "summary.json is not an object");
   if (j.contains("shard") && !j.contains("entries")) {
-    not_a_night(dir, "it is shard " + j.value("shard", "?") + " of a sharded run: give the folder `lockcheck merge` wrote");
+    not_a_night(dir,
+                "it is shard " + j.value("shard", "?") + " of a sharded run: give the folder `lockcheck merge` wrote");
   }
   Night night;
   night.dir = dir;
   night.label = trend_fs::path(dir).lexically_normal().filename().string();
-  if (night.label == "." || night.label.empty()) night.label = trend_fs::absolute(dir).lexically_normal().filename().string();
+  if (night.label == "." || night.label.empty())
+    night.label = trend_fs::absolute(dir).lexically_normal().filename().string();
   try {
     night.matrix = j.at("matrix").get<std::string>();
     night.started_at = j.at("started_at").get<std::string>();
@@ -177,15 +180,17 @@ Night read_night(const std::string& dir) {
       ne.met = e.at("met").get<bool>();
       ne.error = e.value("error", false);
       ne.first_anomaly_s = e.value("first_anomaly_s", std::vector<double>{});
-      if (ne.found > ne.n) throw std::runtime_error("entry '" + ne.name + "': found " + std::to_string(ne.found) +
-                                                    " of " + std::to_string(ne.n) + " seeds");
+      if (ne.found > ne.n)
+        throw std::runtime_error("entry '" + ne.name + "': found " + std::to_string(ne.found) + " of " +
+                                 std::to_string(ne.n) + " seeds");
       if (!names.insert(ne.name).second) throw std::runtime_error("entry '" + ne.name + "' given twice");
       night.entries.push_back(std::move(ne));
     }
   } catch (const std::exception& e) {
     not_a_night(dir, std::string("summary.json: ") + e.what());
   }
-  if (!parse_iso_utc(night.started_at)) not_a_night(dir, "summary.json: started_at '" + night.started_at + "' is not UTC ISO 8601");
+  if (!parse_iso_utc(night.started_at))
+    not_a_night(dir, "summary.json: started_at '" + night.started_at + "' is not UTC ISO 8601");
   return night;
 }
 
@@ -200,13 +205,14 @@ std::unique_ptr<Trend> compute_trend(std::vector<Night> nights, double alpha) {
                             trend_fs::equivalent(nights[a].dir, nights[b].dir, ec);
       if (same_dir || (nights[a].matrix == nights[b].matrix && nights[a].started_at == nights[b].started_at)) {
         throw ConfigError("trend: one night given twice: " + nights[a].dir + " and " + nights[b].dir +
-                          (same_dir ? " are the same folder" : " are matrix " + nights[a].matrix + " started at " +
-                                                                   nights[a].started_at));
+                          (same_dir ? " are the same folder"
+                                    : " are matrix " + nights[a].matrix + " started at " + nights[a].started_at));
       }
     }
   }
-  std::stable_sort(nights.begin(), nights.end(),
-                   [](const Night& a, const Night& b) { return *parse_iso_utc(a.started_at) < *parse_iso_utc(b.started_at); });
+  std::stable_sort(nights.begin(), nights.end(), [](const Night& a, const Night& b) {
+    return *parse_iso_utc(a.started_at) < *parse_iso_utc(b.started_at);
+  });
   auto t = std::make_unique<Trend>();
   t->nights = std::move(nights);
   t->alpha = alpha;
@@ -245,8 +251,10 @@ std::unique_ptr<Trend> compute_trend(std::vector<Night> nights, double alpha) {
     for (const auto& n : t->nights) et.nights.push_back(find(n, name));
     const NightEntry* now = et.nights[last];
     const NightEntry* prev = previous ? et.nights[last - 1] : nullptr;
-    if (previous && now && !prev) et.changes.push_back({"new", "previous night", std::nullopt, "not in the previous night"});
-    if (previous && !now && prev) et.changes.push_back({"gone", "previous night", std::nullopt, "not in tonight's matrix"});
+    if (previous && now && !prev)
+      et.changes.push_back({"new", "previous night", std::nullopt, "not in the previous night"});
+    if (previous && !now && prev)
+      et.changes.push_back({"gone", "previous night", std::nullopt, "not in tonight's matrix"});
     if (now && prev) {
       if (prev->met && !now->met)
         et.changes.push_back({"expectation newly unmet", "previous night", std::nullopt,
@@ -254,15 +262,16 @@ std::unique_ptr<Trend> compute_trend(std::vector<Night> nights, double alpha) {
                                   rate_text(now->found, now->n) + (now->error ? ", a run failed" : "") + ")"});
       if (!prev->met && now->met)
         et.changes.push_back({"expectation newly met", "previous night", std::nullopt,
-                              "unmet the previous night (found " + rate_text(prev->found, prev->n) + "), met tonight (" +
-                                  rate_text(now->found, now->n) + ")"});
+                              "unmet the previous night (found " + rate_text(prev->found, prev->n) +
+                                  "), met tonight (" + rate_text(now->found, now->n) + ")"});
       if (prev->settings != now->settings) {
         std::string fields;
         std::set<std::string> keys;
         for (const auto& [k, v] : prev->settings.items()) keys.insert(k);
         for (const auto& [k, v] : now->settings.items()) keys.insert(k);
         for (const auto& k : keys) {
-          const nlohmann::json a = prev->settings.value(k, nlohmann::json()), b = now->settings.value(k, nlohmann::json());
+          const nlohmann::json a = prev->settings.value(k, nlohmann::json()),
+                               b = now->settings.value(k, nlohmann::json());
           if (a != b) fields += (fields.empty() ? "" : "; ") + k + " " + short_value(a) + " -> " + short_value(b);
         }
         et.changes.push_back({"changed config", "previous night", std::nullopt, fields});
@@ -296,8 +305,9 @@ nlohmann::json trend_json(const Trend& t) {
       {"slower_faster",
        "the median time to the first anomaly moved by more than the larger of the two sides' ranges (max - min of "
        "the seeds' times), each side with at least 2 times"},
-      {"earlier_nights", "every night before tonight with the entry, seeds added up; compared only when there are "
-                         "at least 2 such nights"},
+      {"earlier_nights",
+       "every night before tonight with the entry, seeds added up; compared only when there are "
+       "at least 2 such nights"},
       {"worse", "expectation newly unmet, or weaker against either side: exit status 1"}};
   j["nights"] = nlohmann::json::array();
   for (const auto& n : t.nights) {
@@ -399,8 +409,9 @@ std::string trend_html(const Trend& t) {
   s << "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>lockcheck trend: "
     << escape(tonight.matrix) << "</title><style>" << report::kPageCss << "</style></head><body>\n<main>\n";
   s << "<section><h1>lockcheck trend</h1><h2>" << escape(tonight.matrix) << ": " << t.nights.size()
-    << (t.nights.size() == 1 ? " night" : " nights") << ", tonight " << escape(tonight.started_at) << " — <span class=\""
-    << (t.worse() ? "missed\">something got worse" : "met\">nothing got worse") << "</span></h2>\n";
+    << (t.nights.size() == 1 ? " night" : " nights") << ", tonight " << escape(tonight.started_at)
+    << " — <span class=\"" << (t.worse() ? "missed\">something got worse" : "met\">nothing got worse")
+    << "</span></h2>\n";
   s << "<p class=\"meta\">Nights ordered by their own start time. Tonight is compared with the previous night and "
        "with the earlier nights pooled. weaker / stronger: two-sided Fisher exact test on found / not found, p &lt; "
     << escape(p_text(t.alpha))
@@ -408,10 +419,11 @@ std::string trend_html(const Trend& t) {
        "ranges.</p>\n";
   s << changes_table(t) << "</section>\n";
   // The grid: entry x night, each cell coloured by its found rate.
-  s << "<section><h2>Found rate per night</h2>\n<div class=\"grid-wrap\"><table class=\"grid\" id=\"grid\"><tr><th>entry</th>";
+  s << "<section><h2>Found rate per night</h2>\n<div class=\"grid-wrap\"><table class=\"grid\" "
+       "id=\"grid\"><tr><th>entry</th>";
   for (const auto& n : t.nights) {
-    s << "<th class=\"night\" title=\"" << escape(n.label + " (" + n.started_at + ")") << "\">" << escape(night_heading(n))
-      << "</th>";
+    s << "<th class=\"night\" title=\"" << escape(n.label + " (" + n.started_at + ")") << "\">"
+      << escape(night_heading(n)) << "</th>";
   }
   s << "</tr>\n";
   for (const auto& e : t.entries) {
@@ -426,9 +438,9 @@ std::string trend_html(const Trend& t) {
       std::string tip = t.nights[i].started_at + ": found " + rate_text(c->found, c->n) +
                         (c->met ? ", expectation met" : ", expectation unmet") + (c->error ? ", a run failed" : "");
       if (auto m = median(c->first_anomaly_s)) tip += ", median first anomaly " + num(*m, 1) + " s";
-      s << "<td class=\"cell" << (c->met ? "" : " unmet") << (rate > 0.55 ? " dark" : "") << "\" style=\"background:"
-        << cell_colour(rate) << "\" title=\"" << escape(tip) << "\" data-found=\"" << c->found << "\" data-n=\"" << c->n
-        << "\">" << c->found << "</td>";
+      s << "<td class=\"cell" << (c->met ? "" : " unmet") << (rate > 0.55 ? " dark" : "")
+        << "\" style=\"background:" << cell_colour(rate) << "\" title=\"" << escape(tip) << "\" data-found=\""
+        << c->found << "\" data-n=\"" << c->n << "\">" << c->found << "</td>";
     }
     s << "</tr>\n";
   }
@@ -456,8 +468,8 @@ std::string trend_summary_section(const Trend& t, const std::string& trend_href)
   s << "<section id=\"since\"><h2>Since the last nights — <span class=\""
     << (t.worse() ? "missed\">something got worse" : "met\">nothing got worse") << "</span></h2>\n<p class=\"meta\">"
     << t.nights.size() - 1 << " earlier " << (t.nights.size() == 2 ? "night" : "nights") << " (since "
-    << escape(t.nights.front().started_at) << "); the grid of every entry and night: <a href=\""
-    << escape(trend_href) << "\">trend</a>.</p>\n"
+    << escape(t.nights.front().started_at) << "); the grid of every entry and night: <a href=\"" << escape(trend_href)
+    << "\">trend</a>.</p>\n"
     << changes_table(t) << "</section>\n";
   return s.str();
 }
@@ -479,7 +491,8 @@ std::vector<Night> read_history_nights(const std::string& history, const std::st
   if (!trend_fs::is_directory(history, ec)) throw ConfigError("--history: " + history + " is not a folder");
   std::vector<std::string> dirs;
   for (trend_fs::directory_iterator it(history, ec), end; !ec && it != end; it.increment(ec)) {
-    if (trend_fs::is_directory(it->path(), ec) && !trend_fs::is_symlink(it->path(), ec)) dirs.push_back(it->path().string());
+    if (trend_fs::is_directory(it->path(), ec) && !trend_fs::is_symlink(it->path(), ec))
+      dirs.push_back(it->path().string());
   }
   if (ec) throw ConfigError("--history: cannot list " + history + " (" + ec.message() + ")");
   std::sort(dirs.begin(), dirs.end());

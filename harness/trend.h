@@ -46,7 +46,7 @@ struct NightEntry {
 };
 
 struct Night {
-  std::string dir;  // as given
+  std::string dir;    // as given
   std::string label;  // the folder's name
   std::string matrix, started_at;
   double duration_s = 0;
@@ -58,9 +58,9 @@ struct Night {
 Night read_night(const std::string& dir);
 
 struct TrendChange {
-  std::string kind;     // new, gone, expectation newly unmet, expectation newly met, weaker, stronger, slower,
-                        // faster, changed config
-  std::string against;  // "previous night" or "earlier nights"
+  std::string kind;         // new, gone, expectation newly unmet, expectation newly met, weaker, stronger, slower,
+                            // faster, changed config
+  std::string against;      // "previous night" or "earlier nights"
   std::optional<double> p;  // weaker / stronger: the Fisher test's p
   std::string detail;       // one line: the numbers, or the fields that differ
   bool worse() const { return kind == "expectation newly unmet" || kind == "weaker"; }
@@ -76,8 +76,8 @@ struct EntryTrend {
 struct Trend {
   std::vector<Night> nights;  // oldest first
   double alpha = 0.05;
-  std::vector<EntryTrend> entries;          // in tonight's order, then entries gone from it
-  std::vector<std::string> version_changes; // "redsync v4.18.1 -> v4.19.0", previous night to tonight
+  std::vector<EntryTrend> entries;           // in tonight's order, then entries gone from it
+  std::vector<std::string> version_changes;  // "redsync v4.18.1 -> v4.19.0", previous night to tonight
   bool worse() const;
 };
 

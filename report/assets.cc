@@ -237,6 +237,5 @@ const char* const kReportJs = R"JS(
 })();
 )JS";
 
-
 }  // namespace report
 }  // namespace lockcheck

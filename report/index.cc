@@ -169,7 +169,8 @@ void write_index(const std::string& results_dir) {
   for (const auto& r : rows) invalid += r.verdict == "invalid";
   s << "<p>" << rows.size() << (rows.size() == 1 ? " run" : " runs") << ", " << invalid
     << " invalid, newest first.</p>\n";
-  s << "<table class=\"list\" id=\"runs\"><tr><th>started</th><th>run</th><th>lock</th><th>workload</th><th>nemesis</th>"
+  s << "<table class=\"list\" "
+       "id=\"runs\"><tr><th>started</th><th>run</th><th>lock</th><th>workload</th><th>nemesis</th>"
        "<th>verdict</th><th>anomalies</th><th>report</th></tr>\n";
   for (const auto& r : rows) {
     const std::string href = report::url_path_encode(r.dir) + "/report.html";

@@ -85,8 +85,10 @@ std::string nemesis_words(const Op& op) {
     for (const auto& x : *t) s += " " + plain(x);
   }
   const bool heal = v.value("phase", json()) == json("stop");
-  if (!fault.empty() && fault != s.substr(0, s.find(' '))) s += heal ? " (heals " + fault + ")" : " (" + fault + ")";
-  else if (heal) s += " (heal)";
+  if (!fault.empty() && fault != s.substr(0, s.find(' ')))
+    s += heal ? " (heals " + fault + ")" : " (" + fault + ")";
+  else if (heal)
+    s += " (heal)";
   if (const json* d = find(v, "detail"); d && d->is_object()) {
     if (const json* at = find(*d, "aimed_at"); at && at->is_object() && find(*at, "key")) {
       s += ", aimed at the holder of " + plain((*at)["key"]);

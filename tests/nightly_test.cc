@@ -91,7 +91,8 @@ TEST(NightlyTest, ThreeNightsWithHistoryThenTheTrend) {
   EXPECT_GE(head.value("cores", 0), 1);
 
   size_t earlier_found = 0;
-  for (int i = 0; i < 2; ++i) earlier_found += read_json_file(dirs[i] + "/summary.json")["entries"][0].value("found", 0);
+  for (int i = 0; i < 2; ++i)
+    earlier_found += read_json_file(dirs[i] + "/summary.json")["entries"][0].value("found", 0);
   std::string out;
   const int trend = cli({"trend", dirs[2], dirs[0], dirs[1], "--out", dir.file("trend")}, &out);
   EXPECT_NE(out.find("changed config"), std::string::npos) << out;

@@ -271,8 +271,8 @@ Widest widest_box(const fs::path& chromium, const fs::path& page) {
   html.insert(end == std::string::npos ? html.size() : end, std::string("<script>") + kMeasureJs + "</script>");
   const fs::path copy = page.parent_path() / ("measure-" + page.filename().string());
   std::ofstream(copy.string()) << html;
-  BrowserRun dom =
-      run_chromium(chromium, {"--dump-dom", "--window-size=1280,1000"}, "file://" + copy.string(), std::chrono::seconds(90));
+  BrowserRun dom = run_chromium(chromium, {"--dump-dom", "--window-size=1280,1000"}, "file://" + copy.string(),
+                                std::chrono::seconds(90));
   fs::remove(copy);
   Widest w;
   w.dom = dom.out;
@@ -313,14 +313,21 @@ TEST(PagesBrowserTest, EveryPageFitsA1280PxWindowAndTheTrendGridIsDrawn) {
     json r = res;
     r["checkers"][0]["anomalies"][0]["description"] = "processes 1 and 2 both held " + std::string(200, 'k');
     for (int seed : {1, 2})
-      jobs << json{{"entry", "single-client-pause"}, {"seed", seed}, {"exit_code", 1}, {"seconds", 3.0},
-                   {"run_dir", ""}, {"results", r}}.dump() << "\n";
+      jobs << json{{"entry", "single-client-pause"},
+                   {"seed", seed},
+                   {"exit_code", 1},
+                   {"seconds", 3.0},
+                   {"run_dir", ""},
+                   {"results", r}}
+                  .dump()
+           << "\n";
   }
   for (int night = 0; night < 2; ++night) {
     const fs::path d = history / ("test-all-tiny-" + std::to_string(night));
     fs::create_directories(d);
     std::ofstream((d / "summary.json").string())
-        << json{{"matrix", "tiny"}, {"started_at", "2026-12-0" + std::to_string(night + 1) + "T03:00:00Z"},
+        << json{{"matrix", "tiny"},
+                {"started_at", "2026-12-0" + std::to_string(night + 1) + "T03:00:00Z"},
                 {"versions", {{"redis", "7.0.15"}}},
                 {"entries", {{{"name", "single-client-pause"}, {"n", 10}, {"found", 10}, {"met", true}}}}}
                .dump();
@@ -365,8 +372,8 @@ TEST(PagesBrowserTest, EveryPageFitsA1280PxWindowAndTheTrendGridIsDrawn) {
   write_index(results.string());
   for (const fs::path& page : {run / "report.html", summary, trend_dir / "trend.html", results / "index.html"}) {
     const Widest w = widest_box(chromium, page);
-    std::cout << "[ figures ] widest box at 1280 px: " << page.filename().string() << " " << w.px << " px ("
-              << w.what << ")" << std::endl;
+    std::cout << "[ figures ] widest box at 1280 px: " << page.filename().string() << " " << w.px << " px (" << w.what
+              << ")" << std::endl;
     EXPECT_LE(w.px, 0) << page << ": " << w.what << " is " << w.px << " px wider than its box";
     if (page.filename() == "trend.html") {
       EXPECT_EQ(report_test::count(start_tags(w.dom), "td", "cell"), 30u * 12u);

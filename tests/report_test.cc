@@ -522,7 +522,8 @@ namespace {
 
 TEST(ReportTest, IndexListsMatrixSummariesAndTrendsBesideTheRuns) {
   TempDir dir;
-  write_run(dir.file("run-a"), report_test::sample_config(), report_test::valid_history(), report_test::valid_results());
+  write_run(dir.file("run-a"), report_test::sample_config(), report_test::valid_history(),
+            report_test::valid_results());
   write_text(dir.file("test-all-quick-1/summary.json"),
              R"({"matrix":"quick","started_at":"2026-12-05T03:00:00Z","met":1,"entries":[{},{}]})");
   write_text(dir.file("test-all-quick-1/summary.html"), "<html></html>");

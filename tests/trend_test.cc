@@ -83,11 +83,12 @@ const TrendChange* change(const Trend& t, const std::string& name, const std::st
 using Kinds = std::vector<std::string>;
 
 TEST(TrendTest, EveryChangeKind) {
-  Night n1 = night("2026-12-04T03:00:00Z",
-                   {entry("half-hidden", 10, 10, true), entry("noise", 10, 10, true), entry("unmet", 1, 3, true),
-                    entry("met", 0, 3, false), entry("stronger", 0, 6, false), entry("slower", 6, 6, true, {1, 1.2, 1.1}),
-                    entry("faster", 6, 6, true, {8, 8.5, 9}), entry("gone", 1, 1, true), entry("config", 3, 3, true)},
-                   {{"redis", "7.0.15"}, {"redsync", "v4.18.1"}});
+  Night n1 =
+      night("2026-12-04T03:00:00Z",
+            {entry("half-hidden", 10, 10, true), entry("noise", 10, 10, true), entry("unmet", 1, 3, true),
+             entry("met", 0, 3, false), entry("stronger", 0, 6, false), entry("slower", 6, 6, true, {1, 1.2, 1.1}),
+             entry("faster", 6, 6, true, {8, 8.5, 9}), entry("gone", 1, 1, true), entry("config", 3, 3, true)},
+            {{"redis", "7.0.15"}, {"redsync", "v4.18.1"}});
   Night n2 = night("2026-12-05T03:00:00Z",
                    {entry("half-hidden", 4, 10, true), entry("noise", 7, 10, true), entry("unmet", 0, 3, false),
                     entry("met", 2, 3, true), entry("stronger", 6, 6, true), entry("slower", 6, 6, true, {5, 5.5, 6}),
@@ -200,7 +201,11 @@ void write_night(const std::string& dir, const std::string& started_at, size_t f
                    {"duration_s", 12.5},
                    {"versions", {{"lockcheck", "0.1.0 (git abc)"}}},
                    {"entries",
-                    {{{"name", "e"}, {"settings", {{"lock", "single"}}}, {"n", n}, {"found", found}, {"met", met},
+                    {{{"name", "e"},
+                      {"settings", {{"lock", "single"}}},
+                      {"n", n},
+                      {"found", found},
+                      {"met", met},
                       {"first_anomaly_s", nlohmann::json::array()}}}}};
   std::ofstream(dir + "/summary.json") << j.dump(2);
 }
@@ -223,7 +228,8 @@ TEST(TrendCommandTest, ExitStatusAndFiles) {
   EXPECT_TRUE(bfs::exists(tmp.file("t0/trend.html")));
   EXPECT_TRUE(bfs::exists(tmp.file("t0/trend.json")));
   // Given in any order: ordered by start; tonight 4/10 after 9/10 and 10/10: weaker, exit 1.
-  EXPECT_EQ(run_cli({"trend", tmp.file("n3"), tmp.file("n1"), tmp.file("n2"), "--out", tmp.file("t1")}, &out), 1) << out;
+  EXPECT_EQ(run_cli({"trend", tmp.file("n3"), tmp.file("n1"), tmp.file("n2"), "--out", tmp.file("t1")}, &out), 1)
+      << out;
   EXPECT_NE(out.find("WORSE"), std::string::npos) << out;
   const nlohmann::json j = read_json_file(tmp.file("t1/trend.json"));
   EXPECT_EQ(j["nights"][2]["started_at"], "2026-12-06T03:00:00Z");
@@ -241,7 +247,8 @@ TEST(TrendCommandTest, BadInputExitsTwoAndWritesNothing) {
   write_night(tmp.file("n1"), "2026-12-04T03:00:00Z", 10, 10, true);
   bfs::create_directories(tmp.file("empty"));
   bfs::create_directories(tmp.file("shard"));
-  std::ofstream(tmp.file("shard/summary.json")) << R"({"matrix":"m","shard":"1/2","started_at":"2026-12-04T03:00:00Z"})";
+  std::ofstream(tmp.file("shard/summary.json"))
+      << R"({"matrix":"m","shard":"1/2","started_at":"2026-12-04T03:00:00Z"})";
   bfs::create_directories(tmp.file("broken"));
   std::ofstream(tmp.file("broken/summary.json")) << "{\"matrix\": ";
   write_night(tmp.file("toomany"), "2026-12-05T03:00:00Z", 11, 10, true);
@@ -275,7 +282,8 @@ TEST(TrendCommandTest, HistoryKeepsJudgedNightsOfTheMatrix) {
   write_night(tmp.file("b"), "2026-12-02T03:00:00Z", 10, 10, true);
   write_night(tmp.file("c"), "2026-12-03T03:00:00Z", 10, 10, true);
   bfs::create_directories(tmp.file("shard"));
-  std::ofstream(tmp.file("shard/summary.json")) << R"({"matrix":"m","shard":"1/2","started_at":"2026-12-04T03:00:00Z"})";
+  std::ofstream(tmp.file("shard/summary.json"))
+      << R"({"matrix":"m","shard":"1/2","started_at":"2026-12-04T03:00:00Z"})";
   bfs::create_directories(tmp.file("run-folder"));
   write_night(tmp.file("other"), "2026-12-03T04:00:00Z", 1, 1, true);
   {
