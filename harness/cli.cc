@@ -130,6 +130,32 @@ po::variables_map parse(const std::vector<std::string>& args, const po::options_
   return vm;
 }
 
+// Parses args against desc with any number of positional folders into *dirs (merge, trend).
+po::variables_map parse_dirs(const std::vector<std::string>& args, const po::options_description& desc,
+                             std::vector<std::string>* dirs) {
+  po::options_description all(desc);
+  all.add_options()("dirs", po::value(dirs), "");
+  po::positional_options_description pos;
+  pos.add("dirs", -1);
+  po::variables_map vm;
+  po::store(po::command_line_parser(args).options(all).positional(pos).run(), vm);
+  po::notify(vm);
+  return vm;
+}
+
+// --history DIR and --fail-on-trend of test-all and merge (harness/trend.h).
+void add_history_options(po::options_description& desc, std::string* history) {
+  desc.add_options()("history", po::value(history),
+                     "a folder of earlier test-all folders: the summary opens with what changed since the last "
+                     "nights (lockcheck trend), trend.html beside it")(
+      "fail-on-trend", "with --history: exit 1 also when something got worse since the last nights");
+}
+bool fail_on_trend_flag(const po::variables_map& vm, const std::string& history) {
+  const bool fail = vm.count("fail-on-trend") > 0;
+  if (fail && history.empty()) throw ConfigError("--fail-on-trend: needs --history DIR");
+  return fail;
+}
+
 // `run --schedule FILE`: the stored schedule, read and checked against the run's nemeses (ConfigError naming
 // the flag). A run given no --nemesis takes the schedule's nemeses and targeting.
 std::optional<Schedule> schedule_flag(const po::variables_map& vm, RunConfig& c) {
@@ -397,17 +423,15 @@ int cmd_test_all(const std::vector<std::string>& args, std::ostream& out) {
     ("junit", po::value(&o.junit_path), "write JUnit XML here (default: in the summary folder)")
     ("parallel", po::value(&o.parallel)->default_value(o.parallel), "runs at a time")
     ("shard", po::value(&o.shard), "K/N: run only share K of N of the runs (then: lockcheck merge)")
-    ("history", po::value(&o.history), "a folder of earlier test-all folders: the summary opens with what changed since the last nights (lockcheck trend), trend.html beside it")
-    ("fail-on-trend", "with --history: exit 1 also when something got worse since the last nights")
     ("results", po::value(&o.results_dir)->default_value(o.results_dir), "results folder");
   // clang-format on
+  add_history_options(desc, &o.history);
   auto vm = parse(args, desc);
   if (vm.count("help")) {
     out << desc;
     return kExitValid;
   }
-  o.fail_on_trend = vm.count("fail-on-trend") > 0;
-  if (o.fail_on_trend && o.history.empty()) throw ConfigError("--fail-on-trend: needs --history DIR");
+  o.fail_on_trend = fail_on_trend_flag(vm, o.history);
   if (!o.history.empty() && !o.shard.empty()) throw ConfigError("--history: a shard judges nothing; give it to merge");
   return test_all(o, out);
 }
@@ -417,23 +441,14 @@ int cmd_merge(const std::vector<std::string>& args, std::ostream& out) {
   po::options_description desc("lockcheck merge DIR... [FLAGS]: join test-all shards' folders into one result");
   desc.add_options()("help,h", "this help")("junit", po::value(&o.junit_path),
                                             "write JUnit XML here (default: in the merged folder)")(
-      "results", po::value(&o.results_dir)->default_value(o.results_dir), "results folder for the merged folder")(
-      "history", po::value(&o.history),
-      "a folder of earlier test-all folders: the summary opens with what changed since the last nights")(
-      "fail-on-trend", "with --history: exit 1 also when something got worse since the last nights");
-  po::options_description all(desc);
-  all.add_options()("dirs", po::value(&o.dirs), "");
-  po::positional_options_description pos;
-  pos.add("dirs", -1);
-  po::variables_map vm;
-  po::store(po::command_line_parser(args).options(all).positional(pos).run(), vm);
-  po::notify(vm);
+      "results", po::value(&o.results_dir)->default_value(o.results_dir), "results folder for the merged folder");
+  add_history_options(desc, &o.history);
+  auto vm = parse_dirs(args, desc, &o.dirs);
   if (vm.count("help")) {
     out << desc;
     return kExitValid;
   }
-  o.fail_on_trend = vm.count("fail-on-trend") > 0;
-  if (o.fail_on_trend && o.history.empty()) throw ConfigError("--fail-on-trend: needs --history DIR");
+  o.fail_on_trend = fail_on_trend_flag(vm, o.history);
   return merge_test_all(o, out);
 }
 
@@ -450,13 +465,7 @@ int cmd_trend(const std::vector<std::string>& args, std::ostream& out) {
     ("alpha", po::value(&o.alpha)->default_value(o.alpha), "weaker / stronger when the two-sided Fisher exact test gives p below this")
     ("results", po::value(&o.results_dir)->default_value(o.results_dir), "results folder (for the default --out)");
   // clang-format on
-  po::options_description all(desc);
-  all.add_options()("dirs", po::value(&o.dirs), "");
-  po::positional_options_description pos;
-  pos.add("dirs", -1);
-  po::variables_map vm;
-  po::store(po::command_line_parser(args).options(all).positional(pos).run(), vm);
-  po::notify(vm);
+  auto vm = parse_dirs(args, desc, &o.dirs);
   if (vm.count("help")) {
     out << desc;
     return kExitValid;

@@ -303,3 +303,26 @@ TEST(TrendCommandTest, HistoryKeepsJudgedNightsOfTheMatrix) {
 
 }  // namespace
 }  // namespace lockcheck
+
+namespace lockcheck {
+namespace {
+
+TEST(TrendCommandTest, HistoryFlagsOfTestAllAndMerge) {
+  TempDir tmp;
+  std::string err;
+  EXPECT_EQ(run_cli({"test-all", "--fail-on-trend", "--results", tmp.str()}, nullptr, &err), kExitUsage);
+  EXPECT_NE(err.find("--fail-on-trend: needs --history"), std::string::npos) << err;
+  EXPECT_EQ(run_cli({"merge", tmp.str(), "--fail-on-trend"}, nullptr, &err), kExitUsage);
+  EXPECT_NE(err.find("--fail-on-trend: needs --history"), std::string::npos) << err;
+  EXPECT_EQ(run_cli({"test-all", "--history", tmp.file("nope"), "--matrix", "quick", "--results", tmp.file("r")},
+                    nullptr, &err),
+            kExitUsage);
+  EXPECT_NE(err.find("--history: "), std::string::npos) << err;
+  EXPECT_FALSE(bfs::exists(tmp.file("r"))) << "a bad history is found before anything runs";
+  EXPECT_EQ(run_cli({"test-all", "--history", tmp.str(), "--shard", "1/2", "--results", tmp.file("r")}, nullptr, &err),
+            kExitUsage);
+  EXPECT_NE(err.find("a shard judges nothing"), std::string::npos) << err;
+}
+
+}  // namespace
+}  // namespace lockcheck
