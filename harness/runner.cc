@@ -94,6 +94,20 @@ std::string redis_version(const RunConfig& cfg) {
   }
 }
 
+// "3.4.23" from `etcd --version` ("etcd Version: 3.4.23"), for runs whose nodes are etcd members.
+std::string etcd_version() {
+  try {
+    auto r = run_command({"etcd", "--version"}, std::chrono::seconds(5));
+    const std::string tag = "etcd Version: ";
+    auto pos = r.out.find(tag);
+    if (pos == std::string::npos) return "unknown";
+    pos += tag.size();
+    return r.out.substr(pos, r.out.find_first_of(" \n", pos) - pos);
+  } catch (const std::exception&) {
+    return "unknown";
+  }
+}
+
 // One line, rewritten in place on a terminal; a line every 5 s elsewhere (CI logs).
 class Progress {
  public:
@@ -310,7 +324,10 @@ nlohmann::json results_head(const RunConfig& cfg, const std::string& dir, const 
           {"started_at", started_at},
           {"duration_s", duration_s},
           {"ops", {{"ok", c.ok}, {"fail", c.fail}, {"info", c.info}}},
-          {"versions", {{"lockcheck", kLockcheckVersion}, {"redis", redis_version(cfg)}}}};
+          {"versions", cfg.server == ServerKind::kEtcd
+                           ? nlohmann::json{{"lockcheck", kLockcheckVersion}, {"redis", redis_version(cfg)},
+                                            {"etcd", etcd_version()}}
+                           : nlohmann::json{{"lockcheck", kLockcheckVersion}, {"redis", redis_version(cfg)}}}};
 }
 
 // The results of a run that ended in a harness error or an interrupt: verdict unknown, the error said.
