@@ -285,8 +285,9 @@ void write_reproduce_commands(std::ostream& out, const Matrix& m, const std::vec
   out << "</table>\n";
 }
 
-// "client-pause, kill" in words: each nemesis's name and what it does (the registry's line), "none".
-std::string faults_in_words(const std::vector<std::string>& nemesis) {
+// "client-pause, kill" in words: each nemesis's name and what it does (the registry's line), how it is aimed,
+// "none".
+std::string faults_in_words(const std::vector<std::string>& nemesis, const std::string& targeting) {
   if (nemesis.empty()) return "none";
   std::string out;
   for (const auto& n : nemesis) {
@@ -298,7 +299,7 @@ std::string faults_in_words(const std::vector<std::string>& nemesis) {
     out += (out.empty() ? "" : "<br>") + std::string("<b>") + report::escape(n) + "</b>";
     if (!what.empty()) out += " <span class=\"meta\">" + report::escape(what) + "</span>";
   }
-  return out;
+  return out + "<br>aimed: " + (targeting == "holder" ? std::string("at the lock holder") : report::escape(targeting));
 }
 
 // "4 min 12 s"
@@ -342,7 +343,7 @@ void write_summary(const std::string& path, const Matrix& m, const std::vector<E
     for (const auto& [c, v] : e.expect_checkers) expect += (expect.empty() ? "" : ", ") + c + ": " + to_string(v);
     out << "<tr class=\"" << (outcomes[i].met ? "met" : "missed") << "\"><td>" << report::escape(e.name)
         << "</td><td class=\"name\">" << report::escape(e.config.lock) << "</td><td class=\"name\">"
-        << report::escape(e.config.workload) << "</td><td>" << faults_in_words(e.config.nemesis) << "</td><td>"
+        << report::escape(e.config.workload) << "</td><td>" << faults_in_words(e.config.nemesis, e.config.nemesis_targeting) << "</td><td>"
         << report::escape(expect) << "</td><td>" << report::escape(outcomes[i].finding) << "</td><td>";
     for (const auto& j : jobs) {
       if (j.entry != i) continue;

@@ -86,13 +86,13 @@ TEST(TrendTest, EveryChangeKind) {
   Night n1 =
       night("2026-12-04T03:00:00Z",
             {entry("half-hidden", 10, 10, true), entry("noise", 10, 10, true), entry("unmet", 1, 3, true),
-             entry("met", 0, 3, false), entry("stronger", 0, 6, false), entry("slower", 6, 6, true, {1, 1.2, 1.1}),
-             entry("faster", 6, 6, true, {8, 8.5, 9}), entry("gone", 1, 1, true), entry("config", 3, 3, true)},
+             entry("met", 0, 3, false), entry("stronger", 0, 6, false), entry("slower", 6, 6, true, {1, 1.2, 1.1, 1.05}),
+             entry("faster", 6, 6, true, {8, 8.5, 9, 8.2}), entry("gone", 1, 1, true), entry("config", 3, 3, true)},
             {{"redis", "7.0.15"}, {"redsync", "v4.18.1"}});
   Night n2 = night("2026-12-05T03:00:00Z",
                    {entry("half-hidden", 4, 10, true), entry("noise", 7, 10, true), entry("unmet", 0, 3, false),
-                    entry("met", 2, 3, true), entry("stronger", 6, 6, true), entry("slower", 6, 6, true, {5, 5.5, 6}),
-                    entry("faster", 6, 6, true, {1, 1.5, 2}), entry("new", 1, 1, true),
+                    entry("met", 2, 3, true), entry("stronger", 6, 6, true), entry("slower", 6, 6, true, {5, 5.5, 6, 5.2}),
+                    entry("faster", 6, 6, true, {1, 1.5, 2, 1.2}), entry("new", 1, 1, true),
                     entry("config", 3, 3, true, {}, {{"lock", "single"}, {"ttl_ms", 3000}})},
                    {{"redis", "7.0.15"}, {"redsync", "v4.19.0"}});
   auto t = compute_trend({n2, n1}, 0.05);  // given newest first: ordered by start
@@ -147,7 +147,15 @@ TEST(TrendTest, OneFlipIsNoiseAndNothingWorse) {
   // A single night: a grid, no comparison.
   auto one = compute_trend({night("2026-12-05T03:00:00Z", {entry("a", 9, 10, true)})}, 0.05);
   EXPECT_TRUE(one->entries[0].changes.empty());
-  EXPECT_EQ(trend_summary_section(*one, "trend.html"), "");
+  EXPECT_NE(trend_summary_section(*one, "trend.html").find("No earlier night"), std::string::npos);
+}
+
+TEST(TrendTest, TwoTimesASideAreTooFewForSlower) {
+  // 3.0 s then 3.5 s on 2 seeds each (spread 0.5 s): a real pair of quick-matrix nights, noise.
+  auto t = compute_trend({night("2026-12-04T03:00:00Z", {entry("a", 2, 2, true, {2.9, 3.1})}),
+                          night("2026-12-05T03:00:00Z", {entry("a", 2, 2, true, {3.4, 3.6})})},
+                         0.05);
+  EXPECT_TRUE(t->entries[0].changes.empty());
 }
 
 TEST(TrendTest, PooledEarlierNightsSeeASlowSlide) {
@@ -177,6 +185,9 @@ TEST(TrendTest, BadInputInCompute) {
     EXPECT_NE(std::string(e.what()).find("given twice"), std::string::npos) << e.what();
   }
   for (double alpha : {0.0, 1.0, -1.0}) EXPECT_THROW(compute_trend({a}, alpha), ConfigError);
+  Night c = a;
+  c.started_at = "yesterday";
+  EXPECT_THROW(compute_trend({c}, 0.05), ConfigError);
 }
 
 TEST(TrendTest, PageIsDeterministicEscapedAndHasTheGrid) {
