@@ -3,8 +3,10 @@
 //    "versions": {"lockcheck": "0.1.0 (git 0123456789ab)", "redis": "7.0.15", "redsync": "v4.13.0", ...},
 //    "met": K, "entries": [...]}
 // versions: lockcheck's own and the commit it was built from; every server version the runs recorded in their
-// results.json (several values joined by ", " when runs disagree); every shipped lock adapter an entry ran,
-// with the version it pins (locks/adapters.h); cores: the machine's (std::thread::hardware_concurrency).
+// results.json (several values joined by ", " when runs disagree: redis as the nodes reported it in INFO server
+// at the start of each run, else the local redis-server --version; etcd the local etcd --version); every
+// shipped lock adapter an entry ran, with the version it pins (locks/adapters.h); cores: the machine's
+// (std::thread::hardware_concurrency).
 #pragma once
 
 #include <ctime>
