@@ -31,7 +31,7 @@ struct IndexRow {
   std::string lock, workload, nemesis;
   std::string verdict;  // valid / invalid / unknown / unreadable
   std::string problem;  // why unreadable
-  size_t anomalies = 0;
+  size_t violations = 0, notes = 0;  // anomalies that are violations, and notes (listed, not violations)
   bool has_report = false;
 };
 
@@ -112,7 +112,7 @@ void write_index(const std::string& results_dir) {
       bool exists = false;
       json results = parse_json_file(results_path, &exists);
       row.verdict = verdict_of(results);
-      row.anomalies = report::anomalies_of(results).size();
+      for (const auto& a : report::anomalies_of(results)) (a.note ? row.notes : row.violations) += 1;
       if (const json* s = find(results, "started_at"); s && s->is_string()) row.started_at = s->get<std::string>();
       json config = parse_json_file((p / "config.json").string(), &exists);
       auto field = [&](const char* name) {
@@ -171,7 +171,7 @@ void write_index(const std::string& results_dir) {
     << " invalid, newest first.</p>\n";
   s << "<table class=\"list\" "
        "id=\"runs\"><tr><th>started</th><th>run</th><th>lock</th><th>workload</th><th>nemesis</th>"
-       "<th>verdict</th><th>anomalies</th><th>report</th></tr>\n";
+       "<th>verdict</th><th>violations</th><th>notes</th><th>report</th></tr>\n";
   for (const auto& r : rows) {
     const std::string href = report::url_path_encode(r.dir) + "/report.html";
     s << "<tr class=\"run\" data-run=\"" << escape(r.dir) << "\" data-verdict=\"" << escape(r.verdict) << "\"><td>"
@@ -179,7 +179,7 @@ void write_index(const std::string& results_dir) {
       << "</td><td>" << or_dash(r.workload) << "</td><td>" << or_dash(r.nemesis) << "</td><td class=\""
       << escape(r.verdict) << "\">" << escape(r.verdict);
     if (!r.problem.empty()) s << "<br/><span class=\"mono\">" << escape(r.problem) << "</span>";
-    s << "</td><td>" << r.anomalies << "</td><td>";
+    s << "</td><td>" << r.violations << "</td><td>" << r.notes << "</td><td>";
     if (r.has_report) {
       s << "<a href=\"" << escape(href) << "\">report</a>";
     } else {

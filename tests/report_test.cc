@@ -440,6 +440,7 @@ TEST(ReportTest, IndexListsRunsNewestFirstAndSkipsTheLatestLink) {
   EXPECT_NE(html.find(">redlock<"), std::string::npos);
   EXPECT_NE(html.find(">none<"), std::string::npos);
   EXPECT_EQ(html.find("data-run=\"latest\""), std::string::npos);
+  EXPECT_NE(html.find("<th>violations</th><th>notes</th>"), std::string::npos);
   EXPECT_THROW(write_index(dir.file("missing")), ReportError);
 }
 
