@@ -678,10 +678,11 @@ int test_all(const TestAllOptions& opts, std::ostream& out) {
   bool trend_worse = false;
   if (!opts.history.empty()) {
     Night tonight = read_night(dir);
-    // A night merged again (the same shards) is tonight, not an earlier night.
-    history.erase(std::remove_if(
-                      history.begin(), history.end(),
-                      [&](const Night& n) { return n.matrix == tonight.matrix && n.started_at == tonight.started_at; }),
+    // Earlier nights only: a night merged again (the same shards) is tonight, and a night that started after
+    // tonight (an old night merged late) is not an earlier one.
+    const std::time_t tonight_start = *parse_iso_utc(tonight.started_at);
+    history.erase(std::remove_if(history.begin(), history.end(),
+                                 [&](const Night& n) { return *parse_iso_utc(n.started_at) >= tonight_start; }),
                   history.end());
     history.push_back(std::move(tonight));
     auto t = compute_trend(std::move(history), 0.05);
