@@ -337,3 +337,55 @@ TEST(TrendCommandTest, HistoryFlagsOfTestAllAndMerge) {
 
 }  // namespace
 }  // namespace lockcheck
+
+namespace lockcheck {
+namespace {
+
+// A one-shard test-all folder whose runs are recorded (merge judges them; nothing runs), started at `started_at`.
+void write_recorded_shard(const std::string& dir, const std::string& started_at, int found) {
+  bfs::create_directories(dir);
+  std::ofstream(dir + "/shard.json") << R"({"matrix":"m","shard":1,"shards":1,"runs":4})";
+  std::ofstream(dir + "/matrix.json") << R"({"name":"m","entries":[{"name":"e","seeds":4,"expect":"invalid"}]})";
+  std::ofstream(dir + "/summary.json") << nlohmann::json{{"matrix", "m"}, {"shard", "1/1"}, {"started_at", started_at},
+                                                         {"finished_at", started_at}, {"versions", {{"redis", "7"}}}}
+                                              .dump();
+  std::ofstream jobs(dir + "/jobs.jsonl");
+  for (int seed = 1; seed <= 4; ++seed) {
+    const bool invalid = seed <= found;
+    jobs << nlohmann::json{{"entry", "e"},
+                           {"seed", seed},
+                           {"exit_code", invalid ? kExitInvalid : kExitValid},
+                           {"seconds", 1.0},
+                           {"run_dir", ""},
+                           {"results", {{"valid", invalid ? "invalid" : "valid"}}}}
+                .dump()
+         << "\n";
+  }
+}
+
+TEST(TrendCommandTest, MergeWithHistoryComparesOnlyEarlierNights) {
+  TempDir tmp;
+  const std::string history = tmp.file("history");
+  write_night(history + "/a", "2026-12-01T03:00:00Z", 4, 4, true);
+  write_night(history + "/b", "2026-12-02T03:00:00Z", 4, 4, true);
+  write_night(history + "/later", "2026-12-09T03:00:00Z", 0, 4, false);  // after tonight: not an earlier night
+  write_recorded_shard(tmp.file("shard"), "2026-12-03T03:00:00Z", 0);
+  std::string out;
+  // Tonight 0/4 against 4/4 and 8/8 earlier: newly unmet (the expectations' exit 1 anyway) and weaker.
+  EXPECT_EQ(run_cli({"merge", tmp.file("shard"), "--results", history, "--history", history}, &out), kExitInvalid);
+  EXPECT_NE(out.find("since the last nights (2 earlier)"), std::string::npos) << out;
+  EXPECT_NE(out.find("weaker (against the earlier nights)"), std::string::npos) << out;
+  // The same night merged again, with its first merge now in the history: compared with a and b only.
+  EXPECT_EQ(run_cli({"merge", tmp.file("shard"), "--results", tmp.file("again"), "--history", history}, &out),
+            kExitInvalid);
+  EXPECT_NE(out.find("since the last nights (2 earlier)"), std::string::npos) << out;
+  // Tonight 4/4 again: nothing worse; exit 0 with and without --fail-on-trend.
+  write_recorded_shard(tmp.file("good"), "2026-12-04T03:00:00Z", 4);
+  EXPECT_EQ(run_cli({"merge", tmp.file("good"), "--results", tmp.file("g"), "--history", history, "--fail-on-trend"},
+                    &out),
+            kExitValid)
+      << out;
+}
+
+}  // namespace
+}  // namespace lockcheck
