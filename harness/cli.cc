@@ -462,7 +462,7 @@ int cmd_trend(const std::vector<std::string>& args, std::ostream& out) {
   desc.add_options()
     ("help,h", "this help")
     ("out", po::value(&o.out_dir), "write trend.json and trend.html here (default: RESULTS/trend-MATRIX-TIME)")
-    ("alpha", po::value(&o.alpha)->default_value(o.alpha), "weaker / stronger when the two-sided Fisher exact test gives p below this")
+    ("alpha", po::value(&o.alpha)->default_value(o.alpha, "0.05"), "weaker / stronger when the two-sided Fisher exact test gives p below this")
     ("results", po::value(&o.results_dir)->default_value(o.results_dir), "results folder (for the default --out)");
   // clang-format on
   auto vm = parse_dirs(args, desc, &o.dirs);
