@@ -24,11 +24,12 @@
 #include "harness/matrix.h"
 #include "harness/matrix_shard.h"
 #include "harness/plan.h"
-#include "harness/rerun.h"
 #include "harness/boundary.h"
 #include "harness/reproduce.h"
+#include "harness/rerun.h"
 #include "harness/runner.h"
 #include "harness/seed_search.h"
+#include "harness/trend.h"
 #include "locks/adapters.h"
 #include "locks/lock_client.h"
 #include "nemesis/nemesis.h"
@@ -55,6 +56,7 @@ const char* kUsage =
     "  boundary  --param NAME --from A --to B RUN FLAGS...  where the verdict flips as one setting moves\n"
     "  test-all        a matrix of configurations with expected verdicts (JUnit XML, HTML summary)\n"
     "  merge DIR...    join the folders of test-all --shard K/N runs into one JUnit, summary and exit status\n"
+    "  trend DIR...    what changed over the last nights of test-all folders, told apart from noise\n"
     "  export          write a history as Jepsen EDN ops or Porcupine operations\n"
     "  clean           remove Docker containers, networks and volumes left by killed runs (--hosts: ssh hosts)\n"
     "  list            lock algorithms, workloads, nemeses and checkers, one line each\n"
@@ -128,6 +130,32 @@ po::variables_map parse(const std::vector<std::string>& args, const po::options_
   po::notify(vm);
   if (!extra.empty()) throw ConfigError("unexpected argument '" + extra.front() + "'");
   return vm;
+}
+
+// Parses args against desc with any number of positional folders into *dirs (merge, trend).
+po::variables_map parse_dirs(const std::vector<std::string>& args, const po::options_description& desc,
+                             std::vector<std::string>* dirs) {
+  po::options_description all(desc);
+  all.add_options()("dirs", po::value(dirs), "");
+  po::positional_options_description pos;
+  pos.add("dirs", -1);
+  po::variables_map vm;
+  po::store(po::command_line_parser(args).options(all).positional(pos).run(), vm);
+  po::notify(vm);
+  return vm;
+}
+
+// --history DIR and --fail-on-trend of test-all and merge (harness/trend.h).
+void add_history_options(po::options_description& desc, std::string* history) {
+  desc.add_options()("history", po::value(history),
+                     "a folder of earlier test-all folders: the summary opens with what changed since the last "
+                     "nights (lockcheck trend), trend.html beside it")(
+      "fail-on-trend", "with --history: exit 1 also when something got worse since the last nights");
+}
+bool fail_on_trend_flag(const po::variables_map& vm, const std::string& history) {
+  const bool fail = vm.count("fail-on-trend") > 0;
+  if (fail && history.empty()) throw ConfigError("--fail-on-trend: needs --history DIR");
+  return fail;
 }
 
 // `run --schedule FILE`: the stored schedule, read and checked against the run's nemeses (ConfigError naming
@@ -451,11 +479,14 @@ int cmd_test_all(const std::vector<std::string>& args, std::ostream& out) {
     ("shard", po::value(&o.shard), "K/N: run only share K of N of the runs (then: lockcheck merge)")
     ("results", po::value(&o.results_dir)->default_value(o.results_dir), "results folder");
   // clang-format on
+  add_history_options(desc, &o.history);
   auto vm = parse(args, desc);
   if (vm.count("help")) {
     out << desc;
     return kExitValid;
   }
+  o.fail_on_trend = fail_on_trend_flag(vm, o.history);
+  if (!o.history.empty() && !o.shard.empty()) throw ConfigError("--history: a shard judges nothing; give it to merge");
   return test_all(o, out);
 }
 
@@ -465,18 +496,35 @@ int cmd_merge(const std::vector<std::string>& args, std::ostream& out) {
   desc.add_options()("help,h", "this help")("junit", po::value(&o.junit_path),
                                             "write JUnit XML here (default: in the merged folder)")(
       "results", po::value(&o.results_dir)->default_value(o.results_dir), "results folder for the merged folder");
-  po::options_description all(desc);
-  all.add_options()("dirs", po::value(&o.dirs), "");
-  po::positional_options_description pos;
-  pos.add("dirs", -1);
-  po::variables_map vm;
-  po::store(po::command_line_parser(args).options(all).positional(pos).run(), vm);
-  po::notify(vm);
+  add_history_options(desc, &o.history);
+  auto vm = parse_dirs(args, desc, &o.dirs);
   if (vm.count("help")) {
     out << desc;
     return kExitValid;
   }
+  o.fail_on_trend = fail_on_trend_flag(vm, o.history);
   return merge_test_all(o, out);
+}
+
+int cmd_trend(const std::vector<std::string>& args, std::ostream& out) {
+  TrendOptions o;
+  po::options_description desc(
+      "lockcheck trend DIR... [FLAGS]: what changed over the last nights (test-all folders, or the folders merge "
+      "writes; ordered by their own start time). Exit 0 nothing got worse, 1 an expectation newly unmet or an "
+      "entry weaker, 2 bad input");
+  // clang-format off
+  desc.add_options()
+    ("help,h", "this help")
+    ("out", po::value(&o.out_dir), "write trend.json and trend.html here (default: RESULTS/trend-MATRIX-TIME)")
+    ("alpha", po::value(&o.alpha)->default_value(o.alpha, "0.05"), "weaker / stronger when the two-sided Fisher exact test gives p below this")
+    ("results", po::value(&o.results_dir)->default_value(o.results_dir), "results folder (for the default --out)");
+  // clang-format on
+  auto vm = parse_dirs(args, desc, &o.dirs);
+  if (vm.count("help")) {
+    out << desc;
+    return kExitValid;
+  }
+  return trend_command(o, out);
 }
 
 int cmd_list(const std::vector<std::string>& args, std::ostream& out) {
@@ -549,6 +597,7 @@ int cli_main(const std::vector<std::string>& args, std::ostream& out, std::ostre
     if (cmd == "export") return cmd_export(rest, out);
     if (cmd == "test-all") return cmd_test_all(rest, out);
     if (cmd == "merge") return cmd_merge(rest, out);
+    if (cmd == "trend") return cmd_trend(rest, out);
     err << "lockcheck: unknown command '" << cmd << "'\n\n" << kUsage;
     return kExitUsage;
   } catch (const po::error& e) {

@@ -14,6 +14,8 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
+#include <set>
 #include <sstream>
 #include <thread>
 #include <vector>
@@ -32,6 +34,7 @@
 #include "nemesis/driver.h"
 #include "report/report.h"
 #include "sys/process.h"
+#include "sys/redis_conn.h"
 #include "sys/signals.h"
 #include "workloads/workload.h"
 
@@ -92,6 +95,45 @@ std::string redis_version(const RunConfig& cfg) {
   } catch (const std::exception&) {
     return "unknown";
   }
+}
+
+// "3.4.23" from `etcd --version` ("etcd Version: 3.4.23"), for runs whose nodes are etcd members.
+std::string etcd_version() {
+  try {
+    auto r = run_command({"etcd", "--version"}, std::chrono::seconds(5));
+    const std::string tag = "etcd Version: ";
+    auto pos = r.out.find(tag);
+    if (pos == std::string::npos) return "unknown";
+    pos += tag.size();
+    return r.out.substr(pos, r.out.find_first_of(" \n", pos) - pos);
+  } catch (const std::exception&) {
+    return "unknown";
+  }
+}
+
+// The redis_version the nodes report (INFO server), asked once right after they started; several values joined
+// by ", " when nodes differ; empty when none answered (then the local redis-server's --version stands). On the
+// ssh backend the nodes run the hosts' own redis-server, which the local binary does not tell.
+std::string node_redis_versions(const Cluster& cluster) {
+  std::set<std::string> seen;
+  for (const auto& n : cluster.nodes()) {
+    try {
+      RedisConn conn(n.endpoint, std::chrono::milliseconds(500), std::chrono::milliseconds(1000));
+      const Reply r = conn.command({"INFO", "server"});
+      const std::optional<std::string> text = r.ok() ? r.str() : std::nullopt;
+      if (!text) continue;
+      const std::string tag = "redis_version:";
+      auto pos = text->find(tag);
+      if (pos == std::string::npos) continue;
+      pos += tag.size();
+      seen.insert(text->substr(pos, text->find_first_of("\r\n", pos) - pos));
+    } catch (const std::exception&) {
+      // a node that does not answer names no version
+    }
+  }
+  std::string out;
+  for (const auto& v : seen) out += (out.empty() ? "" : ", ") + v;
+  return out;
 }
 
 // One line, rewritten in place on a terminal; a line every 5 s elsewhere (CI logs).
@@ -310,7 +352,10 @@ nlohmann::json results_head(const RunConfig& cfg, const std::string& dir, const 
           {"started_at", started_at},
           {"duration_s", duration_s},
           {"ops", {{"ok", c.ok}, {"fail", c.fail}, {"info", c.info}}},
-          {"versions", {{"lockcheck", kLockcheckVersion}, {"redis", redis_version(cfg)}}}};
+          {"versions", cfg.server == ServerKind::kEtcd
+                           ? nlohmann::json{{"lockcheck", kLockcheckVersion}, {"redis", redis_version(cfg)},
+                                            {"etcd", etcd_version()}}
+                           : nlohmann::json{{"lockcheck", kLockcheckVersion}, {"redis", redis_version(cfg)}}}};
 }
 
 // The results of a run that ended in a harness error or an interrupt: verdict unknown, the error said.
@@ -424,6 +469,7 @@ RunOutcome run_test(RunConfig given, std::ostream& out, const Schedule* replay) 
 
   MonotonicClock clock;
   std::unique_ptr<Cluster> cluster;
+  std::string node_versions;  // as the nodes report it (redis servers)
   std::string failure;
   double duration_s = 0;
   OpCounts counts;
@@ -432,6 +478,11 @@ RunOutcome run_test(RunConfig given, std::ostream& out, const Schedule* replay) 
     log.log("starting " + std::to_string(cfg.nodes) + " nodes (" + cfg.cluster + ")");
     cluster->start();
     for (const auto& n : cluster->nodes()) log.log("node " + n.name + " at " + n.endpoint.str());
+    if (cfg.server == ServerKind::kRedis) {
+      node_versions = node_redis_versions(*cluster);
+      log.log(node_versions.empty() ? "no node answered INFO server: the local redis-server --version is recorded"
+                                    : "the nodes report redis_version " + node_versions);
+    }
     HistoryWriter history(dir + "/history.jsonl", &clock);
     auto workload = plan.workload->make();
     WorkloadEnv wenv{WorkloadOptions::from(cfg), *cluster, history, dir};
@@ -493,6 +544,7 @@ RunOutcome run_test(RunConfig given, std::ostream& out, const Schedule* replay) 
   }
 
   nlohmann::json results = results_head(cfg, dir, started_at, duration_s, counts);
+  if (!node_versions.empty()) results["versions"]["redis"] = node_versions;
 
   nlohmann::json nodes = nlohmann::json::array();
   if (cluster) {
