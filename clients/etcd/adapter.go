@@ -1,5 +1,11 @@
-// lockcheck adapter for etcd's own lock: go.etcd.io/etcd/client/v3/concurrency (Mutex over a Session), the
-// recipe Jepsen's etcd 3.4.3 analysis tested, answered in lockcheck's JSON-lines protocol (protocol 2).
+// lockcheck adapter for etcd's own lock: clientv3's concurrency package (Mutex over a Session), the recipe
+// Jepsen's etcd 3.4.3 analysis tested, answered in lockcheck's JSON-lines protocol (protocol 2).
+//
+// One source, two clients: this file names the client only through the aliases of a client file, etcd35.go
+// here (go.etcd.io/etcd/client/v3 v3.5, module clients/) and clients/etcd343/etcd-3.4/etcd34.go (clientv3 of
+// the etcd 3.4.3 module, module clients/etcd343/, whose grpc cannot live beside the 3.5 client's), which links
+// this file. --lock-rpc (3.4 client only: the 3.5 client module has no v3lock stub) acquires with the server's
+// Lock RPC instead, as Jepsen's jetcd client did: the server runs the Mutex itself.
 //
 // Per acquire: a lease is granted with TTL = --ttl-ms rounded UP to whole seconds (etcd leases have a TTL in
 // seconds; the server may raise it further to its minimum, 1.5 x election timeout rounded up: 2 s with the
@@ -39,10 +45,6 @@ import (
 	"sync"
 	"time"
 
-	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
-	clientv3 "go.etcd.io/etcd/client/v3"
-	"go.etcd.io/etcd/client/v3/concurrency"
-	"go.uber.org/zap"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
@@ -52,16 +54,18 @@ import (
 var (
 	waitMs        = flag.Int("wait-ms", 0, "0: Mutex.TryLock; N: Mutex.Lock, waiting up to N ms for the holder (the seed's blocking clients)")
 	dialTimeoutMs = flag.Int("dial-timeout-ms", 0, "clientv3 DialTimeout (0: the request's op_timeout_ms)")
+	lockRPCFlag   = flag.Bool("lock-rpc", false, "acquire with the server's Lock RPC (v3lock, what Jepsen's jetcd client called) instead of the client's Mutex; needs --wait-ms")
 )
 
 type holding struct {
-	session  *concurrency.Session
-	mutex    *concurrency.Mutex
+	session  *session
+	key      string        // the lock key this acquire created
+	owner    cmp           // true while that key still has the create revision it was made with
 	released chan struct{} // closed before this client ends the session itself
 }
 
 type adapter struct {
-	client *clientv3.Client
+	client *etcdClient
 	held   map[string]*holding
 	mu     sync.Mutex
 }
@@ -74,12 +78,8 @@ func (a *adapter) connect(req proto.Request) error {
 	if *dialTimeoutMs > 0 {
 		dial = time.Duration(*dialTimeoutMs) * time.Millisecond
 	}
-	c, err := clientv3.New(clientv3.Config{
-		Endpoints:   req.Nodes,
-		DialTimeout: dial,
-		Logger:      zap.NewNop(),
-		// No AutoSyncInterval: the client keeps to the proxied endpoints the harness gave it.
-	})
+	// No AutoSyncInterval: the client keeps to the proxied endpoints the harness gave it.
+	c, err := newQuietClient(req.Nodes, dial)
 	if err != nil {
 		return err
 	}
@@ -92,9 +92,9 @@ func (a *adapter) connect(req proto.Request) error {
 func answerFor(err error) proto.Answer {
 	msg := strings.ReplaceAll(err.Error(), "\n", "; ")
 	switch {
-	case errors.Is(err, concurrency.ErrLocked):
+	case errors.Is(err, errLocked):
 		return proto.FailBecause(proto.ReasonHeld, msg)
-	case errors.Is(err, concurrency.ErrSessionExpired), errors.Is(err, rpctypes.ErrLeaseNotFound):
+	case errors.Is(err, errSessionExpired), errors.Is(err, errLeaseNotFound):
 		return proto.FailBecause(proto.ReasonNotHeld, msg)
 	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
 		return proto.Answer{OK: false, Indeterminate: true, Error: msg, Reason: proto.ReasonTimeout}
@@ -108,11 +108,11 @@ func answerFor(err error) proto.Answer {
 		}
 		return proto.FailBecause(proto.ReasonError, msg)
 	}
-	var etcdErr rpctypes.EtcdError
+	var etcdErr etcdError
 	if errors.As(err, &etcdErr) {
 		// "etcdserver: request timed out" and leader changes may still commit the proposal.
-		if etcdErr == rpctypes.ErrTimeout || etcdErr == rpctypes.ErrTimeoutDueToLeaderFail ||
-			etcdErr == rpctypes.ErrTimeoutDueToConnectionLost || etcdErr == rpctypes.ErrLeaderChanged {
+		if etcdErr == errTimeout || etcdErr == errTimeoutDueToLeaderFail ||
+			etcdErr == errTimeoutDueToConnectionLost || etcdErr == errLeaderChanged {
 			return proto.Answer{OK: false, Indeterminate: true, Error: msg, Reason: proto.ReasonTimeout}
 		}
 		return proto.FailBecause(proto.ReasonError, msg)
@@ -135,7 +135,7 @@ func ttlSeconds(ttlMs int64) int64 {
 }
 
 // revokeLater ends a lease this client no longer wants (its key goes with it) without holding up the answer.
-func (a *adapter) revokeLater(id clientv3.LeaseID, within time.Duration) {
+func (a *adapter) revokeLater(id leaseID, within time.Duration) {
 	go func() {
 		ctx, cancel := context.WithTimeout(context.Background(), within)
 		defer cancel()
@@ -158,13 +158,31 @@ func (a *adapter) acquire(req proto.Request) proto.Answer {
 	if err != nil {
 		return answerFor(err)
 	}
-	session, err := concurrency.NewSession(a.client, concurrency.WithLease(grant.ID), concurrency.WithTTL(int(grant.TTL)))
+	session, err := newSession(a.client, withLease(grant.ID), withTTL(int(grant.TTL)))
 	if err != nil {
 		a.revokeLater(grant.ID, opTimeout)
 		return answerFor(err)
 	}
-	m := concurrency.NewMutex(session, req.Key) // its keys: "<key>/<lease hex>"
-	if *waitMs > 0 {
+	var (
+		key   string // the lock key
+		owner cmp
+		rev   int64 // its create revision, when known without a read
+	)
+	m := newMutex(session, req.Key) // its keys: "<key>/<lease hex>"
+	if *lockRPCFlag {
+		// The server's Lock RPC: the server itself runs a Mutex on our lease and answers once it holds the lock.
+		done := make(chan error, 1)
+		go func() {
+			k, lerr := lockRPC(ctx, a.client, req.Key, grant.ID)
+			key = k
+			done <- lerr
+		}()
+		select {
+		case err = <-done:
+		case <-time.After(time.Until(deadlineOf(ctx)) + 200*time.Millisecond):
+			err = context.DeadlineExceeded
+		}
+	} else if *waitMs > 0 {
 		// Mutex.Lock cleans up after a failed wait with the client's own context, which has no deadline: bound
 		// the call here (the clean-up goes on in the background; the lease is revoked below anyway).
 		done := make(chan error, 1)
@@ -175,20 +193,23 @@ func (a *adapter) acquire(req proto.Request) proto.Answer {
 			err = context.DeadlineExceeded
 		}
 	} else {
-		err = m.TryLock(ctx)
+		err = tryLock(m, ctx)
 	}
 	if err != nil {
 		session.Orphan() // stop its keep-alive; the revoke below (or the TTL) removes the key
 		a.revokeLater(grant.ID, opTimeout)
 		return answerFor(err)
 	}
-	var token *int64
-	if req.Fencing {
-		// The lock key's create revision. TryLock's header carries it; after Lock's wait the header is a later
-		// read's, so ask for the key itself.
-		rev := m.Header().Revision
-		if *waitMs > 0 {
-			resp, gerr := a.client.Get(ctx, m.Key())
+	if !*lockRPCFlag {
+		key, owner = m.Key(), m.IsOwner()
+		if *waitMs == 0 {
+			rev = m.Header().Revision // TryLock's header: the put of our key
+		}
+	}
+	if rev == 0 && (req.Fencing || *lockRPCFlag) {
+		// After a wait the header is a later read's, and the Lock RPC answers only the key: ask for the key itself.
+		{
+			resp, gerr := a.client.Get(ctx, key)
 			if gerr != nil || len(resp.Kvs) == 0 {
 				session.Orphan()
 				a.revokeLater(grant.ID, opTimeout)
@@ -201,7 +222,13 @@ func (a *adapter) acquire(req proto.Request) proto.Answer {
 			}
 			rev = resp.Kvs[0].CreateRevision
 		}
-		token = &rev
+		if *lockRPCFlag {
+			owner = compare(createRevision(key), "=", rev)
+		}
+	}
+	var token *int64
+	if req.Fencing {
+		token = &rev // the lock key's create revision
 	}
 	validity := time.Duration(grant.TTL)*time.Second - time.Since(sent)
 	if *waitMs > 0 {
@@ -212,7 +239,7 @@ func (a *adapter) acquire(req proto.Request) proto.Answer {
 		if kerr != nil || ka.TTL <= 0 {
 			session.Orphan()
 			a.revokeLater(grant.ID, opTimeout)
-			if kerr == nil || errors.Is(kerr, rpctypes.ErrLeaseNotFound) {
+			if kerr == nil || errors.Is(kerr, errLeaseNotFound) {
 				return proto.FailBecause(proto.ReasonNotHeld, "the lease expired before the acquire ended")
 			}
 			ans := answerFor(kerr)
@@ -221,7 +248,7 @@ func (a *adapter) acquire(req proto.Request) proto.Answer {
 		}
 		validity = time.Duration(ka.TTL)*time.Second - time.Since(renewed)
 	}
-	h := &holding{session: session, mutex: m, released: make(chan struct{})}
+	h := &holding{session: session, key: key, owner: owner, released: make(chan struct{})}
 	a.mu.Lock()
 	a.held[req.Key] = h
 	a.mu.Unlock()
@@ -237,7 +264,7 @@ func (a *adapter) acquire(req proto.Request) proto.Answer {
 		}
 	}(req.Key)
 	v := validity.Milliseconds()
-	return proto.Answer{OK: true, ValidityMs: &v, Token: token, Keys: []string{m.Key()}}
+	return proto.Answer{OK: true, ValidityMs: &v, Token: token, Keys: []string{key}}
 }
 
 func (a *adapter) release(req proto.Request) proto.Answer {
@@ -252,8 +279,8 @@ func (a *adapter) release(req proto.Request) proto.Answer {
 	opTimeout := time.Duration(req.OpTimeoutMs) * time.Millisecond
 	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
 	defer cancel()
-	key := h.mutex.Key()
-	resp, err := a.client.Txn(ctx).If(h.mutex.IsOwner()).Then(clientv3.OpDelete(key)).Commit()
+	key := h.key
+	resp, err := a.client.Txn(ctx).If(h.owner).Then(opDelete(key)).Commit()
 	h.session.Orphan()
 	a.revokeLater(h.session.Lease(), opTimeout)
 	if err != nil {
@@ -284,7 +311,7 @@ func (a *adapter) extend(req proto.Request) proto.Answer {
 		return proto.FailBecause(proto.ReasonNotHeld, "the lease has expired")
 	}
 	v := (time.Duration(resp.TTL)*time.Second - time.Since(sent)).Milliseconds()
-	return proto.Answer{OK: true, ValidityMs: &v, Keys: []string{h.mutex.Key()}}
+	return proto.Answer{OK: true, ValidityMs: &v, Keys: []string{h.key}}
 }
 
 func (a *adapter) handle(req proto.Request) proto.Answer {
@@ -314,10 +341,27 @@ func main() {
 		fmt.Fprintln(os.Stderr, "etcd adapter: bad arguments (see -h)")
 		os.Exit(2)
 	}
+	if why := refusal(*waitMs, *lockRPCFlag); why != "" {
+		fmt.Fprintln(os.Stderr, "etcd adapter (client "+clientVersion+"): "+why)
+		os.Exit(2)
+	}
 	if *waitMs > 0 {
 		// A blocking acquire may take the wait plus an op timeout (assumed at most 5 s).
 		proto.SetMaxCall(time.Duration(*waitMs)*time.Millisecond + 5*time.Second)
 	}
 	a := &adapter{held: map[string]*holding{}}
 	proto.Serve(a.handle)
+}
+
+// refusal says why these flags cannot run with this client ("" when they can).
+func refusal(waitMs int, rpc bool) string {
+	switch {
+	case rpc && waitMs == 0:
+		return "--lock-rpc needs --wait-ms N: the Lock RPC blocks until the lock is held"
+	case rpc && lockRPC == nil:
+		return "--lock-rpc: this client module has no Lock RPC stub (v3lockpb); use the 3.4 client"
+	case !rpc && waitMs == 0 && tryLock == nil:
+		return "Mutex.TryLock does not exist in this client (added in 3.5): give --wait-ms N (a blocking Mutex.Lock)"
+	}
+	return ""
 }
