@@ -232,6 +232,7 @@ const std::vector<ConfigField>& config_fields() {
     row<&C::cluster>("cluster", "cluster", "local (redis-server processes), docker, or ssh (--hosts)", "cluster", "",
         [](const C& c) { one_of(c.cluster, "--cluster", {"local", "docker", "ssh"}); }),
     row<&C::server>("server", "server", "redis (default), or etcd: a five-node etcd cluster (Debian's etcd-server) on any backend", "cluster", ""),
+    row<&C::server_version>("server_version", "server-version", "the server's version the nodes run (default: the machine's; see lockcheck list; etcd 3.4.3 is built by scripts/build-clients)", "cluster", ""),
     row<&C::hosts>("hosts", "hosts", "hosts file of --cluster ssh (JSON; scripts/ssh-testbed writes one)", "cluster", "",
         [](const C& c) { if (c.cluster != "ssh" && !c.hosts.empty()) throw ConfigError("--hosts: only with --cluster ssh"); }),
     row<&C::topology>("topology", "topology", "independent (N masters), replicated (master, replicas, 3 Sentinels) or cluster (Redis Cluster: half masters, half replicas)", "cluster", ""),

@@ -23,6 +23,7 @@ class ConfigError : public std::invalid_argument {
 struct RunConfig {
   std::string cluster = "local";                 // --cluster local|docker|ssh
   ServerKind server = ServerKind::kRedis;        // --server redis|etcd (etcd: every backend)
+  std::string server_version;                    // --server-version: which build the nodes run ("": the machine's)
   std::string hosts;                             // --hosts FILE: the ssh backend's hosts (cluster/ssh_hosts.h)
   Topology topology = Topology::kIndependent;    // --topology independent|replicated
   int nodes = 5;                                 // --nodes: lock nodes (replicated: master + replicas)

@@ -18,6 +18,7 @@
 #include <thread>
 #include <vector>
 
+#include "cluster/server_builds.h"
 #include "core/client_pauses.h"
 #include "core/exit_codes.h"
 #include "core/history.h"
@@ -303,14 +304,49 @@ void print_verdict(std::ostream& out, const nlohmann::json& results, const std::
   out << "report:  " << run_dir << "/report.html\n";
 }
 
-// What results.json says of every run, whatever its end: id, start, duration, op counts, versions.
+// What results.json says of every run, whatever its end: id, start, duration, op counts, versions. The server's
+// version is the one its nodes answered (server_versions: {"line", "nodes"}, read once they ran); when they never
+// answered, the results say what was asked for and that it was not read.
 nlohmann::json results_head(const RunConfig& cfg, const std::string& dir, const std::string& started_at,
-                            double duration_s, const OpCounts& c) {
-  return {{"run_id", fs::path(dir).filename().string()},
-          {"started_at", started_at},
-          {"duration_s", duration_s},
-          {"ops", {{"ok", c.ok}, {"fail", c.fail}, {"info", c.info}}},
-          {"versions", {{"lockcheck", kLockcheckVersion}, {"redis", redis_version(cfg)}}}};
+                            double duration_s, const OpCounts& c, const nlohmann::json& server_versions) {
+  std::string server;
+  if (server_versions.is_object()) {
+    server = server_versions.value("line", "not read");
+  } else if (cfg.server == ServerKind::kRedis && cfg.server_version.empty()) {
+    server = redis_version(cfg) + " (" + cfg.redis_server + " --version here; not read from the nodes)";
+  } else {
+    server = (cfg.server_version.empty() ? std::string("the hosts' own") : cfg.server_version) +
+             " (asked for; not read from the nodes)";
+  }
+  nlohmann::json head = {{"run_id", fs::path(dir).filename().string()},
+                         {"started_at", started_at},
+                         {"duration_s", duration_s},
+                         {"ops", {{"ok", c.ok}, {"fail", c.fail}, {"info", c.info}}},
+                         {"versions", {{"lockcheck", kLockcheckVersion}, {to_string(cfg.server), server}}}};
+  if (server_versions.is_object()) head["node_versions"] = server_versions.value("nodes", nlohmann::json::object());
+  return head;
+}
+
+// The server version each node answers once the cluster runs ({"line", "nodes": {name: version}}), logged, and
+// said on out when it is not the one asked for (a hosts file naming another build, say).
+nlohmann::json record_node_versions(const RunConfig& cfg, const Cluster& cluster, RunLog& log, std::ostream& out) {
+  std::string etcdctl;
+  try {
+    etcdctl = harness_etcdctl(cfg);
+  } catch (const std::exception&) {
+    etcdctl = "etcdctl";
+  }
+  const std::vector<std::string> versions = read_node_versions(cluster, etcdctl);
+  nlohmann::json nodes = nlohmann::json::object();
+  for (size_t i = 0; i < versions.size(); ++i) nodes[cluster.nodes()[i].name] = versions[i];
+  const std::string line = describe_node_versions(cluster, versions);
+  log.log(std::string(to_string(cfg.server)) + " version read from the nodes: " + line);
+  if (!cfg.server_version.empty() && line != cfg.server_version) {
+    out << "lockcheck: --server-version " << cfg.server_version << " was asked for; the nodes answered " << line
+        << "\n";
+    log.log("the nodes' version is not the one asked for (" + cfg.server_version + ")");
+  }
+  return {{"line", line}, {"nodes", nodes}};
 }
 
 // The results of a run that ended in a harness error or an interrupt: verdict unknown, the error said.
@@ -325,11 +361,12 @@ nlohmann::json unfinished_results(nlohmann::json results, const std::string& err
 // kept, exit status 3, without unwinding (see run_test).
 [[noreturn]] void abandon_stuck_run(const RunConfig& cfg, const std::string& dir, Cluster& cluster,
                                     HistoryWriter& history, RunLog& log, const std::string& started_at,
-                                    const std::string& why, std::ostream& out) {
+                                    const nlohmann::json& server_versions, const std::string& why,
+                                    std::ostream& out) {
   log.log(why);
   cluster.stop();
   const OpCounts c = history.counts();
-  const nlohmann::json results = results_head(cfg, dir, started_at, cfg.time_limit_s, c);
+  const nlohmann::json results = results_head(cfg, dir, started_at, cfg.time_limit_s, c, server_versions);
   try {
     write_json_file(dir + "/results.json", unfinished_results(results, why));
   } catch (const std::exception&) {
@@ -427,11 +464,13 @@ RunOutcome run_test(RunConfig given, std::ostream& out, const Schedule* replay) 
   std::string failure;
   double duration_s = 0;
   OpCounts counts;
+  nlohmann::json server_versions;  // read from the nodes once they run
   try {
     cluster = make_cluster(cfg, dir);
     log.log("starting " + std::to_string(cfg.nodes) + " nodes (" + cfg.cluster + ")");
     cluster->start();
     for (const auto& n : cluster->nodes()) log.log("node " + n.name + " at " + n.endpoint.str());
+    server_versions = record_node_versions(cfg, *cluster, log, out);
     HistoryWriter history(dir + "/history.jsonl", &clock);
     auto workload = plan.workload->make();
     WorkloadEnv wenv{WorkloadOptions::from(cfg), *cluster, history, dir};
@@ -472,7 +511,7 @@ RunOutcome run_test(RunConfig given, std::ostream& out, const Schedule* replay) 
                                 stuck + " did not stop within " + std::to_string(bound.count()) +
                                 " ms after the run ended (a call that ignores its timeouts): harness error";
         progress.done();
-        abandon_stuck_run(cfg, dir, *cluster, history, log, started_at, why, out);
+        abandon_stuck_run(cfg, dir, *cluster, history, log, started_at, server_versions, why, out);
       }
       progress.tick(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), history.counts(),
                     true);
@@ -492,7 +531,7 @@ RunOutcome run_test(RunConfig given, std::ostream& out, const Schedule* replay) 
     log.log("cluster stopped");
   }
 
-  nlohmann::json results = results_head(cfg, dir, started_at, duration_s, counts);
+  nlohmann::json results = results_head(cfg, dir, started_at, duration_s, counts, server_versions);
 
   nlohmann::json nodes = nlohmann::json::array();
   if (cluster) {
