@@ -269,6 +269,8 @@ const std::vector<ConfigField>& config_fields() {
     with_default(row<&C::work_ms>("work_ms", "work-ms", "set workloads: ms between read and write under the lock (-1: TTL/3)", "timing", "ms",
         [](const C& c) { require(c.work_ms >= -1, "--work-ms", c.work_ms, "must be >= 0 (or -1 for a third of the TTL)"); }),
         [](const C& c) { return c.effective_work_ms(); }),
+    row<&C::work_uniform>("work_uniform", "work-uniform", "set workloads: the work between read and write is uniform in [0, 2 x --work-ms) ms, as Jepsen's etcd lock-set (rand-int (* 2 latency)); default: exactly --work-ms", "timing", ""),
+    row<&C::blind_holder>("blind_holder", "blind-holder", "set workloads: the holder reads, works and writes without checking its lease's validity (Jepsen's lock-set client); default: a careful holder that cuts its work to the validity and skips the update when none is left", "workload", ""),
     row<&C::op_timeout_ms>("op_timeout_ms", "op-timeout-ms", "per-request timeout of the lock clients", "timing", "ms",
         [](const C& c) { require(c.op_timeout_ms >= 1 && c.op_timeout_ms <= 600000, "--op-timeout-ms", c.op_timeout_ms, "must be between 1 and 600000"); }),
     row<&C::fencing>("fencing", "fencing", "hand out fencing tokens with each acquire", "lock", ""),

@@ -44,6 +44,8 @@ struct RunConfig {
   int64_t work_ms = -1;                          // --work-ms (set workloads); -1 means ttl_ms / 3
   int64_t op_timeout_ms = 500;                   // --op-timeout-ms: per-request timeout of the clients
   bool fencing = false;                          // --fencing
+  bool work_uniform = false;                     // --work-uniform: set workloads' work uniform in [0, 2 x work_ms)
+  bool blind_holder = false;                     // --blind-holder: set workloads' holder ignores its validity
   std::string client_cmd;                        // --client-cmd (lock external; made by resolve_lock for adapters)
   nlohmann::json lock_opts = nlohmann::json::object();  // --lock-opt KEY=VALUE: LockOptions.extra / adapter flags
   int wait_replicas = 0;                                // --wait N (single-failover)
