@@ -31,8 +31,12 @@ inline bool etcd_adapter_built(const std::string& clients_dir) {
 }
 
 struct EtcdTestCluster {
-  explicit EtcdTestCluster(int nodes = 5, bool proxy = true) {
+  // etcd / etcdctl: the programs (default the machine's; tests of --server-version give a build's).
+  explicit EtcdTestCluster(int nodes = 5, bool proxy = true, const std::string& etcd = "etcd",
+                           const std::string& etcdctl = "etcdctl") {
     EtcdClusterOptions o;
+    o.etcd = etcd;
+    o.etcdctl = etcdctl;
     o.nodes = nodes;
     o.use_proxy = proxy;
     o.nodes_dir = dir.path() + "/nodes";
