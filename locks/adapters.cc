@@ -172,7 +172,16 @@ const Registry<LockAdapter>& lock_adapters() {
        "token = the lock key's create revision",
        "a lease, not a fence: a holder paused past its TTL (2 s at least) loses the lock without knowing; only the "
        "revision as a fencing token (or a transaction comparing the lock key) protects the resource",
-       ServerKind::kEtcd},
+       ServerKind::kEtcd,
+       [](const nlohmann::json& o) -> std::string {
+         const bool v34 = o.contains("client") && (o["client"] == "3.4" || o["client"] == 3.4);
+         const bool waits = o.contains("wait_ms") && o["wait_ms"].is_number_integer() && o["wait_ms"].get<int64_t>() > 0;
+         const bool rpc = o.contains("lock_rpc") && o["lock_rpc"] == true;
+         if (rpc && !v34) return "lock_rpc needs client=3.4 (the 3.5 client module has no Lock RPC stub)";
+         if (rpc && !waits) return "lock_rpc needs wait_ms > 0 (the Lock RPC blocks until the lock is held)";
+         if (v34 && !waits) return "client=3.4 needs wait_ms > 0 (its Mutex has no TryLock; that came with 3.5)";
+         return "";
+       }},
   };
   return registry;
 }
@@ -217,6 +226,11 @@ std::vector<std::string> adapter_argv(const LockAdapter& a, const nlohmann::json
   argv.push_back(adapter_program(a, opts.is_object() ? opts : nlohmann::json()));
   if (opts.is_null()) return argv;
   if (!opts.is_object()) throw std::invalid_argument("lock options must be a JSON object of KEY: VALUE");
+  if (a.check) {
+    nlohmann::json values = nlohmann::json::object();
+    for (auto it = opts.begin(); it != opts.end(); ++it) values[it.key()] = as_json(it.value());
+    if (const std::string why = a.check(values); !why.empty()) throw std::invalid_argument(why);
+  }
   for (auto it = opts.begin(); it != opts.end(); ++it) {
     const AdapterOption* opt = nullptr;
     for (const auto& o : a.options) {

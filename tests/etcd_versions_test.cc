@@ -18,6 +18,7 @@
 #include "harness/plan.h"
 #include "harness/runner.h"
 #include "locks/adapters.h"
+#include "tests/support/etcd_remote_checks.h"
 #include "tests/support/etcd_test_cluster.h"
 #include "tests/support/lock_test_util.h"
 
@@ -36,11 +37,7 @@ const std::string kServers = std::string(LOCKCHECK_BUILD_DIR) + "/servers";
 const std::string kEtcd343 = kServers + "/etcd-3.4.3/etcd";
 const std::string kEtcdctl343 = kServers + "/etcd-3.4.3/etcdctl";
 
-bool etcd343_built() {
-  ::setenv("LOCKCHECK_SERVERS_DIR", kServers.c_str(), 1);
-  ::setenv("LOCKCHECK_CLIENTS_DIR", (std::string(LOCKCHECK_BUILD_DIR) + "/clients").c_str(), 1);
-  return ::access(kEtcd343.c_str(), X_OK) == 0 && ::access(kEtcdctl343.c_str(), X_OK) == 0;
-}
+bool etcd343_built() { return testing_util::etcd343_built(LOCKCHECK_BUILD_DIR); }
 
 #define NEED_ETCD343()     \
   LOCKCHECK_NEED_ETCD();   \
@@ -71,10 +68,7 @@ TEST(EtcdVersions, Etcd343StartsTakesFaultsAndStopsLeavingNothing) {
     dir = c.dir.path();
     for (size_t n = 0; n < 5; ++n) pids.push_back(c.cluster->pid(n));
     // Asked of the members themselves, not of the program's name.
-    const auto versions = read_node_versions(*c.cluster, kEtcdctl343);
-    ASSERT_EQ(versions.size(), 5u);
-    for (const auto& v : versions) EXPECT_EQ(v, "3.4.3");
-    EXPECT_EQ(describe_node_versions(*c.cluster, versions), "3.4.3");
+    testing_util::expect_members_say(*c.cluster, kEtcdctl343, "3.4.3");
     // The leader paused: the others elect another; resumed, it rejoins.
     const auto leader = wait_for_leader(*c.cluster, milliseconds(10000));
     ASSERT_TRUE(leader.has_value());
@@ -228,6 +222,9 @@ TEST(EtcdVersions, ClientOptionIsCheckedAndPicksTheProgram) {
   EXPECT_EQ(adapter_program(a, {{"client", 3.5}}), adapters_dir() + "/etcd");
   EXPECT_EQ(adapter_program(a, nlohmann::json::object()), adapters_dir() + "/etcd");
   EXPECT_THROW(adapter_argv(a, {{"client", "3.3"}}), std::invalid_argument);
+  EXPECT_THROW(adapter_argv(a, {{"client", "3.4"}}), std::invalid_argument);  // no TryLock: needs wait_ms
+  EXPECT_THROW(adapter_argv(a, {{"lock_rpc", true}, {"wait_ms", 100}}), std::invalid_argument);  // 3.5: no stub
+  EXPECT_THROW(adapter_argv(a, {{"client", "3.4"}, {"lock_rpc", "true"}}), std::invalid_argument);
   const auto argv = adapter_argv(a, {{"client", "3.4"}, {"wait_ms", 100}, {"lock_rpc", true}});
   EXPECT_EQ(argv, (std::vector<std::string>{adapters_dir() + "/etcd-3.4", "--lock-rpc", "--wait-ms", "100"}));
 }
