@@ -166,6 +166,10 @@ const Registry<LockAdapter>& lock_adapters() {
            {"lock_rpc", "--lock-rpc", K::kBool,
             "true: acquire with the server's Lock RPC (v3lock, what Jepsen's jetcd client called: the server runs "
             "the Mutex); client=3.4 only, needs wait_ms"},
+           {"trust_wait", "--trust-wait", K::kBool,
+            "true: after a blocking acquire answer ok as the library did, without renewing the lease or reading the "
+            "key once more, and without a validity (the seed's clients; default: renew once, and a lease gone during the wait is not_held); "
+            "needs wait_ms"},
        },
        "library: etcd's concurrency.Mutex (Go, client v3.5 against an etcd 3.4 cluster), adapter clients/etcd; "
        "lease TTL = --ttl-ms rounded up to whole seconds (etcd's unit; the server raises it to its 2 s minimum); "
@@ -180,6 +184,7 @@ const Registry<LockAdapter>& lock_adapters() {
          if (rpc && !v34) return "lock_rpc needs client=3.4 (the 3.5 client module has no Lock RPC stub)";
          if (rpc && !waits) return "lock_rpc needs wait_ms > 0 (the Lock RPC blocks until the lock is held)";
          if (v34 && !waits) return "client=3.4 needs wait_ms > 0 (its Mutex has no TryLock; that came with 3.5)";
+         if (o.contains("trust_wait") && o["trust_wait"] == true && !waits) return "trust_wait needs wait_ms > 0";
          return "";
        }},
   };

@@ -19,7 +19,8 @@
 // What the answers say:
 //   - validity_ms: the lease's granted TTL minus the time since the grant was sent, at the end of the acquire: a
 //     lower bound of what the leader has left on it (the leader starts the TTL when it applies the grant); after
-//     a blocking wait, the lease is renewed once more (KeepAliveOnce) and the TTL counts from that request. The
+//     a blocking wait, the lease is renewed once more (KeepAliveOnce) and the TTL counts from that request
+//     (--trust-wait: not renewed, the answer is the library's alone, without a validity). The
 //     session's background keep-alive renews it without asking the harness; lockcheck's extend is the same
 //     renewal sent once (KeepAliveOnce), and answers the validity it gives.
 //   - keys: the lock key the acquire created ("<key>/<lease hex>").
@@ -55,6 +56,7 @@ var (
 	waitMs        = flag.Int("wait-ms", 0, "0: Mutex.TryLock; N: Mutex.Lock, waiting up to N ms for the holder (the seed's blocking clients)")
 	dialTimeoutMs = flag.Int("dial-timeout-ms", 0, "clientv3 DialTimeout (0: the request's op_timeout_ms)")
 	lockRPCFlag   = flag.Bool("lock-rpc", false, "acquire with the server's Lock RPC (v3lock, what Jepsen's jetcd client called) instead of the client's Mutex; needs --wait-ms")
+	trustWait     = flag.Bool("trust-wait", false, "after a blocking acquire, answer ok as the library did: no renewal once more, no read of the key, no validity (the seed's clients)")
 )
 
 type holding struct {
@@ -206,7 +208,7 @@ func (a *adapter) acquire(req proto.Request) proto.Answer {
 			rev = m.Header().Revision // TryLock's header: the put of our key
 		}
 	}
-	if rev == 0 && (req.Fencing || *lockRPCFlag) {
+	if rev == 0 && (req.Fencing || (*lockRPCFlag && !*trustWait)) {
 		// After a wait the header is a later read's, and the Lock RPC answers only the key: ask for the key itself.
 		{
 			resp, gerr := a.client.Get(ctx, key)
@@ -222,8 +224,12 @@ func (a *adapter) acquire(req proto.Request) proto.Answer {
 			}
 			rev = resp.Kvs[0].CreateRevision
 		}
-		if *lockRPCFlag {
+	}
+	if *lockRPCFlag {
+		if rev > 0 {
 			owner = compare(createRevision(key), "=", rev)
+		} else {
+			owner = compare(createRevision(key), ">", 0) // the key names our lease: only we create it
 		}
 	}
 	var token *int64
@@ -231,7 +237,7 @@ func (a *adapter) acquire(req proto.Request) proto.Answer {
 		token = &rev // the lock key's create revision
 	}
 	validity := time.Duration(grant.TTL)*time.Second - time.Since(sent)
-	if *waitMs > 0 {
+	if *waitMs > 0 && !*trustWait {
 		// While Lock waited, the session's keep-alive renewed the lease, so the grant says little: renew it once
 		// more (the request the keep-alive sends) and take its TTL from when that renewal was sent.
 		renewed := time.Now()
@@ -264,7 +270,12 @@ func (a *adapter) acquire(req proto.Request) proto.Answer {
 		}
 	}(req.Key)
 	v := validity.Milliseconds()
-	return proto.Answer{OK: true, ValidityMs: &v, Token: token, Keys: []string{key}}
+	answer := proto.Answer{OK: true, ValidityMs: &v, Token: token, Keys: []string{key}}
+	if *waitMs > 0 && *trustWait {
+		// The library said "held" and nothing about the lease: no validity (the harness then assumes none).
+		answer.ValidityMs = nil
+	}
+	return answer
 }
 
 func (a *adapter) release(req proto.Request) proto.Answer {
@@ -356,6 +367,8 @@ func main() {
 // refusal says why these flags cannot run with this client ("" when they can).
 func refusal(waitMs int, rpc bool) string {
 	switch {
+	case *trustWait && waitMs == 0:
+		return "--trust-wait needs --wait-ms N (it is about what a blocking acquire answers)"
 	case rpc && waitMs == 0:
 		return "--lock-rpc needs --wait-ms N: the Lock RPC blocks until the lock is held"
 	case rpc && lockRPC == nil:
