@@ -13,11 +13,14 @@
 #include <thread>
 
 #include "cluster/server_builds.h"
+#include "core/clock.h"
 #include "core/config.h"
+#include "core/history.h"
 #include "harness/cli.h"
 #include "harness/plan.h"
 #include "harness/runner.h"
 #include "locks/adapters.h"
+#include "nemesis/nemesis.h"
 #include "tests/support/etcd_remote_checks.h"
 #include "tests/support/etcd_test_cluster.h"
 #include "tests/support/lock_test_util.h"
@@ -96,6 +99,39 @@ TEST(EtcdVersions, Etcd343StartsTakesFaultsAndStopsLeavingNothing) {
   }
   for (pid_t p : pids) EXPECT_FALSE(alive(p)) << p;
   EXPECT_FALSE(std::filesystem::exists(dir));
+}
+
+// pause:leader on etcd pauses the member the cluster names leader at that moment (Jepsen's "primaries").
+TEST(EtcdVersions, PauseLeaderPausesTheMemberNamedLeader) {
+  NEED_ETCD343();
+  EtcdTestCluster c(5, true, kEtcd343, kEtcdctl343);
+  const auto leader = wait_for_leader(*c.cluster, milliseconds(10000));
+  ASSERT_TRUE(leader.has_value());
+  TempDir dir;
+  MonotonicClock clock;
+  HistoryWriter history(dir.path() + "/history.jsonl", &clock);
+  RunConfig cfg;
+  cfg.server = ServerKind::kEtcd;
+  NemesisEnv env{NemesisOptions::from(cfg), *c.cluster, history};
+  auto n = make_nemesis("pause:leader");
+  ASSERT_TRUE(n);
+  PlanContext ctx;
+  for (const auto& node : c.cluster->nodes()) ctx.nodes.push_back(node.name);
+  std::mt19937_64 rng(3);
+  const FaultPlan plan = n->plan(ctx, rng);
+  Op op;
+  op.process = kNemesis;
+  op.f = plan.f;
+  op.value = {{"fault", n->name()}, {"phase", "start"}, {"targets", plan.targets}, {"detail", plan.detail}};
+  Op done = n->invoke(env, history.record(op));
+  const std::string name = c.cluster->nodes()[*leader].name;
+  EXPECT_EQ(done.value["targets"], nlohmann::json::array({name})) << done.value.dump();
+  EXPECT_EQ(done.value["detail"]["leader"], name);
+  Op stop;
+  stop.process = kNemesis;
+  stop.f = plan.stop_f;
+  stop.value = {{"fault", n->name()}, {"phase", "stop"}, {"targets", nlohmann::json::array()}};
+  EXPECT_TRUE(n->invoke(env, history.record(stop)).is_ok());
 }
 
 TEST(EtcdVersions, ListShowsTheBuildsAndAMissingVersionExits2NamingIt) {
