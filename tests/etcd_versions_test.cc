@@ -4,7 +4,8 @@
 // no data dir; every member answers 3.4.3 when asked; a run records the version its nodes answered (results.json,
 // config.json, the report's versions line), the machine's by default; a version not on this machine exits 2
 // naming it; the adapter's 3.4 client (clientv3 of the 3.4.3 module) and its Lock RPC keep the adapters'
-// contract. Skips without etcd, the 3.4.3 build or the adapters, except under CI=true.
+// contract; the seed's waiter (told it holds the lock after its lease expired while it waited), step by step.
+// Skips without etcd, the 3.4.3 build or the adapters, except under CI=true.
 #include <gtest/gtest.h>
 #include <signal.h>
 
@@ -250,6 +251,57 @@ TEST(EtcdVersions, Client34KeepsTheAdapterContract) {
 TEST(EtcdVersions, LockRpcKeepsTheAdapterContract) {
   NEED_ETCD343_AND_ADAPTER();
   contract({{"client", "3.4"}, {"wait_ms", 500}, {"lock_rpc", true}});
+}
+
+// The seed's waiter, step by step: a holds the lock; b waits for it; b's client is stopped (SIGSTOP) until its
+// lease has expired and the server has deleted b's key; a releases; c takes the lock; b resumes. Whether b is
+// then told it holds the lock is the answer of the Mutex code that waited: the server's (the Lock RPC, run by
+// the server on the client's lease) says yes on 3.4.3 and, measured here, still on Debian's 3.4.23; the 3.4
+// client's own Mutex says yes on any server; the 3.5 client's reads its key after the wait and says no. Every
+// client answers as its library did (trust_wait).
+bool waiter_told_it_holds(const std::string& etcd, const std::string& etcdctl, nlohmann::json opts) {
+  opts["wait_ms"] = 9000;
+  opts["trust_wait"] = true;
+  EtcdTestCluster c(5, true, etcd, etcdctl);
+  auto options = [&](const std::string& slot) {
+    LockOptions o = c.options(milliseconds(2000), slot);
+    o.extra["client_cmd"] = join_command_line(adapter_argv(*find_lock_adapter("etcd"), opts));
+    o.extra["client_startup_ms"] = 10000;
+    o.extra["client_timeout_ms"] = 20000;
+    return o;
+  };
+  auto a = make_lock("etcd", options("c0"));
+  auto b = make_lock("etcd", options("c1"));
+  auto w = make_lock("etcd", options("c2"));
+  const milliseconds ttl(2000);  // the lease: 2 s (the server's minimum with the default election timeout)
+  EXPECT_EQ(a->acquire("k", ttl).outcome, OpType::kOk);
+  LockResult waited;
+  std::thread waiter([&] { waited = b->acquire("k", ttl); });
+  std::this_thread::sleep_for(milliseconds(1500));  // b's client started, its key made, waiting
+  const auto pid = b->os_pid();
+  EXPECT_TRUE(pid.has_value());
+  if (pid) ::kill(*pid, SIGSTOP);
+  std::this_thread::sleep_for(milliseconds(4500));  // b's lease (2 s) expires; the leader revokes it
+  EXPECT_EQ(a->release("k").outcome, OpType::kOk);
+  const LockResult taken = w->acquire("k", ttl);
+  EXPECT_EQ(taken.outcome, OpType::kOk) << taken.error;
+  if (pid) ::kill(*pid, SIGCONT);
+  waiter.join();
+  return waited.outcome == OpType::kOk && taken.outcome == OpType::kOk;
+}
+
+TEST(EtcdVersions, WaiterBugTheLockRpcGrantsTheExpiredWaiterOn343And3423) {
+  NEED_ETCD343_AND_ADAPTER();
+  EXPECT_TRUE(waiter_told_it_holds(kEtcd343, kEtcdctl343, {{"client", "3.4"}, {"lock_rpc", true}}))
+      << "3.4.3's Lock RPC did not grant the lock to a waiter whose lease had expired";
+  EXPECT_TRUE(waiter_told_it_holds("etcd", "etcdctl", {{"client", "3.4"}, {"lock_rpc", true}}))
+      << "3.4.23's Lock RPC refused the expired waiter (the fix reached the 3.4 line?)";
+}
+
+TEST(EtcdVersions, WaiterBugIsInThe34ClientsMutexAndNotThe35s) {
+  NEED_ETCD343_AND_ADAPTER();
+  EXPECT_TRUE(waiter_told_it_holds("etcd", "etcdctl", {{"client", "3.4"}}));
+  EXPECT_FALSE(waiter_told_it_holds("etcd", "etcdctl", {{"client", "3.5"}}));
 }
 
 TEST(EtcdVersions, ClientOptionIsCheckedAndPicksTheProgram) {
