@@ -211,14 +211,7 @@ TEST(EtcdVersions, ARunRecordsTheVersionItsNodesAnswered) {
 // so a second client's acquire waits (wait_ms) and is not granted while the first holds the lock.
 void contract(const nlohmann::json& opts) {
   EtcdTestCluster c(5, true, kEtcd343, kEtcdctl343);
-  auto options = [&](const std::string& slot) {
-    LockOptions o = c.options(milliseconds(2000), slot);
-    o.extra["client_cmd"] = join_command_line(adapter_argv(*find_lock_adapter("etcd"), opts));
-    o.extra["client_startup_ms"] = 10000;
-    o.extra["client_timeout_ms"] = 15000;
-    o.fencing = true;
-    return o;
-  };
+  auto options = [&](const std::string& slot) { return c.adapter_options(opts, slot, true); };
   auto a = make_lock("etcd", options("c0"));
   auto b = make_lock("etcd", options("c1"));
   LockResult r = a->acquire("lock-0", milliseconds(10000));
@@ -263,13 +256,7 @@ bool waiter_told_it_holds(const std::string& etcd, const std::string& etcdctl, n
   opts["wait_ms"] = 9000;
   opts["trust_wait"] = true;
   EtcdTestCluster c(5, true, etcd, etcdctl);
-  auto options = [&](const std::string& slot) {
-    LockOptions o = c.options(milliseconds(2000), slot);
-    o.extra["client_cmd"] = join_command_line(adapter_argv(*find_lock_adapter("etcd"), opts));
-    o.extra["client_startup_ms"] = 10000;
-    o.extra["client_timeout_ms"] = 20000;
-    return o;
-  };
+  auto options = [&](const std::string& slot) { return c.adapter_options(opts, slot, false, 20000); };
   auto a = make_lock("etcd", options("c0"));
   auto b = make_lock("etcd", options("c1"));
   auto w = make_lock("etcd", options("c2"));

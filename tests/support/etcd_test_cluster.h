@@ -65,6 +65,17 @@ struct EtcdTestCluster {
     return lo;
   }
 
+  // Options for the etcd adapter (locks/adapters.h) with lock options opts, run by slot's process.
+  LockOptions adapter_options(const nlohmann::json& opts, const std::string& slot = "c0", bool fencing = false,
+                              int client_timeout_ms = 15000) const {
+    LockOptions o = options(std::chrono::milliseconds(2000), slot);
+    o.extra["client_cmd"] = join_command_line(adapter_argv(*find_lock_adapter("etcd"), opts));
+    o.extra["client_startup_ms"] = 10000;
+    o.extra["client_timeout_ms"] = client_timeout_ms;
+    o.fencing = fencing;
+    return o;
+  }
+
   TempDir dir{"lockcheck-etcd"};
   std::unique_ptr<EtcdCluster> cluster;
 };
