@@ -258,17 +258,24 @@ func (a *adapter) acquire(req proto.Request) proto.Answer {
 	a.mu.Lock()
 	a.held[req.Key] = h
 	a.mu.Unlock()
-	go func(key string) {
-		select {
-		case <-h.session.Done():
+	select {
+	case <-session.Done():
+		// The session had already ended when the lock was granted (with --trust-wait: its lease expired while the
+		// acquire waited, and the Mutex answered anyway): the library knew before the grant is answered.
+		proto.Lost(req.Key, "etcd session had already ended when the lock was granted (its lease expired while the acquire waited)")
+	default:
+		go func(key string) {
 			select {
+			case <-h.session.Done():
+				select {
+				case <-h.released:
+				default:
+					proto.Lost(key, "etcd session ended (its lease expired or the keep-alive gave up)")
+				}
 			case <-h.released:
-			default:
-				proto.Lost(key, "etcd session ended (its lease expired or the keep-alive gave up)")
 			}
-		case <-h.released:
-		}
-	}(req.Key)
+		}(req.Key)
+	}
 	v := validity.Milliseconds()
 	answer := proto.Answer{OK: true, ValidityMs: &v, Token: token, Keys: []string{key}}
 	if *waitMs > 0 && *trustWait {
