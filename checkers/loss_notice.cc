@@ -13,6 +13,12 @@
 // The lag is notice time - the other acquire's completion. An overlap counts up to the warning: it is reported
 // from the other acquire to the earlier of the warning and the end of p's hold.
 //
+// A notice of k that p's library gave while p's acquire of k was pending (after its invoke, before its ok, p not
+// holding k then) belongs to the hold that acquire then opened: p was told the lock was lost and then that it
+// held it (a lock granted on a lease that had already ended, as etcd's Mutex did for a waiter whose lease expired
+// while it waited). Such a hold counts as warned from that notice, and each is listed as a note
+// ("grant-after-loss-notice"), which does not change the verdict by itself.
+//
 // Verdict: unknown when no acquire succeeded, or when holds were taken over but the history holds no loss
 // notice at all (the client does not report losses: there is nothing to judge its warnings by); invalid when
 // the client does report losses and some taken-over holder was warned after, or never; valid otherwise (no
@@ -40,6 +46,7 @@ struct NoticeHold {
   int64_t acquire_ok;        // history index of the ok acquire
   int64_t end_op = -1;       // history index of the op that ended the use; -1: open to the end
   int64_t notices_until_ns = std::numeric_limits<int64_t>::max();  // p's next ok acquire of the key
+  int64_t notices_from_ns = 0;  // start_ns, or the acquire's invoke when p held nothing of the key then
 };
 
 struct OkAcquire {
@@ -73,6 +80,8 @@ class LossNoticeChecker : public Checker {
     std::unordered_map<Atom, std::vector<OkAcquire>, AtomHash> acquires;
     std::map<std::pair<Process, Atom>, std::vector<NoticeAt>> notices;
     std::map<std::pair<Process, Atom>, size_t> last_hold;  // (process, key) -> its latest hold
+    std::map<std::pair<Process, Atom>, int64_t> pending;   // (process, key) -> invoke of its pending acquire,
+                                                           // when it held nothing of the key then
     int64_t notice_count = 0, ok_acquires = 0, end_ns = 0;
 
     const auto close = [&](std::map<std::pair<Process, Atom>, size_t>::iterator it, const Op& op) {
@@ -94,7 +103,15 @@ class LossNoticeChecker : public Checker {
         if (op.f == kRelease) {
           if (auto it = open.find(who); it != open.end()) close(it, op);
         }
+        if (op.f == kAcquire && open.find(who) == open.end()) pending[who] = op.time_ns;
         continue;
+      }
+      int64_t invoked_ns = -1;  // this completion's acquire invoke, when pending
+      if (op.f == kAcquire) {
+        if (auto it = pending.find(who); it != pending.end()) {
+          invoked_ns = it->second;
+          pending.erase(it);
+        }
       }
       if (op.is_info()) {  // retired: every hold of the process ends
         for (auto it = open.begin(); it != open.end();) {
@@ -112,8 +129,10 @@ class LossNoticeChecker : public Checker {
       ++ok_acquires;
       acquires[op.key].push_back({op.time_ns, op.process, op.index});
       if (auto it = open.find(who); it != open.end()) close(it, op);
-      if (auto l = last_hold.find(who); l != last_hold.end()) holds[l->second].notices_until_ns = op.time_ns;
+      const int64_t from = invoked_ns >= 0 ? invoked_ns : op.time_ns;
+      if (auto l = last_hold.find(who); l != last_hold.end()) holds[l->second].notices_until_ns = from;
       holds.push_back({op.process, op.key, op.time_ns, -1, op.index});
+      holds.back().notices_from_ns = from;
       open[who] = holds.size() - 1;
       last_hold[who] = holds.size() - 1;
     }
@@ -128,8 +147,29 @@ class LossNoticeChecker : public Checker {
 
     int64_t takeovers = 0, before = 0, after = 0, never = 0;
     std::vector<int64_t> lags_ns;
-    nlohmann::json late = nlohmann::json::array();
+    nlohmann::json late = nlohmann::json::array(), notes = nlohmann::json::array();
     for (const NoticeHold& hd : holds) {
+      // A notice while the acquire was pending: granted after the library said the lock was lost.
+      if (auto n = notices.find({hd.process, hd.key}); n != notices.end() && notes.size() < kMaxAnomalies) {
+        for (const NoticeAt& na : n->second) {
+          if (na.time_ns < hd.notices_from_ns || na.time_ns > hd.start_ns) continue;
+          const std::string p = std::to_string(hd.process);
+          notes.push_back(
+              {{"kind", "grant-after-loss-notice"},
+               {"severity", "note"},
+               {"description", "process " + p + "'s acquire of " + hd.key.str() + " answered ok at t=" +
+                                   format_time_s(hd.start_ns) + " after its library had said the lock was lost (t=" +
+                                   format_time_s(na.time_ns) +
+                                   ") while that acquire was pending: it was granted a lock whose lease had already "
+                                   "ended"},
+               {"ops", {na.index, hd.acquire_ok}},
+               {"key", hd.key},
+               {"processes", {hd.process}},
+               {"from_ns", na.time_ns},
+               {"to_ns", hd.start_ns}});
+          break;
+        }
+      }
       const auto& acq = acquires[hd.key];
       // The first other process's ok acquire completing inside the hold (after its start, before its end).
       auto it = std::upper_bound(acq.begin(), acq.end(), hd.start_ns,
@@ -141,7 +181,7 @@ class LossNoticeChecker : public Checker {
       const NoticeAt* warned = nullptr;
       if (auto n = notices.find({hd.process, hd.key}); n != notices.end()) {
         for (const NoticeAt& na : n->second) {
-          if (na.time_ns >= hd.start_ns && na.time_ns < hd.notices_until_ns) {
+          if (na.time_ns >= hd.notices_from_ns && na.time_ns < hd.notices_until_ns) {
             warned = &na;
             break;
           }
@@ -216,6 +256,12 @@ class LossNoticeChecker : public Checker {
       r.summary = counts + "; every holder was warned in time";
     }
     if (!lags_ns.empty()) r.summary += "; median lag " + notice_lag_text(median_ms) + " (notice - the other acquire)";
+    r.stats["grants_after_loss_notice"] = static_cast<int64_t>(notes.size());
+    if (!notes.empty()) {
+      r.summary += "; " + std::to_string(notes.size()) + " grant" + (notes.size() == 1 ? "" : "s") +
+                   " after the library had said the lock was lost (notes)";
+      for (auto& n : notes) r.anomalies.push_back(std::move(n));
+    }
     return r;
   }
 };

@@ -28,4 +28,7 @@ require (
 	google.golang.org/genproto/googleapis/api v0.0.0-20260803160001-6ac0973c030d // indirect
 	google.golang.org/genproto/googleapis/rpc v0.0.0-20260803160001-6ac0973c030d // indirect
 	google.golang.org/protobuf v1.36.12 // indirect
+	lockcheck/clients/internal/proto v0.0.0
 )
+
+replace lockcheck/clients/internal/proto => ./internal/proto

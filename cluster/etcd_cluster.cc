@@ -16,6 +16,7 @@
 
 #include "cluster/etcd_common.h"
 #include "cluster/local_cluster.h"
+#include "cluster/server_builds.h"
 #include "core/assert.h"
 
 namespace fs = boost::filesystem;
@@ -75,6 +76,9 @@ EtcdClusterOptions EtcdClusterOptions::from(const RunConfig& c, const std::strin
   o.nodes = c.nodes;
   o.nodes_dir = run_dir + "/nodes";
   o.seed = c.seed;
+  const ServerBuild build = resolve_server_build(c);  // --server-version (ConfigError when it is not here)
+  o.etcd = build.server;
+  o.etcdctl = build.ctl;
   return o;
 }
 

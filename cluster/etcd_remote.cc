@@ -4,6 +4,7 @@
 
 #include "cluster/etcd_common.h"
 #include "cluster/remote_cluster.h"
+#include "cluster/server_builds.h"
 
 namespace lockcheck {
 
@@ -39,6 +40,9 @@ class EtcdKind final : public RemoteServerKind {
     const auto program = host.programs.find("etcd");
     EtcdMemberArgs a;
     a.etcd = program == host.programs.end() ? "etcd" : program->second;
+    if (!options_.etcd_upload.empty()) {
+      a.etcd = s.dir.substr(0, s.dir.rfind('/')) + "/etcd";  // uploaded with the host's folder (setup_host)
+    }
     a.name = s.info.name;
     a.data_dir = s.dir + "/etcd";
     a.client_listen = Endpoint{"0.0.0.0", s.info.endpoint.port};
@@ -106,6 +110,15 @@ class EtcdKind final : public RemoteServerKind {
 };
 
 }  // namespace
+
+RemoteClusterOptions with_server_build(RemoteClusterOptions options, const RunConfig& config, bool ship_server) {
+  if (config.server != ServerKind::kEtcd) return options;
+  if (config.cluster == "ssh" && config.server_version.empty()) return options;
+  const ServerBuild build = resolve_server_build(config);
+  options.etcdctl = build.ctl;
+  if (ship_server) options.etcd_upload = build.server;
+  return options;
+}
 
 std::unique_ptr<RemoteServerKind> etcd_remote_kind(const RunConfig& config, const RemoteClusterOptions& options) {
   return std::make_unique<EtcdKind>(config, options);

@@ -366,6 +366,9 @@ void RemoteCluster::setup_host(size_t h) {
     }
     fs::copy_file(power_shim_library(), stage + "/libpowershim.so");
   }
+  if (!options_.etcd_upload.empty() && config_.server == ServerKind::kEtcd) {
+    fs::copy_file(options_.etcd_upload, stage + "/etcd");  // keeps its mode: the copy on the host runs
+  }
   for (const ServerSlot& s : servers_) {
     if (s.host != h) continue;
     const std::string d = stage + "/" + s.info.name;

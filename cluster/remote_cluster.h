@@ -137,7 +137,15 @@ struct RemoteClusterOptions {
   std::chrono::milliseconds call_timeout{30000};              // bound on any one remote call
   std::chrono::milliseconds ready_timeout{30000};             // bound on waiting for a server after start/restart
   std::string etcdctl = "etcdctl";  // etcd: the harness's etcdctl (readiness, leader), run here against the nodes
+  // etcd: a program of this machine uploaded with each host's folder (as <folder>/etcd) and run instead of the
+  // host's own ("": the host's programs["etcd"]): how --server-version reaches SSH hosts.
+  std::string etcd_upload;
 };
+
+// options with the etcd build --server-version resolves to (cluster/server_builds.h): its etcdctl for the
+// harness's queries and, with ship_server, its etcd uploaded to the hosts. Unchanged for Redis and for etcd on
+// hosts that run their own (--cluster ssh without --server-version).
+RemoteClusterOptions with_server_build(RemoteClusterOptions options, const RunConfig& config, bool ship_server);
 
 // Redis (data nodes, and Sentinels in the replicated topology), as every backend runs it. Programs on a host:
 // programs["redis-server"], programs["redis-sentinel"].

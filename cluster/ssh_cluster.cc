@@ -116,7 +116,8 @@ SshCluster::SshCluster(const RunConfig& config, std::string run_dir, SshClusterO
     : SshCluster(config, std::move(run_dir), std::move(options), random_id()) {}
 
 SshCluster::SshCluster(const RunConfig& config, std::string run_dir, SshClusterOptions options, std::string id)
-    : RemoteCluster("ssh cluster", config, std::move(run_dir), options, id, "LC-" + id),
+    : RemoteCluster("ssh cluster", config, std::move(run_dir), with_server_build(options, config, true), id,
+                    "LC-" + id),
       connect_timeout_(options.connect_timeout) {
   file_ = load_ssh_hosts(config_.hosts);
   control_dir_ = "/tmp/lcssh-" + run_id();

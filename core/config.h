@@ -23,6 +23,7 @@ class ConfigError : public std::invalid_argument {
 struct RunConfig {
   std::string cluster = "local";                 // --cluster local|docker|ssh
   ServerKind server = ServerKind::kRedis;        // --server redis|etcd (etcd: every backend)
+  std::string server_version;                    // --server-version: which build the nodes run ("": the machine's)
   std::string hosts;                             // --hosts FILE: the ssh backend's hosts (cluster/ssh_hosts.h)
   Topology topology = Topology::kIndependent;    // --topology independent|replicated
   int nodes = 5;                                 // --nodes: lock nodes (replicated: master + replicas)
@@ -47,6 +48,8 @@ struct RunConfig {
                                                  // before its lease ends; -1 means 10% of the lease, >= 20 ms
   int64_t op_timeout_ms = 500;                   // --op-timeout-ms: per-request timeout of the clients
   bool fencing = false;                          // --fencing
+  bool work_uniform = false;                     // --work-uniform: set workloads' work uniform in [0, 2 x work_ms)
+  bool blind_holder = false;                     // --blind-holder: set workloads' holder ignores its validity
   std::string client_cmd;                        // --client-cmd (lock external; made by resolve_lock for adapters)
   nlohmann::json lock_opts = nlohmann::json::object();  // --lock-opt KEY=VALUE: LockOptions.extra / adapter flags
   int wait_replicas = 0;                                // --wait N (single-failover)

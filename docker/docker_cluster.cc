@@ -17,6 +17,7 @@
 #include "cluster/power_loss.h"
 #include "cluster/etcd_common.h"
 #include "cluster/remote.h"
+#include "cluster/server_builds.h"
 #include "core/party.h"
 #include "docker/node_image.h"
 
@@ -122,7 +123,8 @@ DockerCluster::DockerCluster(const RunConfig& config, std::string run_dir, Docke
 // Host h is node h's container (n1 ...), then the Sentinels' (s1 ...); each runs one server.
 DockerCluster::DockerCluster(const RunConfig& config, std::string run_dir, DockerClusterOptions options,
                              std::string run_id)
-    : RemoteCluster("docker cluster", config, std::move(run_dir), docker_remote_options(options), run_id, "LOCKCHECK"),
+    : RemoteCluster("docker cluster", config, std::move(run_dir),
+                    with_server_build(docker_remote_options(options), config, false), run_id, "LOCKCHECK"),
       docker_options_(std::move(options)),
       cli_(docker_options_.docker_path) {
   if (config_.nodes < 1 || config_.nodes > 80) throw ClusterError("docker cluster: --nodes must be 1..80");
@@ -194,6 +196,11 @@ void DockerCluster::provision() {
     inputs.clock_shim = docker_options_.clock_shim.empty() ? clock_shim_library() : docker_options_.clock_shim;
     inputs.power_shim = power_shim_library();
     inputs.require_etcd = config_.server == ServerKind::kEtcd;
+    if (inputs.require_etcd) {  // the build --server-version names goes into the image as /usr/bin/etcd
+      const ServerBuild build = resolve_server_build(config_);
+      inputs.etcd = build.server;
+      inputs.etcdctl = build.ctl;
+    }
     image_tag_ = docker::ensure_node_image(cli_, inputs, docker_options_.build_timeout).tag;
   }
   create_network();

@@ -14,6 +14,7 @@
 #include "checkers/checker.h"
 #include "checkers/export.h"
 #include "checkers/import.h"
+#include "cluster/server_builds.h"
 #include "cluster/ssh_cluster.h"
 #include "core/cluster.h"
 #include "core/config.h"
@@ -540,6 +541,19 @@ int cmd_list(const std::vector<std::string>& args, std::ostream& out) {
       << "redis-server nodes: every backend and topology, every lock but etcd\n"
       << "  " << std::setw(20) << to_string(ServerKind::kEtcd)
       << "an etcd cluster (Debian etcd-server 3.4; local, docker and ssh backends), for --lock etcd\n";
+  out << "server versions on this machine (--server-version; default: the first of each):\n";
+  for (const ServerKind kind : {ServerKind::kRedis, ServerKind::kEtcd}) {
+    RunConfig probe;
+    const auto builds = server_builds(kind, probe);
+    if (builds.empty()) {
+      out << "  " << std::left << std::setw(20) << to_string(kind) << "none"
+          << (kind == ServerKind::kEtcd ? " (Debian etcd-server + etcd-client; scripts/build-clients for 3.4.3)" : "")
+          << "\n";
+    }
+    for (const auto& b : builds) {
+      out << "  " << std::left << std::setw(20) << (std::string(to_string(kind)) + " " + b.version) << b.origin << "\n";
+    }
+  }
   out << "lock algorithms (--lock):\n";
   for (const auto& a : lock_registry()) {
     out << "  " << std::left << std::setw(20) << a.name << a.description << "\n"

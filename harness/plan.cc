@@ -4,6 +4,7 @@
 #include <set>
 
 #include "checkers/checker.h"
+#include "cluster/server_builds.h"
 #include "cluster/ssh_hosts.h"
 #include "locks/adapters.h"
 #include "locks/lock_client.h"
@@ -24,9 +25,10 @@ void validate_lock_opts(const RunConfig& c, const LockAlgorithm& algo, const Loc
       throw ConfigError(std::string("--lock-opt: ") + e.what());
     }
     std::error_code ec;
-    if (!std::filesystem::exists(adapter_program(*adapter), ec)) {
-      throw ConfigError(std::string("--lock ") + adapter->name + ": the adapter is not built (" +
-                        adapter_program(*adapter) + " is missing; run scripts/build-clients, which needs " +
+    const std::string program = adapter_program(*adapter, c.lock_opts);
+    if (!std::filesystem::exists(program, ec)) {
+      throw ConfigError(std::string("--lock ") + adapter->name + ": the adapter is not built (" + program +
+                        " is missing; run scripts/build-clients, which needs " +
                         adapter->toolchain + ")");
     }
     return;
@@ -62,6 +64,18 @@ void resolve_lock(RunConfig& c) {
   }
 }
 
+// --server-version: the build the nodes run, resolved here so that a missing one exits 2 before anything starts
+// and config.json records the version (etcd's default: the machine's). Redis without --server-version and etcd
+// on SSH hosts without it run the hosts' own programs: their version is read from the nodes once they run.
+void resolve_server_version(RunConfig& c) {
+  if (c.server_version.empty() && (c.server == ServerKind::kRedis || c.cluster == "ssh")) return;
+  if (c.cluster == "ssh" && c.server == ServerKind::kRedis) {
+    throw ConfigError("--server-version: with --cluster ssh the hosts run their own redis-server (the hosts "
+                      "file's redis_server); only etcd's build is shipped to the hosts");
+  }
+  c.server_version = resolve_server_build(c).version;
+}
+
 nlohmann::json lock_extra(const RunConfig& c, const std::string& stderr_path) {
   nlohmann::json extra = {{"client_cmd", c.client_cmd}, {"wait_replicas", c.wait_replicas}};
   if (!find_lock_adapter(c.lock) && c.lock_opts.is_object()) {
@@ -75,6 +89,7 @@ Plan resolve_plan(RunConfig c) {
   resolve_lock(c);
   validate_fields(c);
   if (c.cluster == "ssh") load_ssh_hosts(c.hosts);  // throws ConfigError naming the file and field
+  resolve_server_version(c);
   Plan plan;
   plan.lock = find_lock_algorithm(c.lock);
   if (!plan.lock) throw ConfigError("--lock: unknown lock algorithm '" + c.lock + "' (see lockcheck list)");

@@ -20,6 +20,7 @@
 #include <thread>
 #include <vector>
 
+#include "cluster/server_builds.h"
 #include "core/client_pauses.h"
 #include "core/exit_codes.h"
 #include "core/history.h"
@@ -95,45 +96,6 @@ std::string redis_version(const RunConfig& cfg) {
   } catch (const std::exception&) {
     return "unknown";
   }
-}
-
-// "3.4.23" from `etcd --version` ("etcd Version: 3.4.23"), for runs whose nodes are etcd members.
-std::string etcd_version() {
-  try {
-    auto r = run_command({"etcd", "--version"}, std::chrono::seconds(5));
-    const std::string tag = "etcd Version: ";
-    auto pos = r.out.find(tag);
-    if (pos == std::string::npos) return "unknown";
-    pos += tag.size();
-    return r.out.substr(pos, r.out.find_first_of(" \n", pos) - pos);
-  } catch (const std::exception&) {
-    return "unknown";
-  }
-}
-
-// The redis_version the nodes report (INFO server), asked once right after they started; several values joined
-// by ", " when nodes differ; empty when none answered (then the local redis-server's --version stands). On the
-// ssh backend the nodes run the hosts' own redis-server, which the local binary does not tell.
-std::string node_redis_versions(const Cluster& cluster) {
-  std::set<std::string> seen;
-  for (const auto& n : cluster.nodes()) {
-    try {
-      RedisConn conn(n.endpoint, std::chrono::milliseconds(500), std::chrono::milliseconds(1000));
-      const Reply r = conn.command({"INFO", "server"});
-      const std::optional<std::string> text = r.ok() ? r.str() : std::nullopt;
-      if (!text) continue;
-      const std::string tag = "redis_version:";
-      auto pos = text->find(tag);
-      if (pos == std::string::npos) continue;
-      pos += tag.size();
-      seen.insert(text->substr(pos, text->find_first_of("\r\n", pos) - pos));
-    } catch (const std::exception&) {
-      // a node that does not answer names no version
-    }
-  }
-  std::string out;
-  for (const auto& v : seen) out += (out.empty() ? "" : ", ") + v;
-  return out;
 }
 
 // One line, rewritten in place on a terminal; a line every 5 s elsewhere (CI logs).
@@ -345,17 +307,49 @@ void print_verdict(std::ostream& out, const nlohmann::json& results, const std::
   out << "report:  " << run_dir << "/report.html\n";
 }
 
-// What results.json says of every run, whatever its end: id, start, duration, op counts, versions.
+// What results.json says of every run, whatever its end: id, start, duration, op counts, versions. The server's
+// version is the one its nodes answered (server_versions: {"line", "nodes"}, read once they ran); when they never
+// answered, the results say what was asked for and that it was not read.
 nlohmann::json results_head(const RunConfig& cfg, const std::string& dir, const std::string& started_at,
-                            double duration_s, const OpCounts& c) {
-  return {{"run_id", fs::path(dir).filename().string()},
-          {"started_at", started_at},
-          {"duration_s", duration_s},
-          {"ops", {{"ok", c.ok}, {"fail", c.fail}, {"info", c.info}}},
-          {"versions", cfg.server == ServerKind::kEtcd
-                           ? nlohmann::json{{"lockcheck", kLockcheckVersion}, {"redis", redis_version(cfg)},
-                                            {"etcd", etcd_version()}}
-                           : nlohmann::json{{"lockcheck", kLockcheckVersion}, {"redis", redis_version(cfg)}}}};
+                            double duration_s, const OpCounts& c, const nlohmann::json& server_versions) {
+  std::string server;
+  if (server_versions.is_object()) {
+    server = server_versions.value("line", "not read");
+  } else if (cfg.server == ServerKind::kRedis && cfg.server_version.empty()) {
+    server = redis_version(cfg) + " (" + cfg.redis_server + " --version here; not read from the nodes)";
+  } else {
+    server = (cfg.server_version.empty() ? std::string("the hosts' own") : cfg.server_version) +
+             " (asked for; not read from the nodes)";
+  }
+  nlohmann::json head = {{"run_id", fs::path(dir).filename().string()},
+                         {"started_at", started_at},
+                         {"duration_s", duration_s},
+                         {"ops", {{"ok", c.ok}, {"fail", c.fail}, {"info", c.info}}},
+                         {"versions", {{"lockcheck", kLockcheckVersion}, {to_string(cfg.server), server}}}};
+  if (server_versions.is_object()) head["node_versions"] = server_versions.value("nodes", nlohmann::json::object());
+  return head;
+}
+
+// The server version each node answers once the cluster runs ({"line", "nodes": {name: version}}), logged, and
+// said on out when it is not the one asked for (a hosts file naming another build, say).
+nlohmann::json record_node_versions(const RunConfig& cfg, const Cluster& cluster, RunLog& log, std::ostream& out) {
+  std::string etcdctl;
+  try {
+    etcdctl = harness_etcdctl(cfg);
+  } catch (const std::exception&) {
+    etcdctl = "etcdctl";
+  }
+  const std::vector<std::string> versions = read_node_versions(cluster, etcdctl);
+  nlohmann::json nodes = nlohmann::json::object();
+  for (size_t i = 0; i < versions.size(); ++i) nodes[cluster.nodes()[i].name] = versions[i];
+  const std::string line = describe_node_versions(cluster, versions);
+  log.log(std::string(to_string(cfg.server)) + " version read from the nodes: " + line);
+  if (!cfg.server_version.empty() && line != cfg.server_version) {
+    out << "lockcheck: --server-version " << cfg.server_version << " was asked for; the nodes answered " << line
+        << "\n";
+    log.log("the nodes' version is not the one asked for (" + cfg.server_version + ")");
+  }
+  return {{"line", line}, {"nodes", nodes}};
 }
 
 // The results of a run that ended in a harness error or an interrupt: verdict unknown, the error said.
@@ -370,11 +364,12 @@ nlohmann::json unfinished_results(nlohmann::json results, const std::string& err
 // kept, exit status 3, without unwinding (see run_test).
 [[noreturn]] void abandon_stuck_run(const RunConfig& cfg, const std::string& dir, Cluster& cluster,
                                     HistoryWriter& history, RunLog& log, const std::string& started_at,
-                                    const std::string& why, std::ostream& out) {
+                                    const nlohmann::json& server_versions, const std::string& why,
+                                    std::ostream& out) {
   log.log(why);
   cluster.stop();
   const OpCounts c = history.counts();
-  const nlohmann::json results = results_head(cfg, dir, started_at, cfg.time_limit_s, c);
+  const nlohmann::json results = results_head(cfg, dir, started_at, cfg.time_limit_s, c, server_versions);
   try {
     write_json_file(dir + "/results.json", unfinished_results(results, why));
   } catch (const std::exception&) {
@@ -469,20 +464,16 @@ RunOutcome run_test(RunConfig given, std::ostream& out, const Schedule* replay) 
 
   MonotonicClock clock;
   std::unique_ptr<Cluster> cluster;
-  std::string node_versions;  // as the nodes report it (redis servers)
   std::string failure;
   double duration_s = 0;
   OpCounts counts;
+  nlohmann::json server_versions;  // read from the nodes once they run
   try {
     cluster = make_cluster(cfg, dir);
     log.log("starting " + std::to_string(cfg.nodes) + " nodes (" + cfg.cluster + ")");
     cluster->start();
     for (const auto& n : cluster->nodes()) log.log("node " + n.name + " at " + n.endpoint.str());
-    if (cfg.server == ServerKind::kRedis) {
-      node_versions = node_redis_versions(*cluster);
-      log.log(node_versions.empty() ? "no node answered INFO server: the local redis-server --version is recorded"
-                                    : "the nodes report redis_version " + node_versions);
-    }
+    server_versions = record_node_versions(cfg, *cluster, log, out);
     HistoryWriter history(dir + "/history.jsonl", &clock);
     auto workload = plan.workload->make();
     WorkloadEnv wenv{WorkloadOptions::from(cfg), *cluster, history, dir};
@@ -523,7 +514,7 @@ RunOutcome run_test(RunConfig given, std::ostream& out, const Schedule* replay) 
                                 stuck + " did not stop within " + std::to_string(bound.count()) +
                                 " ms after the run ended (a call that ignores its timeouts): harness error";
         progress.done();
-        abandon_stuck_run(cfg, dir, *cluster, history, log, started_at, why, out);
+        abandon_stuck_run(cfg, dir, *cluster, history, log, started_at, server_versions, why, out);
       }
       progress.tick(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), history.counts(),
                     true);
@@ -543,8 +534,7 @@ RunOutcome run_test(RunConfig given, std::ostream& out, const Schedule* replay) 
     log.log("cluster stopped");
   }
 
-  nlohmann::json results = results_head(cfg, dir, started_at, duration_s, counts);
-  if (!node_versions.empty()) results["versions"]["redis"] = node_versions;
+  nlohmann::json results = results_head(cfg, dir, started_at, duration_s, counts, server_versions);
 
   nlohmann::json nodes = nlohmann::json::array();
   if (cluster) {

@@ -25,7 +25,9 @@ std::vector<AdapterOption> with_go_redis(std::vector<AdapterOption> own) {
   return own;
 }
 
-std::string kind_name(K k) { return k == K::kInt ? "an integer" : k == K::kFloat ? "a number" : "true or false"; }
+std::string kind_name(K k) {
+  return k == K::kInt ? "an integer" : k == K::kFloat ? "a number" : k == K::kBool ? "true or false" : "a choice";
+}
 
 std::string known_keys(const LockAdapter& a) {
   std::string s;
@@ -157,13 +159,34 @@ const Registry<LockAdapter>& lock_adapters() {
            {"wait_ms", "--wait-ms", K::kInt,
             "0 (default): Mutex.TryLock; N: Mutex.Lock waiting up to N ms for the holder (the seed's blocking clients)"},
            {"dial_timeout_ms", "--dial-timeout-ms", K::kInt, "clientv3 DialTimeout (default: --op-timeout-ms)"},
+           {"client", "", K::kProgram,
+            "3.5 (default): client v3.5.36; 3.4: clientv3 of etcd 3.4.3, the seed's era (no TryLock: needs wait_ms; "
+            "its Lock does not re-read its key after the wait), adapter etcd-3.4 from clients/etcd343",
+            {{"3.5", "etcd"}, {"3.4", "etcd-3.4"}}},
+           {"lock_rpc", "--lock-rpc", K::kBool,
+            "true: acquire with the server's Lock RPC (v3lock, what Jepsen's jetcd client called: the server runs "
+            "the Mutex); client=3.4 only, needs wait_ms"},
+           {"trust_wait", "--trust-wait", K::kBool,
+            "true: after a blocking acquire answer ok as the library did, without renewing the lease or reading the "
+            "key once more, and without a validity (the seed's clients; default: renew once, and a lease gone during the wait is not_held); "
+            "needs wait_ms"},
        },
        "library: etcd's concurrency.Mutex (Go, client v3.5 against an etcd 3.4 cluster), adapter clients/etcd; "
        "lease TTL = --ttl-ms rounded up to whole seconds (etcd's unit; the server raises it to its 2 s minimum); "
        "token = the lock key's create revision",
        "a lease, not a fence: a holder paused past its TTL (2 s at least) loses the lock without knowing; only the "
        "revision as a fencing token (or a transaction comparing the lock key) protects the resource",
-       ServerKind::kEtcd},
+       ServerKind::kEtcd,
+       [](const nlohmann::json& o) -> std::string {
+         const bool v34 = o.contains("client") && (o["client"] == "3.4" || o["client"] == 3.4);
+         const bool waits = o.contains("wait_ms") && o["wait_ms"].is_number_integer() && o["wait_ms"].get<int64_t>() > 0;
+         const bool rpc = o.contains("lock_rpc") && o["lock_rpc"] == true;
+         if (rpc && !v34) return "lock_rpc needs client=3.4 (the 3.5 client module has no Lock RPC stub)";
+         if (rpc && !waits) return "lock_rpc needs wait_ms > 0 (the Lock RPC blocks until the lock is held)";
+         if (v34 && !waits) return "client=3.4 needs wait_ms > 0 (its Mutex has no TryLock; that came with 3.5)";
+         if (o.contains("trust_wait") && o["trust_wait"] == true && !waits) return "trust_wait needs wait_ms > 0";
+         return "";
+       }},
   };
   return registry;
 }
@@ -180,12 +203,39 @@ std::string adapters_dir() {
 
 std::string adapter_program(const LockAdapter& a) { return adapters_dir() + "/" + a.program; }
 
+std::string adapter_program(const LockAdapter& a, const nlohmann::json& opts) {
+  std::string program = a.program;
+  if (opts.is_object()) {
+    for (const auto& o : a.options) {
+      if (o.kind != K::kProgram || !opts.contains(o.key)) continue;
+      const nlohmann::json& v = opts.at(o.key);
+      const std::string choice = v.is_string() ? v.get<std::string>() : v.dump();  // 3.4 may come as a number
+      std::string known;
+      bool found = false;
+      for (const auto& [value, file] : o.programs) {
+        known += (known.empty() ? "" : ", ") + value;
+        if (value == choice) program = file, found = true;
+      }
+      if (!found) {
+        throw std::invalid_argument("lock option '" + std::string(o.key) + "' of " + a.name + ": '" + choice +
+                                    "' is not one of " + known);
+      }
+    }
+  }
+  return adapters_dir() + "/" + program;
+}
+
 std::vector<std::string> adapter_argv(const LockAdapter& a, const nlohmann::json& opts) {
   std::vector<std::string> argv;
   if (*a.interpreter) argv.push_back(a.interpreter);
-  argv.push_back(adapter_program(a));
+  argv.push_back(adapter_program(a, opts.is_object() ? opts : nlohmann::json()));
   if (opts.is_null()) return argv;
   if (!opts.is_object()) throw std::invalid_argument("lock options must be a JSON object of KEY: VALUE");
+  if (a.check) {
+    nlohmann::json values = nlohmann::json::object();
+    for (auto it = opts.begin(); it != opts.end(); ++it) values[it.key()] = as_json(it.value());
+    if (const std::string why = a.check(values); !why.empty()) throw std::invalid_argument(why);
+  }
   for (auto it = opts.begin(); it != opts.end(); ++it) {
     const AdapterOption* opt = nullptr;
     for (const auto& o : a.options) {
@@ -199,6 +249,8 @@ std::vector<std::string> adapter_argv(const LockAdapter& a, const nlohmann::json
     const std::string bad =
         "lock option '" + it.key() + "' of " + a.name + ": " + it.value().dump() + " is not " + kind_name(opt->kind);
     switch (opt->kind) {
+      case K::kProgram:
+        break;  // chose the program above
       case K::kBool:
         if (!v.is_boolean()) throw std::invalid_argument(bad);
         if (v.get<bool>()) argv.push_back(opt->flag);

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -14,13 +15,15 @@
 
 namespace lockcheck {
 
-enum class AdapterOptionKind { kInt, kFloat, kBool };
+// kProgram: the value picks which built program runs (the adapter's `program` is the default), no flag.
+enum class AdapterOptionKind { kInt, kFloat, kBool, kProgram };
 
 struct AdapterOption {
   const char* key;   // the lock option (snake_case)
-  const char* flag;  // the adapter's flag, e.g. --drift-factor
+  const char* flag;  // the adapter's flag, e.g. --drift-factor ("" for kProgram)
   AdapterOptionKind kind;
   const char* help;  // what it is, with the library's default
+  std::vector<std::pair<std::string, std::string>> programs = {};  // kProgram: value -> file in the clients dir
 };
 
 struct LockAdapter {
@@ -34,6 +37,8 @@ struct LockAdapter {
   const char* description;    // one line for `lockcheck list`: the library and its adapter
   const char* known_defects;  // one line: what the library is known to get wrong
   ServerKind server = ServerKind::kRedis;  // what its nodes must run (--server)
+  // Options that cannot go together (the value-checked options as JSON): why, or "" when they can. nullptr: any.
+  std::string (*check)(const nlohmann::json& opts) = nullptr;
 };
 
 // The registry (locks/adapters.cc): one entry per shipped adapter.
@@ -45,6 +50,9 @@ const LockAdapter* find_lock_adapter(const std::string& name);  // nullptr when 
 std::string adapters_dir();
 // The adapter's program path in adapters_dir().
 std::string adapter_program(const LockAdapter& a);
+// The adapter's program for lock options `opts` (a kProgram option picks another than a.program). Throws
+// std::invalid_argument as adapter_argv does.
+std::string adapter_program(const LockAdapter& a, const nlohmann::json& opts);
 // argv for the adapter with lock options `opts` (a JSON object of key -> value, values may be strings as
 // given by --lock-opt). Throws std::invalid_argument naming the key (and the known keys) on an unknown key
 // or a value of the wrong kind.

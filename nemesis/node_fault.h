@@ -5,6 +5,10 @@
 // holder's nodes are found by the keys its client reported, else by the request's key (find_holder_nodes); the
 // detail records which ("holder_nodes"), and when none was found the planned nodes stay and the fault says
 // "aimed": false with the reason.
+// Two more modes aim at the leader (Cluster::leader(), etcd's member its peers name) when the fault starts:
+// leader, and leader-or-all (either, drawn per fault: the targets of Jepsen's etcd pause and kill nemeses,
+// "primaries" or all). The planned target is a random node, kept (with "aimed": false and why) when the cluster
+// names no leader at that moment; the detail records the leader found.
 // A subclass applies and undoes the fault on node indices and says how long the fault lasts.
 #pragma once
 
@@ -20,18 +24,20 @@ class NodeFault : public Nemesis {
  public:
   bool select_mode(const std::string& mode) override {
     const auto& m = nemesis_util::count_modes();
-    if (std::find(m.begin(), m.end(), mode) == m.end()) return false;
+    if (std::find(m.begin(), m.end(), mode) == m.end() && mode != "leader" && mode != "leader-or-all") return false;
     mode_ = mode;
     return true;
   }
 
   FaultPlan plan(const PlanContext& ctx, std::mt19937_64& rng) const override {
-    const std::string mode = mode_.empty() ? nemesis_util::pick(nemesis_util::count_modes(), rng) : mode_;
+    std::string mode = mode_.empty() ? nemesis_util::pick(nemesis_util::count_modes(), rng) : mode_;
+    if (mode == "leader-or-all") mode = nemesis_util::pick(std::vector<std::string>{"leader", "all"}, rng);
     FaultPlan p;
     p.f = start_f();
     p.stop_f = stop_f();
     p.duration_ms = duration_ms(ctx);
-    p.targets = nemesis_util::pick_nodes(ctx.nodes, nemesis_util::count_for(mode, ctx.nodes.size()), rng);
+    const size_t count = mode == "leader" ? 1 : nemesis_util::count_for(mode, ctx.nodes.size());
+    p.targets = nemesis_util::pick_nodes(ctx.nodes, count, rng);
     p.detail = {{"mode", mode}};
     add_detail(ctx, p.detail);
     return p;
@@ -67,6 +73,17 @@ class NodeFault : public Nemesis {
     const bool start = nemesis_util::phase_of(op) == "start";
     std::vector<std::string> names = start ? nemesis_util::strings(op.value.value("targets", nlohmann::json::array()))
                                            : std::vector<std::string>(in_force_.begin(), in_force_.end());
+    nlohmann::json detail = start ? nemesis_util::detail_of(op) : nlohmann::json::object();
+    if (start && detail.value("mode", "") == "leader") {
+      // The leader at this moment (the planned node stays when there is none).
+      const std::optional<size_t> leader = env.cluster.leader();
+      if (leader) {
+        names = {env.cluster.nodes()[*leader].name};
+        detail["leader"] = names.front();
+      } else {
+        mark_not_aimed(detail, "the cluster named no leader when the fault started");
+      }
+    }
     std::sort(names.begin(), names.end(), nemesis_util::party_less);
     std::string error;
     nlohmann::json done = nlohmann::json::array();
@@ -87,7 +104,6 @@ class NodeFault : public Nemesis {
         if (error.empty()) error = name + ": " + e.what();
       }
     }
-    nlohmann::json detail = start ? nemesis_util::detail_of(op) : nlohmann::json::object();
     if (!said.empty()) detail[said_key()] = said;
     return nemesis_util::complete(op, error.empty() ? OpType::kOk : OpType::kInfo, done, detail, error);
   }

@@ -26,7 +26,7 @@ std::unique_ptr<Nemesis> make_pause_nemesis() { return std::make_unique<Pause>()
 // This nemesis's line in the registry (nemesis/registry.cc): its name, what `lockcheck list` says of it, its factory.
 NemesisInfo pause_nemesis() {
   return {"pause",
-          "SIGSTOP then SIGCONT of nodes (modes one, minority, majority, all; NAME:MODE picks one, e.g. pause:all)",
+          "SIGSTOP then SIGCONT of nodes (modes one, minority, majority, all, leader, leader-or-all; NAME:MODE picks one, e.g. pause:all)",
           make_pause_nemesis};
 }
 

@@ -45,6 +45,33 @@ TEST(LossNoticeChecker, NoTakeoverIsValid) {
   EXPECT_EQ(r.stats["notices"], 1);
 }
 
+// The library said "lost" while the acquire was pending, then "held" (etcd's Mutex for a waiter whose lease had
+// expired while it waited): the hold counts as warned from that notice, and the grant is listed as a note.
+TEST(LossNoticeChecker, AGrantAfterTheLibrarySaidLostIsANoteAndCountsAsWarned) {
+  HistoryBuilder b;
+  b.at_ms(0).invoke(0, "acquire", "lock-0");
+  const int64_t notice = lost(b, 0, 5);
+  const int64_t granted = b.at_ms(6).ok(0, "acquire", "lock-0");
+  acquire(b, 1, 3, 7);  // another process takes the lock too
+  release(b, 0, 20, 21);
+  CheckResult r = check(b.history());
+  EXPECT_EQ(r.valid, Validity::kValid) << r.summary;
+  EXPECT_EQ(r.stats["takeovers"], 1);
+  EXPECT_EQ(r.stats["warned_before"], 1);
+  EXPECT_EQ(r.stats["grants_after_loss_notice"], 1);
+  ASSERT_EQ(r.anomalies.size(), 1u);
+  EXPECT_EQ(r.anomalies[0]["kind"], "grant-after-loss-notice");
+  EXPECT_EQ(r.anomalies[0]["severity"], "note");
+  EXPECT_EQ(r.anomalies[0]["ops"], json::array({notice, granted}));
+  EXPECT_NE(r.summary.find("1 grant after the library had said the lock was lost"), std::string::npos) << r.summary;
+  // A notice before the invoke is not this grant's (the process had not asked yet).
+  HistoryBuilder c;
+  lost(c, 0, 1);
+  acquire(c, 0, 2, 3);
+  release(c, 0, 4, 5);
+  EXPECT_EQ(check(c.history()).stats["grants_after_loss_notice"], 0);
+}
+
 // Warned 5 ms before the other acquire completed: in time, lag -5 ms.
 TEST(LossNoticeChecker, WarnedBeforeTheOtherAcquireIsValid) {
   HistoryBuilder b;

@@ -22,6 +22,7 @@
 #include <boost/filesystem.hpp>
 
 #include "cluster/clock_shim.h"
+#include "cluster/server_builds.h"
 #include "docker/docker_cli.h"
 #include "docker/node_image.h"
 #include "tests/support/ci.h"
@@ -619,6 +620,8 @@ TEST_F(DockerClusterTest, EtcdMembersStartFaultAndStopLeavingNothing) {
   // Clients go through the fault proxy on loopback.
   EXPECT_EQ(cluster_->endpoint_for("c1", 0).host, "127.0.0.1");
   EXPECT_TRUE(etcd_port_accepts(cluster_->endpoint_for("c1", 0), milliseconds(1000)));
+  // The version is the members' answer: the machine's etcd, copied into the image.
+  testing_util::expect_members_say(*cluster_, "etcdctl", server_program_version(ServerKind::kEtcd, "etcd"));
   testing_util::check_remote_etcd_essentials(*cluster_);
   const auto t1 = Clock::now();
   cluster_->stop();
@@ -629,6 +632,25 @@ TEST_F(DockerClusterTest, EtcdMembersStartFaultAndStopLeavingNothing) {
     std::string text((std::istreambuf_iterator<char>(log)), std::istreambuf_iterator<char>());
     EXPECT_NE(text.find("starting an etcd server"), std::string::npos) << n.name << ": " << n.log_path;
   }
+}
+
+// --server-version 3.4.3 on Docker: the build (build/servers/etcd-3.4.3) goes into an image of its own as
+// /usr/bin/etcd, and every member says 3.4.3 when asked; stopped, nothing is left.
+TEST_F(DockerClusterTest, Etcd343GoesIntoTheImageAndItsMembersSaySo) {
+  LOCKCHECK_NEED_ETCD();
+  LOCKCHECK_NEED(testing_util::etcd343_built(LOCKCHECK_BUILD_DIR),
+                 "etcd 3.4.3 is not built (scripts/build-clients; needs go) in " << LOCKCHECK_BUILD_DIR << "/servers");
+  RunConfig config;
+  config.cluster = "docker";
+  config.server = ServerKind::kEtcd;
+  config.server_version = "3.4.3";
+  config.nodes = 5;
+  config.concurrency = 2;
+  config.seed = 8;
+  cluster_ = std::make_unique<DockerCluster>(config, run_dir_);
+  cluster_->start();
+  testing_util::expect_members_say(*cluster_, harness_etcdctl(config), "3.4.3");
+  cluster_->stop();
 }
 
 }  // namespace

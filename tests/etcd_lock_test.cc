@@ -34,12 +34,7 @@ using testing_util::make_lock;
 
 LockOptions etcd_options(const EtcdTestCluster& c, const nlohmann::json& opts = nlohmann::json::object(),
                          const std::string& slot = "c0", bool fencing = false) {
-  LockOptions o = c.options(milliseconds(2000), slot);
-  o.extra["client_cmd"] = join_command_line(adapter_argv(*find_lock_adapter("etcd"), opts));
-  o.extra["client_startup_ms"] = 10000;
-  o.extra["client_timeout_ms"] = 15000;
-  o.fencing = fencing;
-  return o;
+  return c.adapter_options(opts, slot, fencing);
 }
 
 TEST(EtcdLock, AcquiresExcludesExtendsAndReleases) {

@@ -8,6 +8,7 @@
 
 #include <climits>
 #include <fstream>
+#include <set>
 #include <thread>
 
 #include "cluster/local_cluster.h"
@@ -191,6 +192,35 @@ TEST_F(NemesisFaultsTest, PausedNodeAnswersAfterResume) {
   EXPECT_EQ(done.value["targets"], json::array({"n2"}));
   EXPECT_TRUE(answers(direct(1), milliseconds(2000)));
   EXPECT_NE(process_state(cluster_->pid(1)), 'T');
+}
+
+// pause:leader aims at the member the cluster names leader when the fault starts; a cluster without a leader
+// (Redis) keeps the planned node and says the fault was not aimed. pause:leader-or-all draws either per fault.
+TEST_F(NemesisFaultsTest, LeaderModeKeepsThePlannedNodeWhenNoLeaderIsNamed) {
+  start(3);
+  auto n = make_nemesis("pause:leader");
+  ASSERT_TRUE(n);
+  PlanContext ctx;
+  ctx.nodes = {"n1", "n2", "n3"};
+  std::mt19937_64 rng(1);
+  FaultPlan plan = n->plan(ctx, rng);
+  EXPECT_EQ(plan.detail["mode"], "leader");
+  ASSERT_EQ(plan.targets.size(), 1u);
+  Op done = start_fault(*n, plan);
+  EXPECT_TRUE(done.is_ok());
+  EXPECT_EQ(done.value["targets"], json::array({plan.targets[0]}));
+  EXPECT_EQ(done.value["detail"].value("aimed", true), false) << done.value.dump();
+  EXPECT_TRUE(stop_fault(*n, "resume").is_ok());
+  auto either = make_nemesis("pause:leader-or-all");
+  ASSERT_TRUE(either);
+  std::set<std::string> modes;
+  for (int i = 0; i < 40; ++i) {
+    FaultPlan p = either->plan(ctx, rng);
+    modes.insert(p.detail["mode"].get<std::string>());
+    EXPECT_EQ(p.targets.size(), p.detail["mode"] == "all" ? 3u : 1u);
+  }
+  EXPECT_EQ(modes, (std::set<std::string>{"leader", "all"}));
+  EXPECT_EQ(make_nemesis("pause:leaders"), nullptr);
 }
 
 TEST_F(NemesisFaultsTest, KillAndRestartWithoutPersistenceForgetsTheData) {

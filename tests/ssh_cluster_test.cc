@@ -17,6 +17,7 @@
 #include <sstream>
 #include <thread>
 
+#include "cluster/server_builds.h"
 #include "core/exit_codes.h"
 #include "harness/cli.h"
 #include "sys/process.h"
@@ -345,6 +346,7 @@ TEST_F(SshClusterTest, EtcdMembersStartFaultAndStopLeavingNothing) {
     work_dir = c.host_of(0).work_dir;
     EXPECT_EQ(c.nodes()[1].endpoint.host, "10.213.0.12");
     EXPECT_EQ(c.nodes()[1].endpoint.port, kEtcdClientPort);
+    testing_util::expect_members_say(c, "etcdctl", server_program_version(ServerKind::kEtcd, "etcd"));
     testing_util::check_remote_etcd_essentials(c);
     // A delay between members: tc netem on both hosts (or a clear message where the kernel lacks it); healed,
     // every member is healthy again.
@@ -367,6 +369,32 @@ TEST_F(SshClusterTest, EtcdMembersStartFaultAndStopLeavingNothing) {
     std::string text((std::istreambuf_iterator<char>(log)), std::istreambuf_iterator<char>());
     EXPECT_NE(text.find("starting an etcd server"), std::string::npos) << n;
   }
+  for (auto& e : fs::directory_iterator(work_dir)) ADD_FAILURE() << "left on the host: " << e.path();
+}
+
+// --server-version 3.4.3 on the hosts: this machine's build (build/servers/etcd-3.4.3/etcd) is uploaded with each
+// host's folder and run from there; every member says 3.4.3 when asked; nothing is left on the hosts.
+TEST_F(SshClusterTest, Etcd343IsUploadedToTheHostsAndItsMembersSaySo) {
+  LOCKCHECK_NEED_ETCD();
+  LOCKCHECK_NEED(testing_util::etcd343_built(LOCKCHECK_BUILD_DIR),
+                 "etcd 3.4.3 is not built (scripts/build-clients; needs go) in " << LOCKCHECK_BUILD_DIR << "/servers");
+  TempDir run;
+  RunConfig cfg;
+  cfg.cluster = "ssh";
+  cfg.server = ServerKind::kEtcd;
+  cfg.server_version = "3.4.3";
+  cfg.hosts = hosts_;
+  cfg.nodes = 5;
+  cfg.concurrency = 2;
+  std::string work_dir;
+  {
+    SshCluster c(cfg, run.str());
+    c.start();
+    work_dir = c.host_of(0).work_dir;
+    testing_util::expect_members_say(c, harness_etcdctl(cfg), "3.4.3");
+    c.stop();
+  }
+  EXPECT_EQ(leftovers(), "");
   for (auto& e : fs::directory_iterator(work_dir)) ADD_FAILURE() << "left on the host: " << e.path();
 }
 

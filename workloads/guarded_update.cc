@@ -85,14 +85,20 @@ class GuardedUpdate : public Workload {
       }
       // A careful client: it checks its lease before it starts the update, and its work (the slow part) is cut
       // so that the write is sent inside the validity it was told, keeping a few ms for the read and the write.
+      // --blind-holder (Jepsen's lock-set client): no check at all, the whole work, the write sent regardless.
       const Lease lease(a, invoked, ttl, env.options.lease_margin_ms);
-      const auto budget = lease.remaining() - std::chrono::milliseconds(kReadWriteMs);
+      const auto this_work =
+          env.options.work_uniform && work.count() > 0
+              ? std::chrono::milliseconds(uniform(env.rng, 0, 2 * static_cast<int64_t>(work.count()) - 1))
+              : work;
+      const auto budget = env.options.blind_holder ? this_work
+                                                   : lease.remaining() - std::chrono::milliseconds(kReadWriteMs);
       env.pause_point();  // client-pause: a holder stopped here past its lease reads and writes on regardless
-      const HoldTimer timer(std::max(std::min(work, budget), std::chrono::milliseconds(0)) +
+      const HoldTimer timer(std::max(std::min(this_work, budget), std::chrono::milliseconds(0)) +
                             std::chrono::milliseconds(kReadWriteMs));
       if (budget >= std::chrono::milliseconds(0)) {
         // The process holds the lock (it believes): one update.
-        if (update(env, *conn, res_key, a.token, std::min(work, budget)) == OpType::kInfo) {
+        if (update(env, *conn, res_key, a.token, std::min(this_work, budget)) == OpType::kInfo) {
           return ProcessExit::kRetired;
         }
       }

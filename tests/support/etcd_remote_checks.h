@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "cluster/etcd_common.h"
+#include "cluster/server_builds.h"
 #include "core/cluster.h"
 
 namespace lockcheck {
@@ -42,6 +43,14 @@ inline std::optional<size_t> wait_etcd_leader(const Cluster& c, std::optional<si
     std::this_thread::sleep_for(std::chrono::milliseconds(200));
   }
   return std::nullopt;
+}
+
+// Every member of c answers `version` when asked (etcdctl endpoint status), and the run's line says it.
+inline void expect_members_say(const Cluster& c, const std::string& etcdctl, const std::string& version) {
+  const auto versions = read_node_versions(c, etcdctl);
+  ASSERT_EQ(versions.size(), c.nodes().size());
+  for (size_t i = 0; i < versions.size(); ++i) EXPECT_EQ(versions[i], version) << c.nodes()[i].name;
+  EXPECT_EQ(describe_node_versions(c, versions), version);
 }
 
 // c: started, five members. Leaves it healed, every member up.

@@ -30,9 +30,22 @@ inline bool etcd_adapter_built(const std::string& clients_dir) {
   return std::ifstream(adapter_program(*find_lock_adapter("etcd"))).good();
 }
 
+// True when scripts/build-clients built etcd 3.4.3 (the seed's version) into build_dir/servers/etcd-3.4.3/;
+// build_dir/servers becomes LOCKCHECK_SERVERS_DIR (and build_dir/clients LOCKCHECK_CLIENTS_DIR) for this process.
+inline bool etcd343_built(const std::string& build_dir) {
+  ::setenv("LOCKCHECK_SERVERS_DIR", (build_dir + "/servers").c_str(), 1);
+  ::setenv("LOCKCHECK_CLIENTS_DIR", (build_dir + "/clients").c_str(), 1);
+  return std::ifstream(build_dir + "/servers/etcd-3.4.3/etcd").good() &&
+         std::ifstream(build_dir + "/servers/etcd-3.4.3/etcdctl").good();
+}
+
 struct EtcdTestCluster {
-  explicit EtcdTestCluster(int nodes = 5, bool proxy = true) {
+  // etcd / etcdctl: the programs (default the machine's; tests of --server-version give a build's).
+  explicit EtcdTestCluster(int nodes = 5, bool proxy = true, const std::string& etcd = "etcd",
+                           const std::string& etcdctl = "etcdctl") {
     EtcdClusterOptions o;
+    o.etcd = etcd;
+    o.etcdctl = etcdctl;
     o.nodes = nodes;
     o.use_proxy = proxy;
     o.nodes_dir = dir.path() + "/nodes";
@@ -50,6 +63,17 @@ struct EtcdTestCluster {
     lo.op_timeout = op_timeout;
     lo.connect_timeout = op_timeout;
     return lo;
+  }
+
+  // Options for the etcd adapter (locks/adapters.h) with lock options opts, run by slot's process.
+  LockOptions adapter_options(const nlohmann::json& opts, const std::string& slot = "c0", bool fencing = false,
+                              int client_timeout_ms = 15000) const {
+    LockOptions o = options(std::chrono::milliseconds(2000), slot);
+    o.extra["client_cmd"] = join_command_line(adapter_argv(*find_lock_adapter("etcd"), opts));
+    o.extra["client_startup_ms"] = 10000;
+    o.extra["client_timeout_ms"] = client_timeout_ms;
+    o.fencing = fencing;
+    return o;
   }
 
   TempDir dir{"lockcheck-etcd"};
