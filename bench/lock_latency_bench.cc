@@ -4,8 +4,12 @@
 // p50 to single's. Figures, not assertions: see bench/README-locks.md for measured numbers.
 //
 // The clients talk to the nodes directly unless --proxy puts the harness's fault proxy in between (as in a run).
+// --persistence-sweep: the price of durability the Redlock article names (issue 30): three clusters side by side,
+// persistence none, aof-everysec and aof-always, each with `single` and `redlock`, cycles interleaved over all
+// six, plus the lock ops (acquire + release) per second of each.
 //
-// usage: lock_latency_bench [--cycles N] [--nodes N] [--warmup N] [--proxy] [--redis-server PATH]
+// usage: lock_latency_bench [--cycles N] [--nodes N] [--warmup N] [--proxy] [--persistence-sweep]
+//                           [--redis-server PATH]
 #include <stdlib.h>
 #include <sys/resource.h>
 
@@ -28,6 +32,7 @@ struct Args {
   int nodes = 5;
   int warmup = 200;
   bool proxy = false;
+  bool persistence_sweep = false;
   std::string redis_server = "redis-server";
 };
 
@@ -47,12 +52,15 @@ Args parse(int argc, char** argv) {
       a.warmup = std::stoi(value());
     } else if (flag == "--proxy") {
       a.proxy = true;
+    } else if (flag == "--persistence-sweep") {
+      a.persistence_sweep = true;
     } else if (flag == "--redis-server") {
       a.redis_server = value();
     } else {
       throw std::invalid_argument(
           "unknown flag " + flag +
-          " (usage: lock_latency_bench [--cycles N] [--nodes N] [--warmup N] [--proxy] [--redis-server PATH])");
+          " (usage: lock_latency_bench [--cycles N] [--nodes N] [--warmup N] [--proxy] [--persistence-sweep] "
+          "[--redis-server PATH])");
     }
   }
   if (a.cycles < 1 || a.nodes < 1 || a.warmup < 0) throw std::invalid_argument("--cycles and --nodes must be >= 1");
@@ -77,7 +85,15 @@ struct Result {
   std::string name;
   Stats acquire, release;
   double cpu_us_per_cycle = 0;  // this thread's user+system CPU per acquire+release cycle
+  double ops_per_s = 0;         // acquires + releases per second of this probe's own wall time
   int failures = 0;
+};
+
+// One probe: an algorithm against a cluster (label: how the table names it).
+struct ProbeSpec {
+  std::string label;
+  std::string algorithm;
+  LockOptions options;
 };
 
 double thread_cpu_us() {
@@ -89,7 +105,7 @@ double thread_cpu_us() {
 
 // Runs the algorithms' cycles interleaved (one cycle of each in turn), so that the load of a shared machine
 // falls on all of them alike and the ratios stay meaningful.
-std::vector<Result> measure(const std::vector<std::string>& names, const LockOptions& lo, const Args& args) {
+std::vector<Result> measure(const std::vector<ProbeSpec>& specs, const Args& args) {
   struct Probe {
     std::unique_ptr<LockClient> client;
     std::vector<double> acq, rel;
@@ -97,9 +113,9 @@ std::vector<Result> measure(const std::vector<std::string>& names, const LockOpt
     int failures = 0;
   };
   std::vector<Probe> probes;
-  for (const auto& name : names) {
+  for (const auto& spec : specs) {
     Probe p;
-    p.client = find_lock_algorithm(name)->make(lo);
+    p.client = find_lock_algorithm(spec.algorithm)->make(spec.options);
     p.acq.reserve(static_cast<size_t>(args.cycles));
     p.rel.reserve(static_cast<size_t>(args.cycles));
     probes.push_back(std::move(p));
@@ -127,9 +143,12 @@ std::vector<Result> measure(const std::vector<std::string>& names, const LockOpt
   std::vector<Result> out;
   for (size_t k = 0; k < probes.size(); ++k) {
     Probe& p = probes[k];
-    if (p.acq.empty()) throw std::runtime_error(names[k] + ": no successful cycle");
+    if (p.acq.empty()) throw std::runtime_error(specs[k].label + ": no successful cycle");
     Result res;
-    res.name = names[k];
+    res.name = specs[k].label;
+    double wall_us = 0;
+    for (size_t c = 0; c < p.acq.size(); ++c) wall_us += p.acq[c] + p.rel[c];
+    res.ops_per_s = 2.0 * static_cast<double>(p.acq.size()) / (wall_us / 1e6);
     res.acquire = stats_of(p.acq);
     res.release = stats_of(p.rel);
     res.cpu_us_per_cycle = p.cpu_us / static_cast<double>(p.acq.size());
@@ -145,21 +164,36 @@ int run(int argc, char** argv) {
   if (::mkdtemp(&dir[0]) == nullptr) throw std::runtime_error("mkdtemp failed");
   std::vector<Result> results;
   {
-    LocalClusterOptions co;
-    co.nodes = args.nodes;
-    co.redis_server = args.redis_server;
-    co.nodes_dir = dir + "/nodes";
-    co.use_proxy = args.proxy;
-    co.use_clock_shim = false;
-    LocalCluster cluster(co);
-    cluster.start();
-    LockOptions lo;
-    for (size_t n = 0; n < cluster.nodes().size(); ++n) lo.nodes.push_back(cluster.endpoint_for("c0", n));
-    lo.op_timeout = std::chrono::milliseconds(500);
-    lo.connect_timeout = std::chrono::milliseconds(500);
-    lo.extra["retry_count"] = 0;
-    results = measure({"single", "redlock", "redlock-sequential"}, lo, args);
-    cluster.stop();
+    const std::vector<Persistence> modes =
+        args.persistence_sweep
+            ? std::vector<Persistence>{Persistence::kNone, Persistence::kAofEverysec, Persistence::kAofAlways}
+            : std::vector<Persistence>{Persistence::kNone};
+    std::vector<std::unique_ptr<LocalCluster>> clusters;
+    std::vector<ProbeSpec> specs;
+    for (const Persistence p : modes) {
+      LocalClusterOptions co;
+      co.nodes = args.nodes;
+      co.persistence = p;
+      co.redis_server = args.redis_server;
+      co.nodes_dir = dir + "/nodes-" + to_string(p);
+      co.use_proxy = args.proxy;
+      co.use_clock_shim = false;
+      clusters.push_back(std::make_unique<LocalCluster>(co));
+      LocalCluster& cluster = *clusters.back();
+      cluster.start();
+      LockOptions lo;
+      for (size_t n = 0; n < cluster.nodes().size(); ++n) lo.nodes.push_back(cluster.endpoint_for("c0", n));
+      lo.op_timeout = std::chrono::milliseconds(500);
+      lo.connect_timeout = std::chrono::milliseconds(500);
+      lo.extra["retry_count"] = 0;
+      std::vector<std::string> algorithms = {"single", "redlock"};
+      if (!args.persistence_sweep) algorithms.push_back("redlock-sequential");
+      for (const auto& a : algorithms) {
+        specs.push_back({args.persistence_sweep ? a + " " + to_string(p) : a, a, lo});
+      }
+    }
+    results = measure(specs, args);
+    for (auto& c : clusters) c->stop();
   }
   boost::system::error_code ec;
   boost::filesystem::remove_all(dir, ec);
@@ -168,14 +202,14 @@ int run(int argc, char** argv) {
       "lock latency, %d acquire+release cycles each (interleaved) after %d warm-up, one client per "
       "algorithm, %d nodes, loopback%s (us)\n",
       args.cycles, args.warmup, args.nodes, args.proxy ? " through the fault proxy" : "");
-  std::printf("%-20s %9s %9s %9s %9s %9s %8s | %9s %9s | %9s\n", "algorithm", "acq p50", "acq p90", "acq p99",
-              "acq max", "acq mean", "p50/single", "rel p50", "rel p99", "cpu/cycle");
+  std::printf("%-20s %9s %9s %9s %9s %9s %8s | %9s %9s | %9s %9s\n", "algorithm", "acq p50", "acq p90", "acq p99",
+              "acq max", "acq mean", "p50/single", "rel p50", "rel p99", "cpu/cycle", "ops/s");
   const double base = results.front().acquire.p50;
   for (const auto& r : results) {
     const std::string failed = r.failures ? "  (" + std::to_string(r.failures) + " failed cycles)" : "";
-    std::printf("%-20s %9.1f %9.1f %9.1f %9.1f %9.1f %8.2fx | %9.1f %9.1f | %9.1f%s\n", r.name.c_str(), r.acquire.p50,
-                r.acquire.p90, r.acquire.p99, r.acquire.max, r.acquire.mean, r.acquire.p50 / base, r.release.p50,
-                r.release.p99, r.cpu_us_per_cycle, failed.c_str());
+    std::printf("%-20s %9.1f %9.1f %9.1f %9.1f %9.1f %8.2fx | %9.1f %9.1f | %9.1f %9.0f%s\n", r.name.c_str(),
+                r.acquire.p50, r.acquire.p90, r.acquire.p99, r.acquire.max, r.acquire.mean, r.acquire.p50 / base,
+                r.release.p50, r.release.p99, r.cpu_us_per_cycle, r.ops_per_s, failed.c_str());
   }
   return 0;
 }

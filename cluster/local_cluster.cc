@@ -15,6 +15,7 @@
 #include <thread>
 
 #include "cluster/clock_shim.h"
+#include "cluster/power_loss.h"
 #include "cluster/redis_cluster_form.h"
 #include "cluster/redis_config.h"
 #include "cluster/replicated_ready.h"
@@ -52,6 +53,7 @@ LocalClusterOptions LocalClusterOptions::from(const RunConfig& c, const std::str
   o.redis_server = c.redis_server;
   o.nodes_dir = run_dir + "/nodes";
   o.seed = c.seed;
+  o.use_power_shim = needs_power_shim(c);
   return o;
 }
 
@@ -294,6 +296,10 @@ void LocalCluster::spawn(size_t n) {
     spec.env["LD_PRELOAD"] = clock_shim_library();
     spec.env[kClockFileEnv] = fs::absolute(clock_file).string();
   }
+  // The power shim (power-loss nemesis): its journal sits beside the clock file and is emptied at each power loss.
+  if (opts_.use_power_shim) {
+    add_power_shim_env(spec.env, fs::absolute(data_dirs_[n] + "/" + kPowerJournalName).string());
+  }
   spec.stdout_path = nodes_[n].log_path;  // anything redis-server prints before its log file is open
   spec.stderr_path = "=stdout";
   try {
@@ -347,6 +353,10 @@ void LocalCluster::start() {
   if (!find_program(opts_.redis_server)) {
     throw ClusterError("redis-server binary not found: '" + opts_.redis_server +
                        "' (install Debian's redis-server package or pass --redis-server PATH)");
+  }
+  if (opts_.use_power_shim && !fs::exists(power_shim_library())) {
+    throw ClusterError("power shim not found: " + power_shim_library() +
+                       " (build lockcheck_powershim or set LOCKCHECK_POWER_SHIM)");
   }
   if (opts_.use_clock_shim && !fs::exists(clock_shim_library())) {
     throw ClusterError("clock shim not found: " + clock_shim_library() +
@@ -435,6 +445,16 @@ void LocalCluster::kill(size_t n) {
   if (proxy_) proxy_->upstream_down(nodes_[n].own_endpoint());
 }
 
+PowerLossReport LocalCluster::power_loss(size_t n) {
+  LOCKCHECK_ASSERT(n < nodes_.size(), "node " + std::to_string(n) + " of " + std::to_string(nodes_.size()));
+  if (!opts_.use_power_shim) throw ClusterError("power loss needs the power shim (use_power_shim is off)");
+  kill(n);
+  std::lock_guard<std::mutex> lock(mu_);
+  // The node is dead (reaped): its journal is complete.
+  return apply_power_loss_here(fs::absolute(data_dirs_[n] + "/" + kPowerJournalName).string(),
+                               fs::canonical(data_dirs_[n]).string());
+}
+
 void LocalCluster::restart(size_t n) {
   LOCKCHECK_ASSERT(n < nodes_.size(), "node " + std::to_string(n) + " of " + std::to_string(nodes_.size()));
   std::lock_guard<std::mutex> lock(mu_);
@@ -462,6 +482,25 @@ void LocalCluster::resume(size_t n) {
   if (!procs_.at(n)) return;
   procs_[n]->signal(SIGCONT);
   paused_[n] = false;
+}
+
+void LocalCluster::set_clock_rate(size_t n, int64_t rate_ppb) {
+  LOCKCHECK_ASSERT(n < nodes_.size(), "node " + std::to_string(n) + " of " + std::to_string(nodes_.size()));
+  if (!opts_.use_clock_shim) throw ClusterError("clock faults need the clock shim (use_clock_shim is off)");
+  try {
+    write_clock_rate(data_dirs_.at(n) + "/clock", rate_ppb);
+  } catch (const std::exception& e) {
+    throw ClusterError("cannot set the clock rate of " + nodes_[n].name + ": " + e.what());
+  }
+}
+
+std::optional<std::chrono::nanoseconds> LocalCluster::clock_shift(size_t n) const {
+  if (!opts_.use_clock_shim || n >= data_dirs_.size()) return std::nullopt;
+  try {
+    return read_clock_offset(data_dirs_[n] + "/clock");
+  } catch (const std::exception&) {
+    return std::nullopt;
+  }
 }
 
 void LocalCluster::set_clock_offset(size_t n, std::chrono::nanoseconds offset) {

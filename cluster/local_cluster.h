@@ -60,6 +60,7 @@ struct LocalClusterOptions {
   std::string name_prefix = "n";  // nodes are <prefix>1, <prefix>2, ...
   bool use_proxy = true;          // false: endpoint_for gives the node's own address, no faults
   bool use_clock_shim = true;     // false: no LD_PRELOAD, set_clock_offset throws
+  bool use_power_shim = false;    // the power shim beside it (cluster/power_loss.h); false: power_loss throws
   uint64_t seed = 0;              // for the proxy's delay jitter
   // Replicated topology only.
   int sentinels = 3;
@@ -87,7 +88,10 @@ class LocalCluster : public ProxiedCluster {
   void pause(size_t n) override;
   void resume(size_t n) override;
   void set_clock_offset(size_t n, std::chrono::nanoseconds offset) override;
+  void set_clock_rate(size_t n, int64_t rate_ppb) override;
+  std::optional<std::chrono::nanoseconds> clock_shift(size_t n) const override;
   bool is_running(size_t n) const override;
+  PowerLossReport power_loss(size_t n) override;
 
   // pid of node n's redis-server, or -1 when it is down.
   pid_t pid(size_t n) const;

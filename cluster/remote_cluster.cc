@@ -13,6 +13,7 @@
 #include <boost/filesystem.hpp>
 
 #include "cluster/clock_shim.h"
+#include "cluster/power_loss.h"
 #include "cluster/fault_proxy.h"
 #include "cluster/redis_cluster_form.h"
 #include "cluster/replicated_ready.h"
@@ -276,6 +277,12 @@ std::string RemoteCluster::shim_on(size_t h) const {
   return hosts_[h].clock_shim.empty() ? remote_dir(h) + "/libclockshim.so" : hosts_[h].clock_shim;
 }
 
+std::string RemoteCluster::preload_on(size_t h) const {
+  if (!needs_power_shim(config_)) return shim_on(h);
+  return preload_list({shim_on(h), hosts_[h].power_shim.empty() ? remote_dir(h) + "/libpowershim.so"
+                                                                 : hosts_[h].power_shim});
+}
+
 // ---------------------------------------------------------------------------------------------------------
 // Remote calls
 
@@ -352,6 +359,13 @@ void RemoteCluster::setup_host(size_t h) {
     }
     fs::copy_file(shim, stage + "/libclockshim.so");
   }
+  if (needs_power_shim(config_) && host.power_shim.empty()) {
+    if (!fs::exists(power_shim_library())) {
+      throw ClusterError(backend_ + ": power shim not found: " + power_shim_library() +
+                         " (build lockcheck_powershim or set LOCKCHECK_POWER_SHIM)");
+    }
+    fs::copy_file(power_shim_library(), stage + "/libpowershim.so");
+  }
   if (!options_.etcd_upload.empty() && config_.server == ServerKind::kEtcd) {
     fs::copy_file(options_.etcd_upload, stage + "/etcd");  // keeps its mode: the copy on the host runs
   }
@@ -376,7 +390,11 @@ void RemoteCluster::start_server(ServerSlot& s) {
   const RemoteHost& host = hosts_[s.host];
   std::vector<std::string> argv = {"sh", "-c", kRemoteStartScript, "sh", s.dir + "/" + kind_->pid_file(),
                                    kind_->wipe_before_start(s)};
-  for (auto& a : kind_->start_command(s, servers_, hosts_, shim_on(s.host))) argv.push_back(std::move(a));
+  // The power shim's journal (power-loss runs): one more `env` in front of the kind's command.
+  if (needs_power_shim(config_)) {
+    argv.insert(argv.end(), {"env", std::string(kPowerJournalEnv) + "=" + s.dir + "/" + kPowerJournalName});
+  }
+  for (auto& a : kind_->start_command(s, servers_, hosts_, preload_on(s.host))) argv.push_back(std::move(a));
   const RemoteCall call{false, "", options_.call_timeout};
   CommandResult r = host.remote->exec(argv, call);
   const std::string out = remote_trim(r.out);
@@ -524,16 +542,125 @@ void RemoteCluster::resume(size_t n) {
   s.paused = false;
 }
 
+// Two writes, in order, each a write() of its own: the slot not in force, then the generation that puts it in
+// force (the shim reads either setting whole, even if dd copies byte by byte: cluster/clockshim.c).
+constexpr const char* kClockWriteScript =
+    "dd of=\"$1\" bs=24 count=1 iflag=fullblock oflag=seek_bytes seek=\"$2\" conv=notrunc status=none && "
+    "dd of=\"$1\" bs=8 count=1 iflag=fullblock conv=notrunc status=none";
+
+void RemoteCluster::write_clock_locked(size_t n, const ClockSetting& setting) {
+  ServerSlot& s = servers_[n];
+  const std::string refusal = kind_->clock_refusal(s);
+  if (!refusal.empty()) throw ClusterError(refusal);
+  const uint64_t g = s.clock_generation + 1;
+  check(s.host, {"sh", "-c", kClockWriteScript, "sh", s.dir + "/clock", std::to_string(clock_slot_offset(g))}, false,
+        clock_slot_bytes(setting) + clock_generation_bytes(g));  // native byte order: the hosts share it (x86_64)
+  s.clock = setting;
+  s.clock_generation = g;
+}
+
+int64_t RemoteCluster::host_clock_delta_locked(size_t h) {
+  if (hosts_[h].shares_harness_clock) return 0;
+  HostState& st = host_state_[h];
+  if (!st.clock_delta_ns) {
+    const int64_t before = real_wall_ns();
+    const std::string out = remote_trim(check(h, {"date", "+%s%N"}));
+    const int64_t after = real_wall_ns();
+    if (out.empty() || !std::all_of(out.begin(), out.end(), ::isdigit)) {
+      throw ClusterError(backend_ + ": cannot read the clock of " + hosts_[h].name + " (`date +%s%N` said '" + out +
+                         "'): a clock rate needs the host's time to start from");
+    }
+    st.clock_delta_ns = std::stoll(out) - (before + (after - before) / 2);
+  }
+  return *st.clock_delta_ns;
+}
+
+std::optional<std::chrono::nanoseconds> RemoteCluster::clock_shift(size_t n) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (n >= nodes_.size()) return std::nullopt;
+  const ServerSlot& s = servers_[n];
+  const auto& delta = host_state_[s.host].clock_delta_ns;
+  if (s.clock.rate_ppb != 0 && !hosts_[s.host].shares_harness_clock && !delta) return std::nullopt;
+  return std::chrono::nanoseconds(s.clock.shift_at(real_wall_ns() + (delta ? *delta : 0)));
+}
+
 void RemoteCluster::set_clock_offset(size_t n, std::chrono::nanoseconds offset) {
   std::lock_guard<std::mutex> lock(mu_);
   check_node(n);
-  const int64_t v = offset.count();
-  std::string bytes(sizeof v, '\0');
-  std::memcpy(&bytes[0], &v, sizeof v);  // native byte order, as the shim reads it (the hosts share it: x86_64)
+  write_clock_locked(n, ClockSetting{static_cast<int64_t>(offset.count()), 0, 0});
+}
+
+void RemoteCluster::set_clock_rate(size_t n, int64_t rate_ppb) {
+  std::lock_guard<std::mutex> lock(mu_);
+  check_node(n);
   const ServerSlot& s = servers_[n];
-  const std::string refusal = kind_->clock_refusal(s);
-  if (!refusal.empty()) throw ClusterError(refusal);
-  check(s.host, {"dd", "of=" + s.dir + "/clock", "bs=8", "count=1", "conv=notrunc", "status=none"}, false, bytes);
+  const int64_t host_now = real_wall_ns() + host_clock_delta_locked(s.host);
+  write_clock_locked(n, clock_with_rate(s.clock, host_now, rate_ppb));
+}
+
+namespace {
+
+// Power loss, read: $1 the server's data folder, $2 its journal. Prints the folder's physical path (the journal's
+// paths are physical), then the journal; fails when there is no journal (the shim never ran).
+constexpr const char* kRemotePowerReadScript = "cd \"$1\" && pwd -P && cat -- \"$2\"";
+// Power loss, stat: one line per path argument, "<dev> <ino> <size>" of a regular file, else "-".
+constexpr const char* kRemotePowerStatScript =
+    "for f; do s=$(stat -c '%F|%d %i %s' -- \"$f\" 2>/dev/null); case \"$s\" in 'regular file|'*|'regular empty "
+    "file|'*) echo \"${s#*|}\";; *) echo -;; esac; done";
+// Power loss, apply: $1 the journal, then triples T PATH LEN (truncate) or R PATH - (remove); empties the journal.
+constexpr const char* kRemotePowerApplyScript =
+    "j=$1; shift; while [ $# -ge 3 ]; do if [ \"$1\" = T ]; then truncate -s \"$3\" -- \"$2\" || exit 1; else rm "
+    "-f -- \"$2\" || exit 1; fi; shift 3; done; : > \"$j\"";
+
+}  // namespace
+
+PowerLossReport RemoteCluster::power_loss(size_t n) {
+  std::lock_guard<std::mutex> lock(mu_);
+  check_node(n);
+  if (!needs_power_shim(config_)) {
+    throw ClusterError(backend_ + ": power loss needs the power shim, preloaded only in runs with --nemesis "
+                       "power-loss");
+  }
+  ServerSlot& s = servers_[n];
+  if (!s.killed) {
+    kill_server(s);
+    if (proxy_) proxy_->upstream_down(nodes_[n].endpoint);
+  }
+  const std::string journal = s.dir + "/" + kPowerJournalName;
+  const std::string read =
+      check(s.host, {"sh", "-c", kRemotePowerReadScript, "sh", s.dir + "/data", journal}, false, "");
+  const auto newline = read.find('\n');
+  const std::string scope = remote_trim(read.substr(0, newline));
+  const PowerJournal j = PowerJournal::parse(newline == std::string::npos ? "" : read.substr(newline + 1));
+  const std::vector<std::string> paths = j.paths(scope);
+  std::map<std::string, std::optional<FileStat>> now;
+  if (!paths.empty()) {
+    std::vector<std::string> argv = {"sh", "-c", kRemotePowerStatScript, "sh"};
+    argv.insert(argv.end(), paths.begin(), paths.end());
+    const std::vector<std::string> lines = remote_lines(check(s.host, argv, false, ""));
+    if (lines.size() != paths.size()) {
+      throw ClusterError(backend_ + ": power loss on " + s.info.name + ": stat answered " +
+                         std::to_string(lines.size()) + " lines for " + std::to_string(paths.size()) + " files");
+    }
+    for (size_t i = 0; i < paths.size(); ++i) {
+      std::istringstream in(lines[i]);
+      FileStat st;
+      if (lines[i] != "-" && (in >> st.dev >> st.ino >> st.size)) now[paths[i]] = st;
+      else now[paths[i]] = std::nullopt;
+    }
+  }
+  std::vector<std::string> not_undone;
+  const auto actions = j.plan(now, scope, &not_undone);
+  std::vector<std::string> argv = {"sh", "-c", kRemotePowerApplyScript, "sh", journal};
+  for (const auto& a : actions) {
+    const bool remove = a.kind == PowerLossAction::Kind::kRemove;
+    argv.insert(argv.end(), {remove ? "R" : "T", a.path, remove ? "-" : std::to_string(a.keep)});
+  }
+  check(s.host, argv, false, "");
+  if (j.malformed() > 0) {
+    not_undone.push_back(std::to_string(j.malformed()) + " journal line(s) could not be read (torn or garbled)");
+  }
+  return power_loss_report(actions, std::move(not_undone), j.records(), scope);
 }
 
 std::optional<size_t> RemoteCluster::leader() const {

@@ -46,6 +46,7 @@
 #include <utility>
 #include <vector>
 
+#include "cluster/clock_shim.h"
 #include "cluster/redis_config.h"
 #include "cluster/remote.h"
 #include "cluster/split_network.h"
@@ -65,9 +66,14 @@ struct RemoteHost {
   bool work_dir_exists = false;          // true: no `mkdir -p` first (a container's image has it)
   std::map<std::string, std::string> programs;  // program paths by the server kind's name for them
   std::string clock_shim;                        // the shim's path on the host; empty: uploaded with the folder
+  std::string power_shim;  // the power shim's path there (power-loss runs only); empty: uploaded with the folder
   bool can_filter = true;                        // iptables rules can be loaded there (root or CAP_NET_ADMIN)
   bool can_delay = true;                         // tc netem may be there
   bool ephemeral = false;                        // goes away with the run (a container): teardown fetches logs only
+  // Its CLOCK_REALTIME is the harness's (a container, this machine): a clock rate is anchored at the harness's
+  // time. Else the host's clock is read once (`date +%s%N`) and the difference, measured to within half a
+  // round trip, is added.
+  bool shares_harness_clock = false;
 };
 
 // One server process of a run.
@@ -78,6 +84,8 @@ struct ServerSlot {
   int pid = 0;       // while started
   bool killed = false;
   bool paused = false;
+  ClockSetting clock;             // what its clock file holds (the harness is its only writer)
+  uint64_t clock_generation = 0;  // the file's generation word (cluster/clock_shim.h)
 };
 
 // What the cluster needs to know of a kind of server: Redis now; another kind (etcd) gives the same.
@@ -171,6 +179,11 @@ class RemoteCluster : public Cluster, private PeerLinks {
   void pause(size_t n) override;
   void resume(size_t n) override;
   void set_clock_offset(size_t n, std::chrono::nanoseconds offset) override;
+  void set_clock_rate(size_t n, int64_t rate_ppb) override;
+  std::optional<std::chrono::nanoseconds> clock_shift(size_t n) const override;
+  // SIGKILL, then the node's power journal replayed here and its plan applied on the host with stat, truncate
+  // and rm (the power shim is preloaded only in runs with the power-loss nemesis).
+  PowerLossReport power_loss(size_t n) override;
   bool is_running(size_t n) const override;
   ServerKind server() const override { return kind_->server(); }
   std::optional<size_t> leader() const override;  // the server kind's (etcd: the member a majority names)
@@ -225,6 +238,7 @@ class RemoteCluster : public Cluster, private PeerLinks {
     std::set<std::string> dropped;                              // peer addresses in the chain now
     std::string netem_dev;                                      // interface with our root qdisc ("" none)
     std::map<std::string, std::pair<int64_t, int64_t>> delays;  // peer address -> (delay, jitter) ms
+    std::optional<int64_t> clock_delta_ns;                      // host_clock_delta_locked, once measured
   };
 
   void start_locked();
@@ -232,6 +246,7 @@ class RemoteCluster : public Cluster, private PeerLinks {
   void refresh_endpoints();
   std::string remote_dir(size_t h) const;
   std::string shim_on(size_t h) const;
+  std::string preload_on(size_t h) const;  // LD_PRELOAD there: the clock shim, and the power shim when power_
   void setup_host(size_t h);
   void teardown_host(size_t h) noexcept;
   void start_server(ServerSlot& s);
@@ -243,6 +258,10 @@ class RemoteCluster : public Cluster, private PeerLinks {
   bool attempt(size_t h, const std::vector<std::string>& argv, bool privileged = false, std::string* err = nullptr,
                const std::string& input = "") const;
   void check_node(size_t n) const;
+  // Puts s in force in node n's clock file (two dd writes, cluster/clock_shim.h). With the mutex held.
+  void write_clock_locked(size_t n, const ClockSetting& s);
+  // The host's CLOCK_REALTIME minus the harness's, ns (0 when it shares it; else measured once). Mutex held.
+  int64_t host_clock_delta_locked(size_t h);
   size_t node_index(const std::string& party) const;
   size_t party_host(const std::string& party) const;  // host of a node or Sentinel; npos otherwise
   int client_slot(const std::string& party) const;

@@ -83,6 +83,23 @@ struct NodeInfo {
 // (NodeFaults, Jepsen's Kill and Pause), and the network between parties (Network). A backend implements all
 // three; a nemesis needs only the part it faults.
 
+// What a power loss dropped on one node (NodeFaults::power_loss), measured from the node's power journal
+// (cluster/power_loss.h). Paths are relative to the node's folder where the backend knows it.
+struct PowerLossFile {
+  std::string path;
+  int64_t size = 0;      // bytes before the power loss
+  int64_t kept = 0;      // bytes after it (0 when removed)
+  bool removed = false;  // created since its directory's last fsync: the file itself is gone
+};
+struct PowerLossReport {
+  std::vector<PowerLossFile> files;  // only files that lost something
+  int64_t bytes = 0;                 // sum of size - kept
+  int64_t records = 0;               // journal lines replayed
+  // What a real power loss would also have undone and the model leaves as it is (a rename or unlink whose
+  // directory was not fsynced afterwards), and files it could no longer find: said, never silently skipped.
+  std::vector<std::string> not_undone;
+};
+
 // Faults of one node. REQUIRES: n < nodes().size() (asserted). Throw ClusterError when the backend cannot do it.
 class NodeFaults {
  public:
@@ -93,7 +110,27 @@ class NodeFaults {
   virtual void resume(size_t n) = 0;   // SIGCONT
   // Offsets the node's wall clock (CLOCK_REALTIME) by offset; 0 resets it. Effective at once.
   virtual void set_clock_offset(size_t n, std::chrono::nanoseconds offset) = 0;
+  // Makes the node's wall clock run at 1 + rate_ppb / 10^9 of the real rate from now on, without a jump (the
+  // shift it has now is kept); 0 puts it back on the real rate (the shift stays: set_clock_offset(n, 0) resets
+  // it). Effective at once. The default: the backend cannot.
+  virtual void set_clock_rate(size_t n, int64_t rate_ppb) {
+    (void)n;
+    (void)rate_ppb;
+    throw ClusterError("this backend cannot change the rate of a node's clock");
+  }
+  // The shift of the node's wall clock from the real one now, as its clock setting says (what the node reads
+  // from the shim); nullopt when the backend cannot tell.
+  virtual std::optional<std::chrono::nanoseconds> clock_shift(size_t n) const {
+    (void)n;
+    return std::nullopt;
+  }
   virtual bool is_running(size_t n) const = 0;  // started and not killed
+  // SIGKILL, then drops every write the node had not made durable with fsync/fdatasync (the power shim's journal,
+  // cluster/power_loss.h); the node stays down until restart. Backends without the power shim refuse.
+  virtual PowerLossReport power_loss(size_t n) {
+    (void)n;
+    throw ClusterError("power loss is not supported by this backend");
+  }
 };
 
 // The network. A party is a node name ("n1"), a Sentinel ("s1") or a client slot ("c0", "c1", ...; core/party.h:

@@ -250,6 +250,11 @@ const std::vector<ConfigField>& config_fields() {
         [](const C& c) { require(c.nemesis_interval_s > 0 && c.nemesis_interval_s <= 3600, "--nemesis-interval", c.nemesis_interval_s, "must be in (0, 3600] seconds"); }),
     row<&C::restart_delay_ms>("restart_delay_ms", "restart-delay", "ms a killed node stays down before restart", "nemesis", "ms",
         [](const C& c) { require(c.restart_delay_ms >= 0, "--restart-delay", c.restart_delay_ms, "must be >= 0 ms"); }),
+    row<&C::drift_ppm>("drift_ppm", "drift-ppm", "clock:drift: how much faster (+) or slower (-) the target nodes' clocks run, in parts per million (50000 = 5% fast; 0: drawn per fault)", "nemesis", "ppm",
+        [](const C& c) { require(c.drift_ppm > -1000000 && c.drift_ppm <= 10000000, "--drift-ppm", c.drift_ppm, "must be in (-1000000, 10000000] ppm (a clock cannot stop or run backwards)"); }),
+    with_default(row<&C::pause_ms>("pause_ms", "pause-ms", "client-pause: how long the holder stops, in ms (-1: twice the TTL)", "nemesis", "ms",
+        [](const C& c) { require(c.pause_ms >= -1 && c.pause_ms <= 3600000, "--pause-ms", c.pause_ms, "must be between 0 and 3600000 (or -1 for twice the TTL)"); }),
+        [](const C& c) { return c.effective_pause_ms(); }),
     row<&C::time_limit_s>("time_limit_s", "time-limit", "seconds the workload runs", "workload", "s",
         [](const C& c) { require(c.time_limit_s > 0 && c.time_limit_s <= 7 * 24 * 3600, "--time-limit", c.time_limit_s, "must be in (0, 604800] seconds"); }),
     row<&C::concurrency>("concurrency", "concurrency", "client processes", "workload", "",
@@ -269,6 +274,8 @@ const std::vector<ConfigField>& config_fields() {
     with_default(row<&C::work_ms>("work_ms", "work-ms", "set workloads: ms between read and write under the lock (-1: TTL/3)", "timing", "ms",
         [](const C& c) { require(c.work_ms >= -1, "--work-ms", c.work_ms, "must be >= 0 (or -1 for a third of the TTL)"); }),
         [](const C& c) { return c.effective_work_ms(); }),
+    row<&C::lease_margin_ms>("lease_margin_ms", "lease-margin-ms", "how long before the end of its lease (the validity its client reported) a holder stops using the lock (-1: 10% of the lease, at least 20 ms)", "timing", "ms",
+        [](const C& c) { require(c.lease_margin_ms >= -1 && c.lease_margin_ms <= 3600000, "--lease-margin-ms", c.lease_margin_ms, "must be between 0 and 3600000 (or -1 for 10% of the lease, at least 20 ms)"); }),
     row<&C::work_uniform>("work_uniform", "work-uniform", "set workloads: the work between read and write is uniform in [0, 2 x --work-ms) ms, as Jepsen's etcd lock-set (rand-int (* 2 latency)); default: exactly --work-ms", "timing", ""),
     row<&C::blind_holder>("blind_holder", "blind-holder", "set workloads: the holder reads, works and writes without checking its lease's validity (Jepsen's lock-set client); default: a careful holder that cuts its work to the validity and skips the update when none is left", "workload", ""),
     row<&C::op_timeout_ms>("op_timeout_ms", "op-timeout-ms", "per-request timeout of the lock clients", "timing", "ms",
@@ -341,6 +348,10 @@ void validate_etcd_fields(const RunConfig& c) {
           "that reads the clock through the vDSO, and etcd times leases with the monotonic clock anyway");
     }
     if (base == "failover") throw ConfigError("--nemesis failover: a Sentinel failover; not with --server etcd");
+    if (base == "power-loss") {
+      throw ConfigError("--nemesis power-loss: not with --server etcd: the power shim (LD_PRELOAD) does not reach "
+                        "etcd, a Go program that makes its system calls without libc");
+    }
   }
 }
 

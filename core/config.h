@@ -35,6 +35,8 @@ struct RunConfig {
   std::string nemesis_targeting = "random";      // --nemesis-targeting random|holder
   double nemesis_interval_s = 5.0;               // --nemesis-interval: seconds between fault and heal
   int64_t restart_delay_ms = 0;                  // --restart-delay: how long a killed node stays down
+  int64_t drift_ppm = 0;                         // --drift-ppm: clock:drift's rate (0: drawn per fault)
+  int64_t pause_ms = -1;                         // --pause-ms: client-pause's length (-1: 2 x TTL)
   double time_limit_s = 10.0;                    // --time-limit
   int concurrency = 5;                           // --concurrency: client processes at any time
   int keys = 1;                                  // --keys: lock keys lock-0 .. lock-(keys-1)
@@ -42,6 +44,8 @@ struct RunConfig {
   int64_t hold_ms_max = -1;                      // --hold-ms-max: max hold; -1 means ttl_ms * 0.8
   int64_t hold_ms_min = 0;                       // --hold-ms-min: shortest hold (a hold is uniform in [min, max])
   int64_t work_ms = -1;                          // --work-ms (set workloads); -1 means ttl_ms / 3
+  int64_t lease_margin_ms = -1;                  // --lease-margin-ms: a holder stops using the lock this long
+                                                 // before its lease ends; -1 means 10% of the lease, >= 20 ms
   int64_t op_timeout_ms = 500;                   // --op-timeout-ms: per-request timeout of the clients
   bool fencing = false;                          // --fencing
   bool work_uniform = false;                     // --work-uniform: set workloads' work uniform in [0, 2 x work_ms)
@@ -62,6 +66,7 @@ struct RunConfig {
 
   int64_t effective_hold_ms_max() const { return hold_ms_max >= 0 ? hold_ms_max : ttl_ms * 8 / 10; }
   int64_t effective_work_ms() const { return work_ms >= 0 ? work_ms : ttl_ms / 3; }
+  int64_t effective_pause_ms() const { return pause_ms >= 0 ? pause_ms : 2 * ttl_ms; }
 };
 
 // Redis Cluster needs 3 masters, each with a replica.

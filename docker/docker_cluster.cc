@@ -14,6 +14,7 @@
 #include <boost/filesystem.hpp>
 
 #include "cluster/clock_shim.h"
+#include "cluster/power_loss.h"
 #include "cluster/etcd_common.h"
 #include "cluster/remote.h"
 #include "cluster/server_builds.h"
@@ -148,9 +149,11 @@ DockerCluster::DockerCluster(const RunConfig& config, std::string run_dir, Docke
                      {"redis-sentinel", docker::kImageRedisSentinel},
                      {"etcd", docker::kImageEtcd}};
     host.clock_shim = docker::kImageClockShim;
+    host.power_shim = docker::kImagePowerShim;
     host.can_filter = node;  // only the nodes' containers have CAP_NET_ADMIN
     host.can_delay = false;  // no tc netem in the image
     host.ephemeral = true;   // removed with the run
+    host.shares_harness_clock = true;  // a container reads this machine's CLOCK_REALTIME
     // etcd: client 2379 and peer 2380 (etcd_peer_port) in each container, as etcd's defaults.
     const int node_port = config_.server == ServerKind::kEtcd ? kEtcdClientPort : kRedisPort;
     (node ? nodes : sentinels).push_back({static_cast<size_t>(h), node ? node_port : kSentinelPort});
@@ -191,6 +194,7 @@ void DockerCluster::provision() {
     inputs.redis_server = docker_options_.redis_server;
     inputs.iptables = docker_options_.iptables;
     inputs.clock_shim = docker_options_.clock_shim.empty() ? clock_shim_library() : docker_options_.clock_shim;
+    inputs.power_shim = power_shim_library();
     inputs.require_etcd = config_.server == ServerKind::kEtcd;
     if (inputs.require_etcd) {  // the build --server-version names goes into the image as /usr/bin/etcd
       const ServerBuild build = resolve_server_build(config_);

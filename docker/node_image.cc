@@ -159,6 +159,12 @@ ImagePlan plan_node_image(const NodeImageInputs& inputs) {
   add_symlink(kImageIptables, multi);  // the multi-binary dispatches on argv[0]
   add_symlink(kImageIptablesRestore, multi);
   add_file(kImageClockShim, shim);
+  std::vector<fs::path> elf = {redis, iptables, shim};
+  if (!inputs.power_shim.empty()) {
+    const fs::path power = resolve_program("the power shim", inputs.power_shim);
+    add_file(kImagePowerShim, power);
+    elf.push_back(power);
+  }
   if (!etcd.empty()) {
     add_file(kImageEtcd, etcd[0]);
     add_file(kImageEtcdctl, etcd[1]);
@@ -177,7 +183,6 @@ ImagePlan plan_node_image(const NodeImageInputs& inputs) {
     add_file(std::string("/usr/bin/") + tool, t);
     tools.push_back(t);
   }
-  std::vector<fs::path> elf = {redis, iptables, shim};
   elf.insert(elf.end(), tools.begin(), tools.end());
   elf.insert(elf.end(), modules.begin(), modules.end());
   elf.insert(elf.end(), etcd.begin(), etcd.end());

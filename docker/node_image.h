@@ -27,6 +27,7 @@ constexpr const char* kImageRedisSentinel = "/usr/bin/redis-sentinel";  // symli
 constexpr const char* kImageIptables = "/usr/sbin/iptables";
 constexpr const char* kImageIptablesRestore = "/usr/sbin/iptables-restore";
 constexpr const char* kImageClockShim = "/usr/lib/lockcheck/libclockshim.so";
+constexpr const char* kImagePowerShim = "/usr/lib/lockcheck/libpowershim.so";  // when NodeImageInputs::power_shim
 // etcd (--server etcd) and etcdctl, from Debian's etcd-server and etcd-client on this host: in the image whenever
 // the host has both (so that one image serves Redis and etcd runs), required when NodeImageInputs::require_etcd.
 constexpr const char* kImageEtcd = "/usr/bin/etcd";
@@ -34,7 +35,9 @@ constexpr const char* kImageEtcdctl = "/usr/bin/etcdctl";
 constexpr const char* kImageSleep = "/usr/bin/sleep";  // a container's first process: `sleep infinity`
 // The tools copied from this host into /usr/bin (and dash as /bin/sh): what the remote scripts run.
 // setsid: etcd does not daemonize; its start command puts it in a session of its own (cluster/etcd_remote.cc).
-inline constexpr const char* kImageTools[] = {"sleep", "cat", "rm", "mkdir", "dd", "tail", "grep", "env", "setsid"};
+// stat and truncate: the power-loss nemesis (cluster/remote_cluster.cc, power_loss).
+inline constexpr const char* kImageTools[] = {"sleep", "cat", "rm",  "mkdir", "dd",      "tail",
+                                              "grep",  "env", "setsid", "stat", "truncate"};
 // A minimal Sentinel config (port 26379, bind 0.0.0.0, protected-mode no, dir /tmp) that each container can
 // rewrite in its own writable layer; the monitor line comes on the command line. For the compose files: the
 // backend bind-mounts a config of its own instead, so that Sentinel's state lands in the run folder.
@@ -45,6 +48,7 @@ struct NodeImageInputs {
   std::string redis_server = "redis-server";   // a name looked up on PATH, or a path; its real file is copied
   std::string iptables = "iptables";           // likewise: an xtables-nft-multi or xtables-legacy-multi
   std::string clock_shim;                      // path of the clock shim shared library (REQUIRED, non-empty)
+  std::string power_shim;                      // path of the power shim (cluster/powershim.c); empty: not in it
   std::string etcd = "etcd";                   // a name on PATH or a path; copied when found (with etcdctl)
   std::string etcdctl = "etcdctl";
   bool require_etcd = false;  // true: etcd or etcdctl missing is a ClusterError naming the Debian packages

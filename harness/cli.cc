@@ -25,10 +25,12 @@
 #include "harness/matrix.h"
 #include "harness/matrix_shard.h"
 #include "harness/plan.h"
-#include "harness/rerun.h"
+#include "harness/boundary.h"
 #include "harness/reproduce.h"
+#include "harness/rerun.h"
 #include "harness/runner.h"
 #include "harness/seed_search.h"
+#include "harness/trend.h"
 #include "locks/adapters.h"
 #include "locks/lock_client.h"
 #include "nemesis/nemesis.h"
@@ -52,8 +54,10 @@ const char* kUsage =
     "  report RUN_DIR  re-render a run's report.html (--index: results/index.html)\n"
     "  rerun RUN_DIR   the stored configuration and seed again\n"
     "  reproduce RUN_DIR  an INVALID run's reproduction rate, then its smallest reliable reproduction (repro/)\n"
+    "  boundary  --param NAME --from A --to B RUN FLAGS...  where the verdict flips as one setting moves\n"
     "  test-all        a matrix of configurations with expected verdicts (JUnit XML, HTML summary)\n"
     "  merge DIR...    join the folders of test-all --shard K/N runs into one JUnit, summary and exit status\n"
+    "  trend DIR...    what changed over the last nights of test-all folders, told apart from noise\n"
     "  export          write a history as Jepsen EDN ops or Porcupine operations\n"
     "  clean           remove Docker containers, networks and volumes left by killed runs (--hosts: ssh hosts)\n"
     "  list            lock algorithms, workloads, nemeses and checkers, one line each\n"
@@ -127,6 +131,32 @@ po::variables_map parse(const std::vector<std::string>& args, const po::options_
   po::notify(vm);
   if (!extra.empty()) throw ConfigError("unexpected argument '" + extra.front() + "'");
   return vm;
+}
+
+// Parses args against desc with any number of positional folders into *dirs (merge, trend).
+po::variables_map parse_dirs(const std::vector<std::string>& args, const po::options_description& desc,
+                             std::vector<std::string>* dirs) {
+  po::options_description all(desc);
+  all.add_options()("dirs", po::value(dirs), "");
+  po::positional_options_description pos;
+  pos.add("dirs", -1);
+  po::variables_map vm;
+  po::store(po::command_line_parser(args).options(all).positional(pos).run(), vm);
+  po::notify(vm);
+  return vm;
+}
+
+// --history DIR and --fail-on-trend of test-all and merge (harness/trend.h).
+void add_history_options(po::options_description& desc, std::string* history) {
+  desc.add_options()("history", po::value(history),
+                     "a folder of earlier test-all folders: the summary opens with what changed since the last "
+                     "nights (lockcheck trend), trend.html beside it")(
+      "fail-on-trend", "with --history: exit 1 also when something got worse since the last nights");
+}
+bool fail_on_trend_flag(const po::variables_map& vm, const std::string& history) {
+  const bool fail = vm.count("fail-on-trend") > 0;
+  if (fail && history.empty()) throw ConfigError("--fail-on-trend: needs --history DIR");
+  return fail;
 }
 
 // `run --schedule FILE`: the stored schedule, read and checked against the run's nemeses (ConfigError naming
@@ -319,6 +349,58 @@ int cmd_reproduce(const std::vector<std::string>& args, std::ostream& out) {
   return reproduce(dir, o, out);
 }
 
+int cmd_boundary(const std::vector<std::string>& args, std::ostream& out) {
+  BoundaryOptions o;
+  std::string anomaly, scale = "linear";
+  po::options_description own(
+      "lockcheck boundary --param NAME --from A --to B [FLAGS] RUN FLAGS...: where a run's verdict flips as one "
+      "numeric setting moves (N seeds a probe, bisection between the last safe and the first unsafe value); "
+      "writes results/boundary-NAME-TIME/");
+  // clang-format off
+  own.add_options()
+    ("param", po::value(&o.param), "the setting: a config key or run flag (drift_ppm, --pause-ms, ttl_ms), or lock-opt:KEY")
+    ("from", po::value(&o.from), "one end of the range")
+    ("to", po::value(&o.to), "the other end (either end may be the unsafe one)")
+    ("unsafe-at", po::value(&o.unsafe_at)->default_value(o.unsafe_at), "a probe is unsafe at R of N invalid runs or more (0: 9 of 10)")
+    ("resolution", po::value(&o.resolution)->default_value(o.resolution), "stop when each edge is bracketed this tightly, in the setting's unit (0: a 32nd of the range)")
+    ("budget", po::value(&o.budget_min)->default_value(o.budget_min), "minutes for the whole search (hard: no run starts that could end past it)")
+    ("scale", po::value(&scale)->default_value(scale), "linear, or log (geometric midpoints; both ends > 0)")
+    ("anomaly", po::value(&anomaly), "CHECKER[:KIND]: count only this anomaly (default: any invalid run)");
+  // clang-format on
+  po::options_description desc = run_options();
+  desc.add(own);
+  auto vm = parse(args, desc);
+  if (vm.count("help")) {
+    out << own << "\n" << desc;
+    return kExitValid;
+  }
+  for (const char* required : {"param", "from", "to"}) {
+    if (!vm.count(required)) throw ConfigError(std::string("--") + required + ": required");
+  }
+  for (const char* refused : {"config", "schedule"}) {
+    if (vm.count(refused)) {
+      throw ConfigError(std::string("--") + refused + ": not with boundary (each probe runs --seeds seeds of the given flags)");
+    }
+  }
+  if (vm.count("seeds")) o.seeds = vm["seeds"].as<int>();  // runs per probe (N): seed, seed + 1, ... (default 10)
+  if (scale != "linear" && scale != "log") throw ConfigError("--scale: '" + scale + "' is not one of linear, log");
+  o.log_scale = scale == "log";
+  if (vm.count("anomaly")) {
+    const auto colon = anomaly.find(':');
+    o.target = AnomalyKind{anomaly.substr(0, colon), colon == std::string::npos ? "" : anomaly.substr(colon + 1)};
+    if (o.target->checker.empty() || (colon != std::string::npos && o.target->kind.empty())) {
+      throw ConfigError("--anomaly: '" + anomaly + "' must be CHECKER or CHECKER:KIND");
+    }
+  }
+  RunConfig c;
+  apply_run_flags(vm, c);
+  apply_topology_defaults(c, vm.count("nodes") > 0 && !vm["nodes"].defaulted());
+  c.progress = false;
+  c.argv = {"lockcheck", "boundary"};
+  c.argv.insert(c.argv.end(), args.begin(), args.end());
+  return boundary(c, o, out);
+}
+
 int cmd_report(const std::vector<std::string>& args, std::ostream& out) {
   po::options_description desc(
       "lockcheck report RUN_DIR | --index [--results DIR]: re-render report.html / results/index.html");
@@ -398,11 +480,14 @@ int cmd_test_all(const std::vector<std::string>& args, std::ostream& out) {
     ("shard", po::value(&o.shard), "K/N: run only share K of N of the runs (then: lockcheck merge)")
     ("results", po::value(&o.results_dir)->default_value(o.results_dir), "results folder");
   // clang-format on
+  add_history_options(desc, &o.history);
   auto vm = parse(args, desc);
   if (vm.count("help")) {
     out << desc;
     return kExitValid;
   }
+  o.fail_on_trend = fail_on_trend_flag(vm, o.history);
+  if (!o.history.empty() && !o.shard.empty()) throw ConfigError("--history: a shard judges nothing; give it to merge");
   return test_all(o, out);
 }
 
@@ -412,18 +497,35 @@ int cmd_merge(const std::vector<std::string>& args, std::ostream& out) {
   desc.add_options()("help,h", "this help")("junit", po::value(&o.junit_path),
                                             "write JUnit XML here (default: in the merged folder)")(
       "results", po::value(&o.results_dir)->default_value(o.results_dir), "results folder for the merged folder");
-  po::options_description all(desc);
-  all.add_options()("dirs", po::value(&o.dirs), "");
-  po::positional_options_description pos;
-  pos.add("dirs", -1);
-  po::variables_map vm;
-  po::store(po::command_line_parser(args).options(all).positional(pos).run(), vm);
-  po::notify(vm);
+  add_history_options(desc, &o.history);
+  auto vm = parse_dirs(args, desc, &o.dirs);
   if (vm.count("help")) {
     out << desc;
     return kExitValid;
   }
+  o.fail_on_trend = fail_on_trend_flag(vm, o.history);
   return merge_test_all(o, out);
+}
+
+int cmd_trend(const std::vector<std::string>& args, std::ostream& out) {
+  TrendOptions o;
+  po::options_description desc(
+      "lockcheck trend DIR... [FLAGS]: what changed over the last nights (test-all folders, or the folders merge "
+      "writes; ordered by their own start time). Exit 0 nothing got worse, 1 an expectation newly unmet or an "
+      "entry weaker, 2 bad input");
+  // clang-format off
+  desc.add_options()
+    ("help,h", "this help")
+    ("out", po::value(&o.out_dir), "write trend.json and trend.html here (default: RESULTS/trend-MATRIX-TIME)")
+    ("alpha", po::value(&o.alpha)->default_value(o.alpha, "0.05"), "weaker / stronger when the two-sided Fisher exact test gives p below this")
+    ("results", po::value(&o.results_dir)->default_value(o.results_dir), "results folder (for the default --out)");
+  // clang-format on
+  auto vm = parse_dirs(args, desc, &o.dirs);
+  if (vm.count("help")) {
+    out << desc;
+    return kExitValid;
+  }
+  return trend_command(o, out);
 }
 
 int cmd_list(const std::vector<std::string>& args, std::ostream& out) {
@@ -503,11 +605,13 @@ int cli_main(const std::vector<std::string>& args, std::ostream& out, std::ostre
     if (cmd == "list") return cmd_list(rest, out);
     if (cmd == "rerun") return cmd_rerun(rest, out);
     if (cmd == "reproduce") return cmd_reproduce(rest, out);
+    if (cmd == "boundary") return cmd_boundary(rest, out);
     if (cmd == "report") return cmd_report(rest, out);
     if (cmd == "clean") return cmd_clean(rest, out);
     if (cmd == "export") return cmd_export(rest, out);
     if (cmd == "test-all") return cmd_test_all(rest, out);
     if (cmd == "merge") return cmd_merge(rest, out);
+    if (cmd == "trend") return cmd_trend(rest, out);
     err << "lockcheck: unknown command '" << cmd << "'\n\n" << kUsage;
     return kExitUsage;
   } catch (const po::error& e) {

@@ -1,4 +1,6 @@
 #include "harness/matrix.h"
+
+#include "harness/child_runs.h"
 #include "harness/scorecard.h"
 
 #include <signal.h>
@@ -9,6 +11,7 @@
 #include <boost/filesystem.hpp>
 #include <cctype>
 #include <chrono>
+#include <cmath>
 #include <ctime>
 #include <fstream>
 #include <iomanip>
@@ -21,10 +24,17 @@
 #include "core/exit_codes.h"
 #include "core/history.h"
 #include "harness/matrix_shard.h"
+#include "harness/night.h"
 #include "harness/plan.h"
 #include "harness/runner.h"
 #include "harness/seed_search.h"
+#include "harness/trend.h"
+#include "locks/adapters.h"
+#include "nemesis/nemesis.h"
+#include "report/assets.h"
 #include "report/html.h"
+#include "report/report.h"
+#include "report/results_json.h"
 #include "sys/process.h"
 #include "sys/signals.h"
 
@@ -49,14 +59,6 @@ std::string utc_stamp() {
   std::ostringstream s;
   s << std::put_time(&tm, "%Y%m%dT%H%M%SZ");
   return s.str();
-}
-
-std::string self_exe() {
-  char buf[4096];
-  ssize_t n = ::readlink("/proc/self/exe", buf, sizeof buf - 1);
-  if (n <= 0) return "lockcheck";
-  buf[n] = '\0';
-  return buf;
 }
 
 // One run of one entry with one seed.
@@ -162,6 +164,16 @@ EntryJudgement judge_entry(const MatrixEntry& e, const std::vector<SeedRun>& run
   std::vector<double> firsts;
   const std::vector<std::string> about = about_checkers(e);
   for (const SeedRun& j : runs) {
+    bool found_here = j.exit_code == kExitInvalid;
+    if (!about.empty()) {
+      found_here = std::any_of(about.begin(), about.end(), [&](const std::string& c) {
+        return checker_verdict(j.results, c) == Validity::kInvalid;
+      });
+    }
+    if (found_here) {
+      ++o.found;
+      if (j.first_anomaly_s) o.first_anomaly_s.push_back(*j.first_anomaly_s);
+    }
     if (j.exit_code == kExitValid)
       ++valid;
     else if (j.exit_code == kExitInvalid) {
@@ -267,28 +279,65 @@ void write_reproduce_commands(std::ostream& out, const Matrix& m, const std::vec
   out << "</table>\n";
 }
 
+// "client-pause, kill" in words: each nemesis's name and what it does (the registry's line), how it is aimed,
+// "none".
+std::string faults_in_words(const std::vector<std::string>& nemesis, const std::string& targeting) {
+  if (nemesis.empty()) return "none";
+  std::string out;
+  for (const auto& n : nemesis) {
+    const std::string base = n.substr(0, n.find(':'));
+    std::string what;
+    for (const auto& info : nemesis_registry()) {
+      if (base == info.name) what = info.description;
+    }
+    out += (out.empty() ? "" : "<br>") + std::string("<b>") + report::escape(n) + "</b>";
+    if (!what.empty()) out += " <span class=\"meta\">" + report::escape(what) + "</span>";
+  }
+  return out + "<br>aimed: " + (targeting == "holder" ? std::string("at the lock holder") : report::escape(targeting));
+}
+
+// "4 min 12 s"
+std::string duration_words(double s) {
+  const long total = std::lround(s);
+  std::ostringstream o;
+  if (total >= 3600)
+    o << total / 3600 << " h " << (total % 3600) / 60 << " min";
+  else if (total >= 60)
+    o << total / 60 << " min " << total % 60 << " s";
+  else
+    o << total << " s";
+  return o.str();
+}
+
 void write_summary(const std::string& path, const Matrix& m, const std::vector<EntryOutcome>& outcomes,
-                   const std::vector<Job>& jobs) {
-  std::ofstream out(path);
-  if (!out) throw std::runtime_error("cannot write " + path);
+                   const std::vector<Job>& jobs, const nlohmann::json& night, const std::string& since) {
   size_t met = 0;
   for (const auto& o : outcomes) met += o.met;
   const fs::path base = fs::absolute(fs::path(path).parent_path());
-  out << "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>lockcheck test-all: " << report::escape(m.name)
-      << "</title><style>body{font-family:sans-serif;margin:2em}table{border-collapse:collapse}"
-         "td,th{border:1px solid #ccc;padding:4px 8px;text-align:left;vertical-align:top}"
-         ".met{background:#e6f4ea}.missed{background:#fce8e6}h1 .met,h1 .missed{padding:0 .3em}</style></head><body>\n";
-  out << "<h1>lockcheck test-all: " << report::escape(m.name) << " — <span class=\""
+  std::ostringstream out;
+  out << "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>lockcheck test-all: "
+      << report::escape(m.name) << "</title><style>" << report::kPageCss << "</style></head><body>\n<main>\n";
+  out << "<section><h1>lockcheck test-all</h1><h2>" << report::escape(m.name) << " — <span class=\""
       << (met == outcomes.size() ? "met\">all " : "missed\">") << met << " of " << outcomes.size()
-      << " expectations met</span></h1>\n<table><tr><th>entry</th><th>lock</th><th>workload</th><th>nemesis</th>"
+      << " expectations met</span></h2>\n<p class=\"meta\">ran " << report::escape(night.value("started_at", "?"))
+      << " for " << duration_words(night.value("duration_s", 0.0)) << " on "
+      << report::escape(report::plain(night.value("cores", nlohmann::json("?"))))
+      << " cores</p>\n<table class=\"config\" id=\"versions\">";
+  const nlohmann::json versions = night.value("versions", nlohmann::json::object());
+  for (const auto& [name, v] : versions.items()) {
+    out << "<tr><th>" << report::escape(name) << "</th><td>"
+        << report::escape(v.is_string() ? v.get<std::string>() : v.dump()) << "</td></tr>";
+  }
+  out << "</table></section>\n" << since;
+  out << "<section><table class=\"entries\"><tr><th>entry</th><th>lock</th><th>workload</th><th>faults</th>"
          "<th>expected</th><th>found</th><th>runs</th></tr>\n";
   for (size_t i = 0; i < m.entries.size(); ++i) {
     const auto& e = m.entries[i];
     std::string expect = e.expect ? to_string(*e.expect) : "";
     for (const auto& [c, v] : e.expect_checkers) expect += (expect.empty() ? "" : ", ") + c + ": " + to_string(v);
-    out << "<tr class=\"" << (outcomes[i].met ? "met" : "missed") << "\"><td>" << report::escape(e.name) << "</td><td>"
-        << report::escape(e.config.lock) << "</td><td>" << report::escape(e.config.workload) << "</td><td>"
-        << report::escape(e.config.nemesis.empty() ? "none" : nlohmann::json(e.config.nemesis).dump()) << "</td><td>"
+    out << "<tr class=\"" << (outcomes[i].met ? "met" : "missed") << "\"><td>" << report::escape(e.name)
+        << "</td><td class=\"name\">" << report::escape(e.config.lock) << "</td><td class=\"name\">"
+        << report::escape(e.config.workload) << "</td><td>" << faults_in_words(e.config.nemesis, e.config.nemesis_targeting) << "</td><td>"
         << report::escape(expect) << "</td><td>" << report::escape(outcomes[i].finding) << "</td><td>";
     for (const auto& j : jobs) {
       if (j.entry != i) continue;
@@ -303,14 +352,19 @@ void write_summary(const std::string& path, const Matrix& m, const std::vector<E
     }
     out << "</td></tr>\n";
   }
-  out << "</table>\n";
-  write_reproduce_commands(out, m, jobs);
+  out << "</table></section>\n";
+  std::ostringstream repro;
+  write_reproduce_commands(repro, m, jobs);
+  if (repro.tellp() > 0) out << "<section>" << repro.str() << "</section>\n";
   std::vector<ScorecardRun> runs;
   for (const auto& j : jobs) {
     if (j.exit_code != -1) runs.push_back({j.entry, j.seed, j.exit_code, j.run_dir});
   }
   const Scorecard card = build_scorecard(m, runs);
-  out << scorecard_html(card, base.string()) << "</body></html>\n";
+  const std::string card_html = scorecard_html(card, base.string());
+  if (!card_html.empty()) out << "<section>" << card_html << "</section>\n";
+  out << "</main></body></html>\n";
+  report::write_atomically(path, out.str());
   if (!card.empty()) std::ofstream(base / "scorecard.md") << scorecard_markdown(card);
 }
 
@@ -324,6 +378,23 @@ std::string run_dir_written_to(const std::string& file) {
 }
 
 }  // namespace
+
+nlohmann::json entry_settings(const MatrixEntry& e) {
+  nlohmann::json s = e.config;
+  for (const char* k : {"results_dir", "label", "seed", "argv", "progress"}) s.erase(k);
+  if (find_lock_adapter(e.config.lock))
+    s.erase("client_cmd");  // made from lock and lock_opts, with this machine's path
+  s["seeds"] = e.seeds;
+  s["min_found"] = e.min_found;
+  if (e.expect) {
+    s["expect"] = to_string(*e.expect);
+  } else {
+    nlohmann::json x = nlohmann::json::object();
+    for (const auto& [c, v] : e.expect_checkers) x[c] = to_string(v);
+    s["expect"] = x;
+  }
+  return s;
+}
 
 Matrix parse_matrix(const nlohmann::json& j, const std::string& results_dir) {
   if (!j.is_object()) throw ConfigError("matrix: must be a JSON object");
@@ -422,6 +493,11 @@ Matrix load_matrix(const std::string& file_or_name, const std::string& results_d
 int test_all(const TestAllOptions& opts, std::ostream& out) {
   if (opts.parallel < 1 || opts.parallel > 16) throw ConfigError("--parallel: must be between 1 and 16");
   Matrix m = load_matrix(opts.matrix, opts.results_dir);
+  // The earlier nights, read before anything runs: a bad history is bad input (exit 2), found at once.
+  std::vector<Night> history;
+  if (!opts.history.empty()) history = read_history_nights(opts.history, m.name, kHistoryNights - 1);
+  const std::time_t started = std::time(nullptr);
+  const auto started_steady = std::chrono::steady_clock::now();
   const std::string dir = opts.results_dir + "/test-all-" + m.name + "-" + utc_stamp();
   fs::create_directories(dir + "/logs");
   const std::string binary = opts.lockcheck_binary.empty() ? self_exe() : opts.lockcheck_binary;
@@ -519,7 +595,30 @@ int test_all(const TestAllOptions& opts, std::ostream& out) {
   std::vector<std::thread> pool;
   for (int i = 0; i < opts.parallel; ++i) pool.emplace_back(worker);
   for (auto& t : pool) t.join();
+  // The night's head (harness/night.h): when, how long, what it ran with. merge takes the shards'.
+  nlohmann::json night = opts.replay_night.is_object() ? opts.replay_night : nlohmann::json::object();
+  std::vector<std::string> locks;
+  for (const auto& e : m.entries) locks.push_back(e.config.lock);
+  std::vector<nlohmann::json> results;
+  for (const auto& j : jobs) results.push_back(j.results);
+  if (!opts.replay) {
+    night = {{"started_at", iso_utc(started)},
+             {"finished_at", iso_utc(std::time(nullptr))},
+             {"duration_s", std::chrono::duration<double>(std::chrono::steady_clock::now() - started_steady).count()},
+             {"cores", std::thread::hardware_concurrency()},
+             {"versions", night_versions(locks, results)}};
+  } else if (!night.contains("started_at")) {  // shards written before summary.json existed: say so
+    night["started_at"] = iso_utc(started);
+    night["started_at_note"] = "when merge ran: the shards recorded no start";
+    if (night.value("versions", nlohmann::json::object()).empty()) {
+      night["versions"] = night_versions(locks, results);
+      night["versions_note"] = "lockcheck: the merging binary's; the rest from the runs' results";
+    }
+  }
+  night["matrix"] = m.name;
   if (shard.sharded()) {  // judged by `lockcheck merge` over all shards
+    night["shard"] = std::to_string(shard.k) + "/" + std::to_string(shard.n);
+    report::write_atomically(dir + "/summary.json", night.dump(2) + "\n");
     bool failed = false;
     for (const auto& j : jobs)
       failed = failed || (j.exit_code != kExitValid && j.exit_code != kExitInvalid && j.exit_code != kExitUnknown);
@@ -555,10 +654,50 @@ int test_all(const TestAllOptions& opts, std::ostream& out) {
   }
   const std::string junit = opts.junit_path.empty() ? dir + "/junit.xml" : opts.junit_path;
   write_junit(junit, m, outcomes, seconds);
-  write_summary(dir + "/summary.html", m, outcomes, jobs);
+  night["met"] = met;
+  night["entries"] = nlohmann::json::array();
+  for (size_t i = 0; i < m.entries.size(); ++i) {
+    night["entries"].push_back({{"name", m.entries[i].name},
+                                {"settings", entry_settings(m.entries[i])},
+                                {"n", m.entries[i].seeds.size()},
+                                {"found", outcomes[i].found},
+                                {"met", outcomes[i].met},
+                                {"error", outcomes[i].error},
+                                {"first_anomaly_s", outcomes[i].first_anomaly_s},
+                                {"finding", outcomes[i].finding}});
+  }
+  report::write_atomically(dir + "/summary.json", night.dump(2) + "\n");
+  // Since the last nights: tonight (as trend reads it back) against the history.
+  std::string since;
+  bool trend_worse = false;
+  if (!opts.history.empty()) {
+    Night tonight = read_night(dir);
+    // Earlier nights only: a night merged again (the same shards) is tonight, and a night that started after
+    // tonight (an old night merged late) is not an earlier one.
+    const std::time_t tonight_start = *parse_iso_utc(tonight.started_at);
+    history.erase(std::remove_if(history.begin(), history.end(),
+                                 [&](const Night& n) { return *parse_iso_utc(n.started_at) >= tonight_start; }),
+                  history.end());
+    history.push_back(std::move(tonight));
+    auto t = compute_trend(std::move(history), 0.05);
+    report::write_atomically(dir + "/trend.json", trend_json(*t).dump(2) + "\n");
+    report::write_atomically(dir + "/trend.html", trend_html(*t));
+    since = trend_summary_section(*t, "trend.html");
+    trend_worse = t->worse();
+    out << "\nsince the last nights (" << t->nights.size() - 1 << " earlier):\n";
+    print_trend(*t, out);
+  }
+  write_summary(dir + "/summary.html", m, outcomes, jobs, night, since);
+  try {
+    write_index(opts.results_dir);  // the summary (and trend) beside the runs
+  } catch (const std::exception& e) {
+    out << "test-all: could not rewrite " << opts.results_dir << "/index.html: " << e.what() << "\n";
+  }
   out << "\n"
       << met << " of " << m.entries.size() << " expectations met\n"
       << "junit: " << junit << "\nsummary: " << dir << "/summary.html\n";
+  if (!opts.history.empty())
+    out << "trend: " << dir << "/trend.html" << (trend_worse ? " (something got worse)" : "") << "\n";
   const auto invalid_runs = std::count_if(jobs.begin(), jobs.end(), [](const Job& j) {
     return j.exit_code == kExitInvalid && !j.run_dir.empty();
   });
@@ -567,6 +706,7 @@ int test_all(const TestAllOptions& opts, std::ostream& out) {
         << " INVALID runs (rate, then the smallest reliable case)\n";
   }
   if (interrupt.interrupted()) return 128 + interrupt.signal_number();
+  if (opts.fail_on_trend && trend_worse) return kExitInvalid;
   return met == m.entries.size() ? kExitValid : kExitInvalid;
 }
 

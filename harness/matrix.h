@@ -65,6 +65,9 @@ struct TestAllOptions {
   std::string lockcheck_binary;        // the binary that runs each entry (default: this one)
   std::string shard;                   // --shard K/N: run only that share (harness/matrix_shard.h); "" all
   const JobRecords* replay = nullptr;  // `lockcheck merge`: take each run from here instead of running it
+  nlohmann::json replay_night;         // `lockcheck merge`: the shards' started_at, duration_s, versions, cores
+  std::string history;                 // --history DIR: earlier test-all folders; the summary opens with the trend
+  bool fail_on_trend = false;          // --fail-on-trend: exit 1 also when the trend got worse
 };
 
 // One seed's run as an entry's judgement sees it.
@@ -79,12 +82,23 @@ struct EntryJudgement {
   bool met = false;
   bool error = false;   // a run failed (exit 2 or 3): the entry fails whatever was expected
   std::string finding;  // one line: expected, found (counts, median time to the first anomaly, the first one)
+  size_t found = 0;     // seeds whose runs found an anomaly in what the entry is about (its checkers expected
+                        // invalid, when it names any; else the run's verdict)
+  std::vector<double> first_anomaly_s;  // of those seeds, the times to the first anomaly that are known
 };
 // Whether e's expectation holds over its seeds' runs. Pure.
 EntryJudgement judge_entry(const MatrixEntry& e, const std::vector<SeedRun>& runs);
 
-// Runs every entry, prints expected vs found per entry, writes JUnit XML and summary.html.
-// Returns 0 when every entry met its expectation, 1 otherwise (3 when the matrix could not run at all).
+// What "changed config" compares between nights (harness/trend.h): the entry's run configuration (without what
+// names this run or this machine: results folder, label, seed, argv, an adapter's command line) plus its seeds,
+// expect and min_found.
+nlohmann::json entry_settings(const MatrixEntry& e);
+
+// Runs every entry, prints expected vs found per entry, writes JUnit XML, summary.html and summary.json (what
+// `lockcheck trend` reads: harness/night.h, the entries judged). With a history it also writes trend.json and
+// trend.html beside them (harness/trend.h) and opens the summary with "Since the last nights".
+// Returns 0 when every entry met its expectation, 1 otherwise (also when the trend got worse, with
+// fail_on_trend), 2 on a bad history (before anything runs), 3 when the matrix could not run at all.
 int test_all(const TestAllOptions& opts, std::ostream& out);
 
 // Seed search and rerun: harness/seed_search.h, harness/rerun.h.

@@ -1,11 +1,14 @@
 #include "harness/matrix_shard.h"
 
+#include <algorithm>
 #include <boost/filesystem.hpp>
 #include <fstream>
+#include <optional>
 #include <set>
 
 #include "core/config.h"
 #include "harness/matrix.h"
+#include "harness/night.h"
 
 namespace fs = boost::filesystem;
 
@@ -18,6 +21,32 @@ std::string matrix_file(const std::string& matrix) {
   if (matrix.find('/') != std::string::npos || matrix.find('.') != std::string::npos) return matrix;
   const char* dir = std::getenv("LOCKCHECK_MATRIX_DIR");
   return std::string(dir ? dir : LOCKCHECK_SOURCE_DIR "/harness/matrix") + "/" + matrix + ".json";
+}
+
+// One night's head from its shards': the earliest start, the latest finish, the span between, the versions
+// joined, the cores (one number when the shards agree, else each shard's).
+nlohmann::json merged_night(const std::vector<nlohmann::json>& heads) {
+  std::optional<std::time_t> first, last;
+  std::vector<nlohmann::json> versions;
+  std::set<unsigned> cores;
+  for (const auto& h : heads) {
+    if (auto t = parse_iso_utc(h.value("started_at", ""))) first = first ? std::min(*first, *t) : *t;
+    if (auto t = parse_iso_utc(h.value("finished_at", ""))) last = last ? std::max(*last, *t) : *t;
+    versions.push_back(h.value("versions", nlohmann::json::object()));
+    if (h.contains("cores") && h["cores"].is_number_unsigned()) cores.insert(h["cores"].get<unsigned>());
+  }
+  nlohmann::json night = nlohmann::json::object();
+  if (first) night["started_at"] = iso_utc(*first);
+  if (last) night["finished_at"] = iso_utc(*last);
+  if (first && last) night["duration_s"] = static_cast<double>(*last - *first);
+  night["versions"] = join_versions(versions);
+  if (cores.size() == 1) {
+    night["cores"] = *cores.begin();
+  } else if (!cores.empty()) {
+    night["cores"] = nlohmann::json(std::vector<unsigned>(cores.begin(), cores.end())).dump();
+  }
+  night["shards_read"] = heads.size();
+  return night;
 }
 
 }  // namespace
@@ -90,6 +119,7 @@ int merge_test_all(const MergeOptions& opts, std::ostream& out) {
   int shards = 0;
   std::set<int> seen;
   JobRecords records;
+  std::vector<nlohmann::json> heads;  // the shards' summary.json (when, what they ran with)
   for (const auto& dir : opts.dirs) {
     if (!fs::exists(dir + "/shard.json")) {
       throw ConfigError("merge: " + dir + " is not a test-all folder (no shard.json)");
@@ -109,6 +139,7 @@ int merge_test_all(const MergeOptions& opts, std::ostream& out) {
     }
     if (!seen.insert(k).second) throw ConfigError("merge: shard " + std::to_string(k) + " given twice (" + dir + ")");
     for (auto& r : read_job_records(dir)) records.add(std::move(r));
+    if (fs::exists(dir + "/summary.json")) heads.push_back(read_json_file(dir + "/summary.json"));
   }
   for (int k = 1; k <= shards; ++k) {
     if (!seen.count(k)) {
@@ -126,6 +157,9 @@ int merge_test_all(const MergeOptions& opts, std::ostream& out) {
   t.results_dir = opts.results_dir;
   t.junit_path = opts.junit_path;
   t.replay = &records;
+  t.replay_night = merged_night(heads);
+  t.history = opts.history;
+  t.fail_on_trend = opts.fail_on_trend;
   const int status = test_all(t, out);
   fs::remove(merged_matrix);
   return status;

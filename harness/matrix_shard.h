@@ -74,6 +74,8 @@ struct MergeOptions {
   std::vector<std::string> dirs;        // test-all folders of the shards
   std::string results_dir = "results";  // the merged folder goes here
   std::string junit_path;               // empty: in the merged folder
+  std::string history;                  // --history DIR (harness/trend.h), as test-all's
+  bool fail_on_trend = false;           // --fail-on-trend
 };
 
 // `lockcheck merge`: checks the folders are shards of one matrix (same matrix.json, same N, no shard twice;

@@ -17,6 +17,7 @@
 #include "core/history.h"
 #include "core/party.h"
 #include "core/run_files.h"
+#include "harness/child_runs.h"
 #include "harness/rerun.h"
 #include "harness/runner.h"
 #include "report/html.h"
@@ -84,9 +85,6 @@ void fold_client_slots(nlohmann::json& j, int concurrency) {
   }
 }
 
-// Failed runs (exit 2 or 3) of one candidate after which the search stops.
-constexpr int kMaxFailedRuns = 3;
-
 // The shrink's state and its one evaluation routine.
 class Shrinker {
  public:
@@ -104,48 +102,32 @@ class Shrinker {
     r.faults = fault_count(c.schedule);
     r.concurrency = c.config.concurrency;
     r.keys = c.config.keys;
-    for (int attempt = 0; r.tries < o_.tries; ++attempt) {
-      if (out_of_budget(0.0)) {
-        r.note = "budget ran out after " + std::to_string(r.tries) + " tries";
-        result_.budget_exhausted = true;
-        break;
-      }
-      if (adopt && out_of_budget(confirmation_reserve_s())) {
-        r.note = "budget ran out after " + std::to_string(r.tries) + " tries (the rest confirms the smallest case)";
-        steps_out_ = true;
-        break;
-      }
-      const double before = runner_.now_s();
-      TrialOutcome out = runner_.run(c, r.index, attempt);
-      const double took = runner_.now_s() - before;
-      startup_s_ = std::max(startup_s_, took - c.config.time_limit_s);
-      if (out.interrupted) {
-        r.note = "interrupted";
-        result_.interrupted = true;
-        break;
-      }
-      if (out.exit_code != kExitValid && out.exit_code != kExitInvalid && out.exit_code != kExitUnknown) {
-        // A run that failed (cluster or harness error, a full disk) says nothing of the anomaly: it is not a
-        // try. A few in a row mean the machine cannot run this: the search stops with what it has.
-        if (++r.failed >= kMaxFailedRuns) {
-          r.note = std::to_string(r.failed) + " runs failed (harness or cluster errors; see the runs' logs)";
-          result_.runs_failing = true;
-          break;
-        }
-        continue;
-      }
-      ++r.tries;
-      if (out.faults_matched) r.faults_matched.push_back(*out.faults_matched);
-      if (out.reproduced) {
-        ++r.reproduced;
-        r.first_anomaly_s.push_back(out.first_anomaly_s.value_or(c.config.time_limit_s));
-      }
-      if (r.tries - r.reproduced > o_.tries - o_.rate) {
-        r.note = "stopped after " + std::to_string(r.tries) + " tries: cannot reach " + std::to_string(o_.rate) +
+    const TryTally t = run_tries(
+        runner_, c, r.index, o_.tries, startup_s_,
+        [&](const TryTally& so_far) -> std::string {
+          if (out_of_budget(0.0)) {
+            result_.budget_exhausted = true;
+            return "budget ran out after " + std::to_string(so_far.tries) + " tries";
+          }
+          if (adopt && out_of_budget(confirmation_reserve_s())) {
+            steps_out_ = true;
+            return "budget ran out after " + std::to_string(so_far.tries) + " tries (the rest confirms the smallest case)";
+          }
+          return "";
+        },
+        [&](const TryTally& so_far) -> std::string {
+          if (so_far.tries - so_far.hits <= o_.tries - o_.rate) return "";
+          return "stopped after " + std::to_string(so_far.tries) + " tries: cannot reach " + std::to_string(o_.rate) +
                  " of " + std::to_string(o_.tries);
-        break;
-      }
-    }
+        });
+    r.tries = t.tries;
+    r.reproduced = t.hits;
+    r.failed = t.failed;
+    r.first_anomaly_s = t.first_anomaly_s;
+    r.faults_matched = t.faults_matched;
+    r.note = t.note;
+    result_.interrupted = result_.interrupted || t.interrupted;
+    result_.runs_failing = result_.runs_failing || t.runs_failing;
     r.kept = r.reproduced >= o_.rate;
     log_ << "  [" << r.index << "] " << std::left << std::setw(48) << r.change << " reproduced " << r.reproduced
          << " of " << r.tries << (r.kept ? "  kept" : "") << (r.note.empty() ? "" : "  (" + r.note + ")");
@@ -282,6 +264,36 @@ void try_faults(Shrinker& sh) {
   }
 }
 
+// The kept faults slid together to the earliest offsets that still reproduce (the first at 1 s, then halfway
+// back to where it was), so that the time cut after it can end the case sooner: an anomaly that came late
+// because its fault came late (a schedule drawn for a long run) no longer needs the long run.
+void try_slide(Shrinker& sh) {
+  constexpr int64_t kEarliestMs = 1000;  // the clients have started and someone holds the lock
+  const ReproCase& best0 = sh.result().best;
+  const auto faults = schedule_faults(best0.schedule);
+  if (faults.empty()) return;
+  const int64_t first_ms = best0.schedule.plan[faults.front()].at_ms;
+  std::vector<int64_t> targets = {kEarliestMs};
+  if (first_ms - kEarliestMs > 1000) targets.push_back((first_ms + kEarliestMs) / 2);
+  for (int64_t target : targets) {
+    if (sh.must_stop()) return;
+    const ReproCase& best = sh.result().best;
+    const auto now = schedule_faults(best.schedule);
+    const int64_t from = best.schedule.plan[now.front()].at_ms;
+    int64_t earliest = from;
+    for (const auto& e : best.schedule.plan) earliest = std::min(earliest, e.at_ms);
+    const int64_t by = std::min(from - target, earliest);
+    if (by < 500) continue;  // not worth a candidate
+    ReproCase c = best;
+    c.schedule = slid_schedule(best.schedule, by);
+    std::ostringstream change;
+    change << "faults " << std::fixed << std::setprecision(1) << static_cast<double>(by) / 1000.0
+           << " s earlier (first at " << static_cast<double>(from - by) / 1000.0 << " s)";
+    c.change = change.str();
+    if (sh.evaluate(c)) return;
+  }
+}
+
 void try_fewer(Shrinker& sh, bool processes) {
   const int now = processes ? sh.result().best.config.concurrency : sh.result().best.config.keys;
   const int floor = processes ? 2 : 1;
@@ -358,6 +370,7 @@ ShrinkResult shrink(const ReproCase& original, const ReproduceOptions& o, ReproR
   }
   try_time_cuts(sh, o);
   try_faults(sh);
+  try_slide(sh);
   try_time_cuts(sh, o);
   try_fewer(sh, true);
   try_fewer(sh, false);
@@ -373,118 +386,6 @@ ShrinkResult shrink(const ReproCase& original, const ReproduceOptions& o, ReproR
 }
 
 namespace {
-
-std::string reproduce_self_exe() {
-  char buf[4096];
-  ssize_t n = ::readlink("/proc/self/exe", buf, sizeof buf - 1);
-  if (n <= 0) return "lockcheck";
-  buf[n] = '\0';
-  return buf;
-}
-
-// `lockcheck run` children: each candidate's config.json and schedule.json in work/candidates/NN/, the runs
-// in work/runs/.
-class ChildRunRunner : public ReproRunner {
- public:
-  ChildRunRunner(std::string binary, std::string work, AnomalyKind target, const InterruptGuard& interrupt,
-                 const History& stored, double budget_s)
-      : budget_s_(budget_s),
-        binary_(std::move(binary)),
-        work_(std::move(work)),
-        target_(std::move(target)),
-        stored_(stored),
-        interrupt_(interrupt),
-        t0_(std::chrono::steady_clock::now()) {}
-
-  double now_s() override {
-    return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0_).count();
-  }
-
-  TrialOutcome run(const ReproCase& c, size_t candidate, int try_index) override {
-    TrialOutcome out;
-    if (interrupt_.interrupted()) {
-      out.interrupted = true;
-      return out;
-    }
-    std::ostringstream name;
-    name << std::setw(2) << std::setfill('0') << candidate;
-    const std::string dir = work_ + "/candidates/" + name.str();
-    try {
-      if (try_index == 0 || !fs::exists(dir + "/config.json")) {
-        fs::create_directories(dir);
-        RunConfig cfg = c.config;
-        cfg.results_dir = work_ + "/runs";
-        cfg.progress = false;
-        write_json_file(dir + "/config.json", cfg);
-        write_json_file(dir + "/schedule.json", to_json(c.schedule));
-        std::ofstream(dir + "/change.txt") << c.change << "\n";
-      }
-    } catch (const std::exception& e) {
-      out.exit_code = kExitHarness;  // the case's files cannot be written (a full disk): a failed run
-      return out;
-    }
-    const std::string stem = dir + "/try" + std::to_string(try_index);
-    ProcessSpec spec;
-    spec.argv = {binary_,       "run", "--config", dir + "/config.json", "--schedule", dir + "/schedule.json",
-                 "--no-progress"};
-    spec.stdout_path = stem + ".log";
-    spec.stderr_path = "=stdout";
-    spec.env[kRunDirFileEnv] = stem + ".run_dir";
-    const auto t0 = std::chrono::steady_clock::now();
-    try {
-      ChildProcess child(spec);
-      std::optional<int> st;
-      bool forwarded = false;
-      // As test-all does: a run past its time limit plus a generous margin gets SIGTERM, SIGKILL 30 s later;
-      // and never later than one time limit past the budget (the budget's hard bound).
-      const auto overdue = std::min(
-          t0 + std::chrono::seconds(static_cast<int64_t>(c.config.time_limit_s * 2) + 180),
-          t0_ + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
-                    std::chrono::duration<double>(budget_s_ + c.config.time_limit_s)));
-      while (!(st = child.wait_for(std::chrono::milliseconds(200)))) {
-        const auto now = std::chrono::steady_clock::now();
-        if ((interrupt_.interrupted() || now > overdue) && !forwarded) {
-          child.signal(SIGTERM);
-          forwarded = true;
-        }
-        if (now > overdue + std::chrono::seconds(30)) child.kill_and_reap();
-      }
-      out.exit_code = *st;
-    } catch (const std::exception& e) {
-      out.exit_code = kExitHarness;
-      std::ofstream(stem + ".log", std::ios::app) << "lockcheck reproduce: " << e.what() << "\n";
-    }
-    if (interrupt_.interrupted()) out.interrupted = true;
-    {
-      std::ifstream in(stem + ".run_dir");
-      std::getline(in, out.run_dir);
-    }
-    if ((out.exit_code == kExitInvalid || out.exit_code == kExitValid) && !out.run_dir.empty()) {
-      try {
-        const nlohmann::json results = read_json_file(out.run_dir + "/results.json");
-        const History h = read_history(out.run_dir + "/history.jsonl");
-        if (candidate == 0) out.faults_matched = fault_timeline_match(stored_, h);
-        for (const auto& a : anomaly_kinds(results, &h)) {
-          if (!(a.kind == target_)) continue;
-          out.reproduced = true;
-          if (a.first_ns) out.first_anomaly_s = static_cast<double>(*a.first_ns) / 1e9;
-        }
-      } catch (const std::exception& e) {
-        std::ofstream(stem + ".log", std::ios::app) << "lockcheck reproduce: cannot read the run: " << e.what() << "\n";
-      }
-    }
-    return out;
-  }
-
- private:
-  double budget_s_;  // from t0_
-  std::string binary_;
-  std::string work_;
-  AnomalyKind target_;
-  const History& stored_;  // the stored run's history: baseline tries' faults are matched against it
-  const InterruptGuard& interrupt_;
-  std::chrono::steady_clock::time_point t0_;
-};
 
 std::string rate_text(const CandidateRecord& r) {
   std::ostringstream o;
@@ -571,7 +472,13 @@ int reproduce(const std::string& run_dir_given, const ReproduceOptions& o, std::
       << std::flush;
 
   InterruptGuard interrupt;
-  ChildRunRunner runner(binary.empty() ? reproduce_self_exe() : binary, work, target, interrupt, h, o.budget_min * 60.0);
+  ChildRunOptions ro;
+  ro.binary = binary.empty() ? self_exe() : binary;
+  ro.work = work;
+  ro.target = target;
+  ro.stored = &h;
+  ro.budget_s = o.budget_min * 60.0;
+  ChildRunRunner runner(ro, interrupt);
   ReproCase original{"baseline", cfg, schedule};
   original.config.argv.clear();
   const ShrinkResult r = shrink(original, o, runner, out);

@@ -7,7 +7,8 @@
 //   1. the time limit cut to just past the first anomaly, tightest first (the faults after it dropped);
 //   2. the faults: first the one in force at the first anomaly alone, then each fault dropped one at a time,
 //      the others kept at their offsets (the schedule is replayed, `lockcheck run --schedule`);
-//   3. the time limit cut again (the first anomaly may come sooner with fewer faults);
+//   3. the faults kept slid together to earlier offsets (the first at 1 s, else halfway back), then the time
+//      limit cut again (the first anomaly may come sooner with fewer and earlier faults);
 //   4. fewer client processes (2, then half), fewer keys (1, then half);
 //   5. confirmation: the smallest case run N times more must reach R of N again (a case that passed by luck
 //      among many candidates does not), else the one kept before it, back to the baseline; its rate is reported.

@@ -14,6 +14,8 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
+#include <set>
 #include <sstream>
 #include <thread>
 #include <vector>
@@ -33,6 +35,7 @@
 #include "nemesis/driver.h"
 #include "report/report.h"
 #include "sys/process.h"
+#include "sys/redis_conn.h"
 #include "sys/signals.h"
 #include "workloads/workload.h"
 
@@ -323,6 +326,8 @@ nlohmann::json results_head(const RunConfig& cfg, const std::string& dir, const 
                          {"duration_s", duration_s},
                          {"ops", {{"ok", c.ok}, {"fail", c.fail}, {"info", c.info}}},
                          {"versions", {{"lockcheck", kLockcheckVersion}, {to_string(cfg.server), server}}}};
+  // An etcd run's resource (the set workloads' Redis) is this machine's redis-server.
+  if (cfg.server != ServerKind::kRedis) head["versions"]["redis"] = redis_version(cfg);
   if (server_versions.is_object()) head["node_versions"] = server_versions.value("nodes", nlohmann::json::object());
   return head;
 }

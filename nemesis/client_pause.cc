@@ -1,5 +1,5 @@
 // Nemesis `client-pause`: the "GC pause" of Kleppmann's analysis. The lock holder stops, right after its
-// acquire succeeded, for longer than the TTL (pause_ms, 2 x TTL by default) and then carries on as if it still
+// acquire succeeded, for longer than the TTL (pause_ms: --pause-ms, 2 x TTL by default) and then carries on as if it still
 // held the lock: a lock with a TTL cannot prevent that, a fencing token checked by the resource can.
 // Start arms a pause (core/client_pauses.h) for client slots: random targeting one random slot (widened to
 // every slot after half the period if it has not fired), holder
@@ -30,7 +30,7 @@ class ClientPause : public Nemesis {
     if (!ctx.slots.empty()) p.targets = json::array({u::pick(ctx.slots, rng)});
     // If the drawn slot has not reached its pause point (taken the lock) within half the period, the first
     // process of any slot to do so pauses instead: a planned pause must take effect.
-    p.detail = {{"pause_ms", 2 * ctx.ttl_ms}, {"any_slot_after_ms", ctx.interval_ms / 2}};
+    p.detail = {{"pause_ms", ctx.pause_ms >= 0 ? ctx.pause_ms : 2 * ctx.ttl_ms}, {"any_slot_after_ms", ctx.interval_ms / 2}};
     return p;
   }
 
@@ -55,7 +55,7 @@ class ClientPause : public Nemesis {
         }
         slots.push_back(static_cast<int>(party->index));
       }
-      const int64_t pause_ms = detail.value("pause_ms", int64_t{2 * env.options.ttl_ms});
+      const int64_t pause_ms = detail.value("pause_ms", env.options.pause_ms >= 0 ? env.options.pause_ms : 2 * env.options.ttl_ms);
       std::optional<std::chrono::milliseconds> widen;
       if (detail.contains("any_slot_after_ms"))
         widen = std::chrono::milliseconds(detail["any_slot_after_ms"].get<int64_t>());

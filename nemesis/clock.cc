@@ -4,11 +4,21 @@
 // Modes:
 //   bump    one jump of delta_ms (forward or back) on the target nodes, held until the stop op resets them
 //   strobe  the target nodes' clocks flip between +delta_ms and the true time every period_ms, until stop
-// The stop op (f "clock-reset") puts the targets back on the true time. delta is drawn in [ttl/4, 4 ttl] ms
-// with a random sign; holder targeting jumps forward by at least 2 ttl the nodes that hold the current key
-// (at least the planned number, and enough to take it from a majority: nemesis_util::aimed_count)
-// (Kleppmann's first Redlock scenario: C's clock jumps and another client can take C).
+//   drift   the target nodes' clocks run at 1 + rate_ppm / 10^6 of the real rate from the start to the stop,
+//           without a jump (the clock shim's rate): the Redlock seed's one timing assumption ("local time flows
+//           at about the same rate") broken. Only as clock:drift (plain `clock` draws bump or strobe, as the
+//           schedules of stored seeds always did).
+// The stop op (f "clock-reset") puts bump and strobe targets back on the true time. A drift's stop (f
+// "clock-drift-stop") puts the rate back to 1 and keeps the shift the drift built up, so that no clock ever
+// jumps because of a drift (a reset would be a jump: forward after a slow clock); its detail says what shift
+// each node was left with; the teardown at the end of the run resets them. delta is drawn in [ttl/4, 4 ttl] ms
+// with a random sign; the drift rate is --drift-ppm, else drawn per fault log-uniform in 0.1%-30% with a random
+// sign. Holder targeting aims at the nodes that hold the current key (at least the planned number, and enough
+// to take it from a majority: nemesis_util::aimed_count): a bump jumps them forward by at least 2 ttl
+// (Kleppmann's first Redlock scenario: C's clock jumps and another client can take C), a drawn drift runs them
+// fast (a fast node clock ends a lock early; a given --drift-ppm is kept as it is).
 // Teardown resets every node this nemesis touched.
+#include <cmath>
 #include <condition_variable>
 #include <mutex>
 #include <set>
@@ -36,7 +46,10 @@ class Clock : public Nemesis {
   std::string name() const override { return "clock"; }
 
   bool select_mode(const std::string& mode) override {
-    if (std::find(clock_modes().begin(), clock_modes().end(), mode) == clock_modes().end()) return false;
+    if (mode != "drift" &&
+        std::find(clock_modes().begin(), clock_modes().end(), mode) == clock_modes().end()) {
+      return false;
+    }
     mode_ = mode;
     return true;
   }
@@ -46,10 +59,25 @@ class Clock : public Nemesis {
     static const std::vector<std::string> counts = {"one", "minority", "majority"};
     const std::string count = u::pick(counts, rng);
     FaultPlan p;
-    p.f = mode == "bump" ? "clock-bump" : "clock-strobe";
-    p.stop_f = "clock-reset";
     p.duration_ms = ctx.interval_ms;
     p.targets = u::pick_nodes(ctx.nodes, u::count_for(count, ctx.nodes.size()), rng);
+    if (mode == "drift") {
+      p.f = "clock-drift";
+      p.stop_f = "clock-drift-stop";
+      int64_t ppm = ctx.drift_ppm;
+      if (ppm == 0) {
+        // log-uniform in [1000, 300000] ppm (0.1% to 30%), either sign
+        const double x = std::uniform_real_distribution<double>(std::log(1000.0), std::log(300000.0))(rng);
+        ppm = static_cast<int64_t>(std::llround(std::exp(x)));
+        if (uniform(rng, 0, 1) == 1) ppm = -ppm;
+        p.detail = {{"mode", mode}, {"rate_ppm", ppm}, {"drawn", true}};
+      } else {
+        p.detail = {{"mode", mode}, {"rate_ppm", ppm}};
+      }
+      return p;
+    }
+    p.f = mode == "bump" ? "clock-bump" : "clock-strobe";
+    p.stop_f = "clock-reset";
     const int64_t magnitude = uniform(rng, std::max<int64_t>(1, ctx.ttl_ms / 4), 4 * ctx.ttl_ms);
     const int64_t delta = uniform(rng, 0, 1) == 0 ? magnitude : -magnitude;
     p.detail = {{"mode", mode}, {"delta_ms", delta}};
@@ -79,6 +107,10 @@ class Clock : public Nemesis {
     }
     std::sort(chosen.begin(), chosen.end(), u::party_less);
     plan.targets = chosen;
+    if (plan.detail.value("mode", "") == "drift") {
+      if (plan.detail.value("drawn", false)) plan.detail["rate_ppm"] = std::abs(plan.detail.value("rate_ppm", int64_t{0}));
+      return;
+    }
     const int64_t delta = std::abs(plan.detail.value("delta_ms", int64_t{0}));
     plan.detail["delta_ms"] = std::max(delta, 2 * env.options.ttl_ms);
   }
@@ -88,13 +120,19 @@ class Clock : public Nemesis {
       json detail = u::detail_of(op);
       const std::string mode = detail.value("mode", "bump");
       const auto delta = std::chrono::milliseconds(detail.value("delta_ms", int64_t{0}));
+      const int64_t rate_ppb = detail.value("rate_ppm", int64_t{0}) * 1000;
       std::vector<size_t> nodes;
       std::string error;
       json done = json::array();
       for (const auto& name : u::strings(op.value.value("targets", json::array()))) {
         try {
           const size_t n = u::node_index(env.cluster, name);
-          env.cluster.set_clock_offset(n, delta);
+          if (mode == "drift") {
+            env.cluster.set_clock_rate(n, rate_ppb);
+            drifting_.insert(n);
+          } else {
+            env.cluster.set_clock_offset(n, delta);
+          }
           touched_.insert(n);
           nodes.push_back(n);
           done.push_back(name);
@@ -108,6 +146,7 @@ class Clock : public Nemesis {
       }
       return u::complete(op, error.empty() ? OpType::kOk : OpType::kInfo, done, detail, error);
     }
+    if (!drifting_.empty() || op.f == "clock-drift-stop") return stop_drift(env, op);
     json flips = stop_strobe();
     json done = json::array();
     std::string error;
@@ -127,6 +166,7 @@ class Clock : public Nemesis {
 
   void teardown(NemesisEnv& env) noexcept override {
     stop_strobe();
+    drifting_.clear();
     for (size_t n : touched_) {
       try {
         env.cluster.set_clock_offset(n, std::chrono::nanoseconds(0));
@@ -138,6 +178,30 @@ class Clock : public Nemesis {
   }
 
  private:
+  // A drift's stop: every drifting node back on the real rate, keeping the shift it built up (no jump); the
+  // shift each was left with goes into the detail. They stay in touched_: the teardown resets them.
+  Op stop_drift(NemesisEnv& env, const Op& op) {
+    json done = json::array();
+    json left = json::object();
+    std::string error;
+    for (size_t n : std::set<size_t>(drifting_)) {
+      const std::string& name = env.cluster.nodes()[n].name;
+      try {
+        env.cluster.set_clock_rate(n, 0);
+        drifting_.erase(n);
+        done.push_back(name);
+        if (const auto shift = env.cluster.clock_shift(n)) {
+          left[name] = static_cast<double>(shift->count() / 1000) / 1000.0;  // ms, to the microsecond
+        }
+      } catch (const std::exception& e) {
+        if (error.empty()) error = name + ": " + e.what();
+      }
+    }
+    json detail = json::object();
+    if (!left.empty()) detail["left_shift_ms"] = left;
+    return u::complete(op, error.empty() ? OpType::kOk : OpType::kInfo, done, detail, error);
+  }
+
   void start_strobe(Cluster& cluster, std::vector<size_t> nodes, std::chrono::milliseconds delta,
                     std::chrono::milliseconds period) {
     stop_strobe();
@@ -174,6 +238,7 @@ class Clock : public Nemesis {
 
   std::string mode_;
   std::set<size_t> touched_;
+  std::set<size_t> drifting_;  // nodes whose clock runs at a rate of this nemesis's
   std::mutex mu_;
   std::condition_variable cv_;
   bool strobing_ = false;
@@ -187,7 +252,9 @@ std::unique_ptr<Nemesis> make_clock_nemesis() { return std::make_unique<Clock>()
 
 // This nemesis's line in the registry (nemesis/registry.cc): its name, what `lockcheck list` says of it, its factory.
 NemesisInfo clock_nemesis() {
-  return {"clock", "jump node wall clocks by +-delta or flip them back and forth, then reset (modes bump, strobe)",
+  return {"clock",
+          "jump node wall clocks by +-delta or flip them back and forth, then reset (modes bump, strobe); "
+          "clock:drift runs them fast or slow (--drift-ppm) without a jump",
           make_clock_nemesis};
 }
 

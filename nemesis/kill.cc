@@ -1,31 +1,26 @@
 // Nemesis `kill`: SIGKILL of one or more data nodes, then a restart after --restart-delay ms (0: at once, the
 // "crash and fast restart" of Kleppmann's second scenario). The restarted node runs with the run's persistence
-// mode: with none it comes back empty and has forgotten every lock it granted; with AOF it replays its log
-// (aof-everysec may lose the last second). A restart delay longer than the TTL is the fix the Redlock article
+// mode: with none it comes back empty and has forgotten every lock it granted; with AOF it replays its log, all
+// of it: SIGKILL ends the process, not the machine, so every byte Redis passed to write() is still in the page
+// cache and aof-everysec keeps as much as aof-always. What a machine's power loss would drop is the power-loss
+// nemesis (nemesis/power_loss.cc). A restart delay longer than the TTL is the fix the Redlock article
 // proposes: the node returns only after every lock it knew has expired anyway. Modes: one, minority, majority,
 // all (nemesis/node_fault.h); holder targeting kills nodes that hold the current key.
 // The fault period is the time the nodes are down: its stop op is the restart, restart_delay_ms after the
-// kill. Teardown does not restart a node still down: Cluster::stop() ends the run with every node down anyway.
+// kill (nemesis/node_fault.h, RestartFault, shared with power-loss).
 #include "nemesis/node_fault.h"
 
 namespace lockcheck {
 
 namespace {
 
-class Kill : public NodeFault {
+class Kill : public RestartFault {
  public:
   std::string name() const override { return "kill"; }
 
  protected:
   std::string start_f() const override { return "kill"; }
-  std::string stop_f() const override { return "restart"; }
-  int64_t duration_ms(const PlanContext& ctx) const override { return ctx.restart_delay_ms; }
-  void add_detail(const PlanContext& ctx, nlohmann::json& detail) const override {
-    detail["restart_delay_ms"] = ctx.restart_delay_ms;
-  }
   void apply(NemesisEnv& env, size_t n) override { env.cluster.kill(n); }
-  void undo(NemesisEnv& env, size_t n) override { env.cluster.restart(n); }
-  void teardown_node(NemesisEnv& env, size_t n) override { (void)env, (void)n; }
 };
 
 }  // namespace

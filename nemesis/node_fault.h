@@ -87,11 +87,13 @@ class NodeFault : public Nemesis {
     std::sort(names.begin(), names.end(), nemesis_util::party_less);
     std::string error;
     nlohmann::json done = nlohmann::json::array();
+    nlohmann::json said = nlohmann::json::object();
     for (const auto& name : names) {
       try {
         const size_t n = nemesis_util::node_index(env.cluster, name);
         if (start) {
-          apply(env, n);
+          nlohmann::json what = apply_and_say(env, n);
+          if (!what.is_null()) said[name] = std::move(what);
           in_force_.insert(name);
         } else {
           undo(env, n);
@@ -102,6 +104,7 @@ class NodeFault : public Nemesis {
         if (error.empty()) error = name + ": " + e.what();
       }
     }
+    if (!said.empty()) detail[said_key()] = said;
     return nemesis_util::complete(op, error.empty() ? OpType::kOk : OpType::kInfo, done, detail, error);
   }
 
@@ -123,6 +126,13 @@ class NodeFault : public Nemesis {
   virtual int64_t duration_ms(const PlanContext& ctx) const { return ctx.interval_ms; }
   virtual void add_detail(const PlanContext& ctx, nlohmann::json& detail) const { (void)ctx, (void)detail; }
   virtual void apply(NemesisEnv& env, size_t n) = 0;
+  // apply, and what it measured on node n (null: nothing), recorded in the start op's detail under said_key(),
+  // by node name: what happened, as the backend measured it, never what was planned.
+  virtual nlohmann::json apply_and_say(NemesisEnv& env, size_t n) {
+    apply(env, n);
+    return nullptr;
+  }
+  virtual std::string said_key() const { return "applied"; }
   virtual void undo(NemesisEnv& env, size_t n) = 0;
   // What teardown does for a node still faulted (default: undo).
   virtual void teardown_node(NemesisEnv& env, size_t n) { undo(env, n); }
@@ -131,6 +141,20 @@ class NodeFault : public Nemesis {
   std::string mode_;
   std::mutex mu_;
   std::set<std::string> in_force_;
+};
+
+// The node faults that take nodes down and start them again after --restart-delay ms (kill, power-loss): the
+// fault period is the time the nodes are down, its stop op the restart. Teardown does not restart a node still
+// down: Cluster::stop() ends the run with every node down anyway. A subclass says how a node goes down.
+class RestartFault : public NodeFault {
+ protected:
+  std::string stop_f() const override { return "restart"; }
+  int64_t duration_ms(const PlanContext& ctx) const override { return ctx.restart_delay_ms; }
+  void add_detail(const PlanContext& ctx, nlohmann::json& detail) const override {
+    detail["restart_delay_ms"] = ctx.restart_delay_ms;
+  }
+  void undo(NemesisEnv& env, size_t n) override { env.cluster.restart(n); }
+  void teardown_node(NemesisEnv& env, size_t n) override { (void)env, (void)n; }
 };
 
 }  // namespace lockcheck

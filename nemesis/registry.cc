@@ -10,7 +10,7 @@ const Registry<NemesisInfo>& nemesis_registry() {
       LOCKCHECK_ENTRY(NemesisInfo, pause_nemesis),        LOCKCHECK_ENTRY(NemesisInfo, kill_nemesis),
       LOCKCHECK_ENTRY(NemesisInfo, clock_nemesis),        LOCKCHECK_ENTRY(NemesisInfo, client_pause_nemesis),
       LOCKCHECK_ENTRY(NemesisInfo, client_crash_nemesis), LOCKCHECK_ENTRY(NemesisInfo, failover_nemesis),
-      LOCKCHECK_ENTRY(NemesisInfo, leader_partition_nemesis),
+      LOCKCHECK_ENTRY(NemesisInfo, leader_partition_nemesis), LOCKCHECK_ENTRY(NemesisInfo, power_loss_nemesis),
   };
   return registry;
 }

@@ -20,6 +20,8 @@ NemesisOptions NemesisOptions::from(const RunConfig& c) {
   o.topology = c.topology;
   o.interval_ms = std::max<int64_t>(1, static_cast<int64_t>(std::llround(c.nemesis_interval_s * 1000)));
   o.restart_delay_ms = c.restart_delay_ms;
+  o.drift_ppm = c.drift_ppm;
+  o.pause_ms = c.effective_pause_ms();
   o.hold_ms_max = c.effective_hold_ms_max();
   o.op_timeout_ms = c.op_timeout_ms;
   return o;
@@ -35,6 +37,8 @@ PlanContext PlanContext::from(const NemesisOptions& o, const std::vector<std::st
   ctx.ttl_ms = o.ttl_ms;
   ctx.interval_ms = o.interval_ms;
   ctx.restart_delay_ms = o.restart_delay_ms;
+  ctx.drift_ppm = o.drift_ppm;
+  ctx.pause_ms = o.pause_ms;
   return ctx;
 }
 
@@ -268,6 +272,16 @@ Schedule without_fault(const Schedule& s, size_t start_index) {
   for (const auto& e : s.plan) {
     if (e.step == step || (e.phase == Phase::kStop && e.start_step == step)) continue;
     out.plan.push_back(e);
+  }
+  renumber_schedule(out.plan);
+  return out;
+}
+
+Schedule slid_schedule(const Schedule& s, int64_t by_ms) {
+  Schedule out = s;
+  for (auto& e : out.plan) {
+    if (e.at_ms < by_ms) throw std::invalid_argument("slid_schedule: an entry would move before the start");
+    e.at_ms -= by_ms;
   }
   renumber_schedule(out.plan);
   return out;

@@ -89,5 +89,8 @@ Schedule without_fault(const Schedule& s, size_t start_index);
 // s keeping only the entries before limit_ms (a fault started before it and stopped after is healed by the
 // driver when the run ends); time_limit_s set to limit_ms; renumbered.
 Schedule cut_schedule(const Schedule& s, int64_t limit_ms);
+// s with every entry by_ms earlier (negative: later), their spacing kept: the faults slide together.
+// REQUIRES: by_ms <= the earliest entry's at_ms (nothing moves before the start).
+Schedule slid_schedule(const Schedule& s, int64_t by_ms);
 
 }  // namespace lockcheck

@@ -3,7 +3,7 @@
 namespace lockcheck {
 namespace report {
 
-const char* const kReportCss = R"CSS(
+const char* const kPageCss = R"CSS(
 :root{--fg:#1d2330;--muted:#5b6475;--line:#d9dde5;--red:#d11f1f;--green:#1e8a4c;--amber:#b7791f}
 *{box-sizing:border-box}
 body{margin:0;font:14px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,"Helvetica Neue",Arial,sans-serif;color:var(--fg);background:#f3f4f7}
@@ -28,6 +28,7 @@ pre.cmd{background:#f2f4f7;padding:8px 10px;border-radius:6px;white-space:pre-wr
 ol.anomalies{padding-left:24px;margin:8px 0}
 ol.anomalies li{margin:4px 0}
 .kind{display:inline-block;font-size:12px;font-weight:600;color:var(--red);border:1px solid #f0b4b4;border-radius:4px;padding:0 5px;margin-right:6px}
+.kind.note{color:var(--muted);border-color:var(--line)}
 button{font:inherit;font-size:12.5px;padding:2px 9px;border:1px solid #b9c0cc;border-radius:5px;background:#f7f8fa;cursor:pointer}
 button:hover{background:#e9edf3}
 .toolbar{display:flex;gap:6px;align-items:center;flex-wrap:wrap;margin-bottom:6px}
@@ -64,13 +65,33 @@ svg text{font:11px system-ui,-apple-system,"Segoe UI",Roboto,Arial,sans-serif;fi
 .tp-ok,.tp-fail,.tp-info,.lost-line{fill:none;stroke-width:1.5}
 .tp-ok{stroke:#3b6fb6}.tp-fail{stroke:#e08a1e}.tp-info{stroke:var(--red)}.lost-line{stroke:#8e2c8e;stroke-width:2}
 .plot-empty{text-anchor:middle;fill:#8a91a0}
+table.ops{width:100%}
 table.ops td{font-family:ui-monospace,SFMono-Regular,Menlo,Consolas,monospace;font-size:12px;padding:1px 12px 1px 0;white-space:nowrap}
+table.ops td.value,table.ops td.error{white-space:normal;overflow-wrap:anywhere;min-width:8em}
+table.ops details summary{cursor:pointer;color:var(--muted)}
+table.ops details code{display:block;white-space:pre-wrap;overflow-wrap:anywhere}
 table.ops tr.hl td{background:#fde6e6;font-weight:700}
 table.ops tr.other td{color:#9aa1ae}
 table.ops tr.gap td{color:#9aa1ae;text-align:center}
 table.ops td.t-ok{color:var(--green)}table.ops td.t-fail{color:#b86a00}table.ops td.t-info{color:var(--red)}
 #tip{position:fixed;pointer-events:none;background:#1d2330;color:#fff;font-size:12px;line-height:1.35;padding:5px 8px;border-radius:5px;max-width:520px;display:none;z-index:10}
 footer{color:var(--muted);font-size:12px;text-align:center;margin-top:18px}
+span.met{color:var(--green)}span.missed{color:var(--red)}
+table.list,table.entries,table.changes,table.nights{width:100%}
+table.list td.valid,table.list td.met{color:var(--green);font-weight:700}
+table.list td.invalid,table.list td.missed{color:var(--red);font-weight:700}
+table.list td.unknown,table.list td.unreadable{color:var(--amber);font-weight:700}
+table.entries tr.met td:first-child{border-left:4px solid var(--green);padding-left:6px}
+table.entries tr.missed td:first-child{border-left:4px solid var(--red);padding-left:6px}
+table.entries td,table.changes td{overflow-wrap:anywhere}
+table.entries td.name,table.list td.name{overflow-wrap:normal;white-space:nowrap}
+table.changes tr.worse td{background:#fdecec}
+.grid-wrap{overflow-x:auto}
+table.grid td.cell{width:24px;min-width:24px;text-align:center;font-size:10.5px;padding:2px 0;border:1px solid #fff;color:#1d2330}
+table.grid td.cell.dark{color:#fff}
+table.grid td.cell.unmet{outline:2px solid var(--red);outline-offset:-2px}
+table.grid th.night{font-size:11px;writing-mode:vertical-rl;transform:rotate(180deg);padding:2px}
+table.grid th.entry{max-width:300px;overflow-wrap:anywhere;padding-right:8px;font-size:12px}
 )CSS";
 
 // No "</" sequence may appear in this script (it is inlined in a <script> element).
@@ -215,18 +236,6 @@ const char* const kReportJs = R"JS(
   }
 })();
 )JS";
-
-const char* const kIndexCss = R"CSS(
-body{margin:0;font:14px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,Arial,sans-serif;color:#1d2330;background:#f3f4f7}
-main{max-width:1260px;margin:0 auto;padding:16px 18px 40px}
-h1{font-size:20px}
-table{border-collapse:collapse;background:#fff;border:1px solid #d9dde5;width:100%}
-td,th{padding:5px 10px;border-bottom:1px solid #eceef2;text-align:left;vertical-align:top}
-th{font-size:12.5px;color:#5b6475;background:#f7f8fa}
-.valid{color:#1e8a4c;font-weight:700}.invalid{color:#d11f1f;font-weight:700}.unknown,.unreadable{color:#b7791f;font-weight:700}
-.mono{font-family:ui-monospace,SFMono-Regular,Menlo,Consolas,monospace;font-size:12.5px}
-a{color:#2856c8}
-)CSS";
 
 }  // namespace report
 }  // namespace lockcheck

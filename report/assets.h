@@ -7,9 +7,9 @@
 namespace lockcheck {
 namespace report {
 
-extern const char* const kReportCss;
+// The one stylesheet of every page: report.html, results/index.html, a test-all summary.html and trend.html.
+extern const char* const kPageCss;
 extern const char* const kReportJs;
-extern const char* const kIndexCss;
 
 }  // namespace report
 }  // namespace lockcheck

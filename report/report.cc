@@ -65,6 +65,42 @@ std::string op_value_short(const Op& op) {
 
 std::string process_label(Process p) { return p == kNemesis ? "nemesis" : std::to_string(p); }
 
+// "3 violations, 5 notes", "1 violation", "2 notes": a note is listed for the reader, not counted as a violation.
+std::string count_words(size_t violations, size_t notes) {
+  std::string s;
+  if (violations || !notes) s = std::to_string(violations) + (violations == 1 ? " violation" : " violations");
+  if (notes) s += (s.empty() ? "" : ", ") + std::to_string(notes) + (notes == 1 ? " note" : " notes");
+  return s;
+}
+
+// A nemesis op in words, from the fields every nemesis writes (fault, phase, targets) and the aim it recorded:
+// "kill n1 n2 n3, aimed at the holder of lock-0 (process 4)", "restart n1 n2 n3 (heals kill)". Empty when the
+// value is not an object (then the raw value is shown alone).
+std::string nemesis_words(const Op& op) {
+  const json& v = op.value;
+  if (!v.is_object()) return "";
+  const std::string fault = v.contains("fault") ? plain(v["fault"]) : "";
+  std::string s = op.f.empty() ? fault : std::string(op.f);
+  if (const json* t = find(v, "targets"); t && t->is_array()) {
+    for (const auto& x : *t) s += " " + plain(x);
+  }
+  const bool heal = v.value("phase", json()) == json("stop");
+  if (!fault.empty() && fault != s.substr(0, s.find(' ')))
+    s += heal ? " (heals " + fault + ")" : " (" + fault + ")";
+  else if (heal)
+    s += " (heal)";
+  if (const json* d = find(v, "detail"); d && d->is_object()) {
+    if (const json* at = find(*d, "aimed_at"); at && at->is_object() && find(*at, "key")) {
+      s += ", aimed at the holder of " + plain((*at)["key"]);
+      if (const json* p = find(*at, "process")) s += " (process " + plain(*p) + ")";
+    } else if (const json* aimed = find(*d, "aimed"); aimed && aimed->is_boolean()) {
+      s += aimed->get<bool>() ? ", aimed" : ", not aimed (no holder to aim at)";
+      if (const json* f = find(*d, "fires"); f && f->is_string()) s += ": fires on the " + f->get<std::string>();
+    }
+  }
+  return s;
+}
+
 struct Page {
   const json& config;
   const History& h;
@@ -117,24 +153,31 @@ void render_verdict(Page& pg) {
 
   const json* checkers = find(pg.results, "checkers");
   if (checkers && checkers->is_array() && !checkers->empty()) {
-    s << "<table class=\"checkers\"><tr><th>checker</th><th>verdict</th><th>anomalies</th><th>summary</th></tr>\n";
+    s << "<table class=\"checkers\"><tr><th>checker</th><th>verdict</th><th>violations</th><th>notes</th>"
+         "<th>summary</th></tr>\n";
     for (const auto& c : *checkers) {
       const std::string v = checker_verdict(c);
-      const json* an = find(c, "anomalies");
+      size_t violations = 0, notes = 0;
+      const json* name = find(c, "checker");
+      for (const auto& a : pg.anomalies) {
+        if (!name || a.checker != plain(*name)) continue;
+        (a.note ? notes : violations) += 1;
+      }
       s << "<tr><td>" << text(c, "checker") << "</td><td><span class=\"pill " << v << "\">" << v << "</span></td><td>"
-        << (an && an->is_array() ? std::to_string(an->size()) : std::string("0")) << "</td><td>" << text(c, "summary")
-        << "</td></tr>\n";
+        << violations << "</td><td>" << notes << "</td><td>" << text(c, "summary") << "</td></tr>\n";
     }
     s << "</table>\n";
   }
 
   if (!pg.anomalies.empty()) {
-    s << "<h3>" << pg.anomalies.size() << (pg.anomalies.size() == 1 ? " anomaly" : " anomalies") << "</h3>\n";
+    const size_t notes = static_cast<size_t>(
+        std::count_if(pg.anomalies.begin(), pg.anomalies.end(), [](const report::Anomaly& a) { return a.note; }));
+    s << "<h3 id=\"anomaly-count\">" << count_words(pg.anomalies.size() - notes, notes) << "</h3>\n";
     s << "<ol class=\"anomalies\">\n";
     for (size_t i = 0; i < pg.anomalies.size() && i < kMaxListedAnomalies; ++i) {
       const auto& a = pg.anomalies[i];
       s << "<li id=\"a-" << i << "\" class=\"anomaly-sentence\">";
-      if (!a.kind.empty()) s << "<span class=\"kind\">" << escape(a.kind) << "</span>";
+      if (!a.kind.empty()) s << "<span class=\"kind" << (a.note ? " note" : "") << "\">" << escape(a.kind) << "</span>";
       s << escape(report::sentence_of(a));
       if (i < kMaxDetailedAnomalies) s << " <a href=\"#anomaly-" << i << "\">operations</a>";
       if (a.from_ns) {
@@ -357,8 +400,15 @@ void render_op_rows(std::ostringstream& s, const History& h, const std::vector<i
       << escape(process_label(op.process)) << "</td><td class=\"t-" << to_string(op.type) << "\">" << to_string(op.type)
       << "</td><td>" << escape(op.f) << "</td><td>" << escape(op.key) << "</td><td>"
       << (op.token ? std::to_string(*op.token) : "") << "</td><td>"
-      << (op.validity_ms ? std::to_string(*op.validity_ms) : "") << "</td><td>" << escape(op_value_short(op))
-      << "</td><td>" << escape(op.error) << "</td></tr>\n";
+      << (op.validity_ms ? std::to_string(*op.validity_ms) : "") << "</td><td class=\"value\">";
+    const std::string words = op.process == kNemesis ? nemesis_words(op) : "";
+    if (words.empty()) {
+      s << escape(op_value_short(op));
+    } else {  // the fault in words, the raw fields one click away
+      s << escape(words) << "<details><summary>raw</summary><code>"
+        << escape(op.value.dump(-1, ' ', false, json::error_handler_t::replace)) << "</code></details>";
+    }
+    s << "</td><td class=\"error\">" << escape(op.error) << "</td></tr>\n";
   }
 }
 
@@ -555,7 +605,7 @@ std::string render_report(const nlohmann::json& config, const History& h, const 
   s << "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\"/>\n"
        "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\"/>\n<title>"
     << upper(verdict) << " &middot; lockcheck " << (run_id ? escape(plain(*run_id)) : std::string("run"))
-    << "</title>\n<style>" << report::kReportCss << "</style>\n</head>\n";
+    << "</title>\n<style>" << report::kPageCss << "</style>\n</head>\n";
   s << "<body data-verdict=\"" << verdict << "\" data-anomalies=\"" << pg.anomalies.size() << "\">\n<main>\n";
   render_verdict(pg);
   render_reproduction(pg, run_dir_of(pg));

@@ -35,9 +35,10 @@ void write_report(const std::string& run_dir);
 // The same with the history already in memory (read once by `check` or `run`): history.jsonl is not read again.
 void write_report(const std::string& run_dir, const History& h, const std::vector<int64_t>* pairs = nullptr);
 
-// Writes results_dir/index.html: every run folder (a subfolder with a results.json; symlinks such as `latest`
-// are skipped) newest first, with time, lock, workload, nemesis, verdict, anomaly count and a link to its
-// report. A run whose files are malformed is listed as unreadable rather than failing the index. Throws
+// Writes results_dir/index.html: the test-all folders (summary.json and summary.html: matrix, when, how many
+// expectations met, links to the summary and its trend) and trend folders (trend.json), newest first; then every
+// run folder (a subfolder with a results.json; symlinks such as `latest` are skipped) newest first, with time,
+// lock, workload, nemesis, verdict, violations and notes counted apart, and a link to its report. A run whose files are malformed is listed as unreadable rather than failing the index. Throws
 // ReportError when results_dir cannot be read or index.html cannot be written.
 void write_index(const std::string& results_dir);
 

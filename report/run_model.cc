@@ -1,5 +1,11 @@
 #include "report/run_model.h"
 
+#include <cmath>
+
+#include <iomanip>
+
+#include <sstream>
+
 #include <algorithm>
 #include <map>
 #include <unordered_map>
@@ -142,6 +148,27 @@ const nlohmann::json* nemesis_value(const History& h, const std::vector<int64_t>
   return nullptr;
 }
 
+// What a fault measured it dropped, per node ({"n1": {"bytes": B, "files": [...]}, ...}: the power-loss
+// nemesis): "dropped n1 127 B in 1 file, n2 nothing; ", or "" when the detail has no such part.
+std::string dropped_summary(const nlohmann::json& d) {
+  const auto it = d.find("dropped");
+  if (it == d.end() || !it->is_object() || it->empty()) return "";
+  std::string s = "dropped";
+  const char* sep = " ";
+  for (const auto& [node, what] : it->items()) {
+    const auto bytes = what.find("bytes");
+    const auto files = what.find("files");
+    if (bytes == what.end() || !bytes->is_number_integer()) continue;
+    const int64_t b = bytes->get<int64_t>();
+    const size_t n = files != what.end() && files->is_array() ? files->size() : 0;
+    s += sep + node + " " +
+         (b == 0 && n == 0 ? std::string("nothing")
+                           : std::to_string(b) + " B in " + std::to_string(n) + (n == 1 ? " file" : " files"));
+    sep = ", ";
+  }
+  return s + "; ";
+}
+
 std::vector<std::string> targets_of(const nlohmann::json& v) {
   std::vector<std::string> out;
   auto it = v.find("targets");
@@ -182,7 +209,17 @@ std::vector<FaultBand> fault_bands(const History& h, const std::vector<int64_t>&
                      (why != d->end() && why->is_string() ? " (" + why->get<std::string>() + ")" : std::string()) +
                      "; " + b.detail;
         }
+        // What the fault measured it dropped comes first too (the full detail is in the history).
+        if (d->is_object()) b.detail = dropped_summary(*d) + b.detail;
         if (b.detail.size() > 200) b.detail = b.detail.substr(0, 197) + "...";
+        // A drifting clock: its rate and direction (clock:drift's rate_ppm; 50000 is 5% fast).
+        if (d->is_object() && d->value("mode", "") == "drift" && d->contains("rate_ppm") &&
+            (*d)["rate_ppm"].is_number()) {
+          const double pct = (*d)["rate_ppm"].get<double>() / 10000.0;
+          std::ostringstream w;
+          w << "runs " << std::setprecision(3) << std::fabs(pct) << "% " << (pct >= 0 ? "fast" : "slow");
+          b.words = w.str();
+        }
       }
       bands.push_back(b);
       open[fault].push_back(bands.size() - 1);

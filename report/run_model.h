@@ -60,6 +60,7 @@ struct FaultBand {
   bool healed = true;
   std::string detail;  // compact JSON of the start's "detail", may be empty
   int64_t start_index = -1;
+  std::string words;   // what the label adds for a reader, e.g. a drifting clock's rate: "runs 5% fast"
 };
 
 // Fault bands ordered by from_ns. Nemesis values that are not objects with "fault" and "phase" are ignored.

@@ -16,6 +16,7 @@ const char* fault_color(const std::string& fault) {
   if (fault == "delay") return "#c9b458";
   if (fault == "pause") return "#7f7fd5";
   if (fault == "kill") return "#b0413e";
+  if (fault == "power-loss") return "#7a1f1c";  // kill's red, darker: a kill that also loses the page cache
   if (fault == "clock") return "#3fa7a0";
   if (fault == "client-pause") return "#a070c0";
   if (fault == "failover") return "#d0603a";

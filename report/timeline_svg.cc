@@ -359,7 +359,7 @@ std::string render_timeline(const std::vector<Hold>& holds, const HoldIndex& ind
     for (const FaultBand& b : bands) {
       size_t row = std::find(fault_rows.begin(), fault_rows.end(), b.fault) - fault_rows.begin();
       const double x = L + static_cast<double>(b.from_ns) / 1e6 * px_per_ms + 2;
-      const std::string label = b.fault + " " + targets_label(b.targets);
+      const std::string label = b.fault + " " + targets_label(b.targets) + (b.words.empty() ? "" : " " + b.words);
       // Shown only where the band has room for it (the script re-decides on zoom).
       const double room = static_cast<double>(b.to_ns - b.from_ns) / 1e6 * px_per_ms;
       const bool fits = room >= 6.0 * static_cast<double>(label.size()) + 4;
@@ -399,7 +399,8 @@ std::string render_timeline(const std::vector<Hold>& holds, const HoldIndex& ind
     << lh_total << "\" viewBox=\"0 0 " << span_ms << " " << lh_total << "\" preserveAspectRatio=\"none\">\n";
   s << "<g class=\"bands\">\n";
   for (const FaultBand& b : bands) {
-    std::string tip = b.fault + " " + targets_label(b.targets) + ": " + seconds_label(b.from_ns) + " to " +
+    std::string tip = b.fault + " " + targets_label(b.targets) + (b.words.empty() ? "" : " " + b.words) + ": " +
+                      seconds_label(b.from_ns) + " to " +
                       (b.healed ? seconds_label(b.to_ns) : std::string("end (not healed)")) + " (" +
                       duration_label(b.to_ns - b.from_ns) + ")";
     if (!b.detail.empty()) tip += " " + b.detail;

@@ -84,7 +84,7 @@ TEST(ClockFileTest, CreateWriteReadRoundTrip) {
   TempDir dir;
   const std::string path = dir.file("clock");
   create_clock_file(path);
-  EXPECT_EQ(file_size(path), 8);
+  EXPECT_EQ(file_size(path), static_cast<off_t>(kClockFileBytes));
   EXPECT_EQ(read_clock_offset(path), 0ns);
   write_clock_offset(path, -20s);
   EXPECT_EQ(read_clock_offset(path), -20s);
@@ -92,7 +92,49 @@ TEST(ClockFileTest, CreateWriteReadRoundTrip) {
   EXPECT_EQ(read_clock_offset(path), 40s + 123ns);
   create_clock_file(path);  // resets, never shrinks
   EXPECT_EQ(read_clock_offset(path), 0ns);
-  EXPECT_EQ(file_size(path), 8);
+  EXPECT_EQ(file_size(path), static_cast<off_t>(kClockFileBytes));
+  const ClockSetting s{7, -3, 11};
+  write_clock(path, s);
+  EXPECT_EQ(read_clock(path), s);
+}
+
+// What the remote backends write with dd must be what the local writer stores: the setting in the slot of the
+// next generation, then that generation in word 0.
+TEST(ClockFileTest, EachWriteFillsTheOtherSlotThenMovesTheGeneration) {
+  TempDir dir;
+  const std::string path = dir.file("clock");
+  create_clock_file(path);
+  auto bytes = [&] {
+    std::ifstream in(path, std::ios::binary);
+    return std::string(std::istreambuf_iterator<char>(in), {});
+  };
+  EXPECT_EQ(bytes(), std::string(kClockFileBytes, '\0')) << "a new file: generation 0, the real clock";
+  const ClockSetting a{40, 2, 3}, b{-5, 6, 7};
+  write_clock(path, a);
+  EXPECT_EQ(bytes().substr(0, 8), clock_generation_bytes(1));
+  EXPECT_EQ(bytes().substr(clock_slot_offset(1), kClockSlotBytes), clock_slot_bytes(a));
+  write_clock(path, b);
+  EXPECT_EQ(bytes().substr(0, 8), clock_generation_bytes(2));
+  EXPECT_EQ(bytes().substr(clock_slot_offset(2), kClockSlotBytes), clock_slot_bytes(b));
+  EXPECT_EQ(bytes().substr(clock_slot_offset(1), kClockSlotBytes), clock_slot_bytes(a)) << "the old slot stays";
+  EXPECT_EQ(read_clock(path), b);
+}
+
+TEST(ClockSettingTest, ARateChangeStartsFromTheShiftOfThatMomentSoTheClockNeverJumps) {
+  const int64_t s = 1000000000;
+  const ClockSetting fast{5 * s, 100000000, 100 * s};  // +5 s at 100 s, then 10% fast
+  EXPECT_EQ(fast.shift_at(100 * s), 5 * s);
+  EXPECT_EQ(fast.shift_at(110 * s), 6 * s);
+  EXPECT_EQ(fast.shift_at(90 * s), 4 * s);  // before the anchor: the same line
+  const ClockSetting steady = clock_with_rate(fast, 110 * s, 0);
+  EXPECT_EQ(steady.shift_at(110 * s), 6 * s);
+  EXPECT_EQ(steady.shift_at(500 * s), 6 * s);
+  const ClockSetting slow = clock_with_rate(steady, 200 * s, -500000000);  // half speed
+  EXPECT_EQ(slow.shift_at(200 * s), 6 * s);
+  EXPECT_EQ(slow.shift_at(210 * s), 1 * s);
+  // 128-bit product: a day at +100% is past what 64 bits hold (8.64e13 ns x 1e9)
+  const ClockSetting doubled{0, 1000000000, 0};
+  EXPECT_EQ(doubled.shift_at(86400LL * s), 86400LL * s);
 }
 
 TEST(ClockFileTest, MissingOrShortFilesAreReportedNotCrashedOn) {
@@ -166,6 +208,74 @@ TEST(ClockShimInProcessTest, OffsetsTheRealtimeClocksOnlyAndFollowsRewrites) {
   EXPECT_NEAR(static_cast<double>(skew_ns(CLOCK_REALTIME)), 0.0, kSlackNs);
   ::unsetenv(kClockFileEnv);
   ::dlclose(lib);
+}
+
+// A rate: the shim's realtime clocks advance (1 + rate) times as fast as the real one, from the value they had
+// when the rate was set (no jump), and keep what they gained when it is set back to 0.
+TEST(ClockShimInProcessTest, ARateRunsTheClockFastWithoutAJump) {
+  TempDir dir;
+  const std::string path = new_clock_file(dir);
+  ::setenv(kClockFileEnv, path.c_str(), 1);
+  void* lib = ::dlopen(clock_shim_library().c_str(), RTLD_NOW | RTLD_LOCAL);
+  ASSERT_NE(lib, nullptr) << ::dlerror();
+  auto shim_clock_gettime = reinterpret_cast<int (*)(clockid_t, timespec*)>(::dlsym(lib, "clock_gettime"));
+  ASSERT_TRUE(shim_clock_gettime);
+  auto skew_ns = [&] {
+    timespec shifted, real;
+    shim_clock_gettime(CLOCK_REALTIME, &shifted);
+    ::clock_gettime(CLOCK_REALTIME, &real);
+    return to_ns(shifted) - to_ns(real);
+  };
+  write_clock_offset(path, 3s);
+  write_clock_rate(path, 100000000);  // +10%
+  EXPECT_NEAR(static_cast<double>(skew_ns()), 3e9, 20e6) << "setting a rate must not move the clock";
+  timespec r0, s0, r1, s1;
+  ::clock_gettime(CLOCK_REALTIME, &r0);
+  shim_clock_gettime(CLOCK_REALTIME, &s0);
+  std::this_thread::sleep_for(1s);
+  ::clock_gettime(CLOCK_REALTIME, &r1);
+  shim_clock_gettime(CLOCK_REALTIME, &s1);
+  const double ratio = static_cast<double>(to_ns(s1) - to_ns(s0)) / static_cast<double>(to_ns(r1) - to_ns(r0));
+  EXPECT_NEAR(ratio, 1.1, 0.02);
+  const int64_t before = skew_ns();
+  write_clock_rate(path, 0);
+  const int64_t after = skew_ns();
+  EXPECT_NEAR(static_cast<double>(after), static_cast<double>(before), 20e6) << "nor must putting it back";
+  EXPECT_GT(after, static_cast<int64_t>(3.09e9)) << "a second at +10% gains 100 ms";
+  std::this_thread::sleep_for(200ms);
+  EXPECT_NEAR(static_cast<double>(skew_ns()), static_cast<double>(after), 20e6) << "steady again";
+  ::unsetenv(kClockFileEnv);
+  ::dlclose(lib);
+}
+
+// The test of the rate: Redis expires a key by its wall clock, so on a node whose clock runs 10% fast a
+// key with a TTL of T is gone after T / 1.1 of real time, while a client timing T on its own clock still
+// trusts it.
+TEST_F(ShimmedServerTest, AKeyOnANodeTenPercentFastExpiresAfterTOver1Point1) {
+  write_clock_rate(clock_file_, 100000000);
+  const auto t0 = std::chrono::steady_clock::now();
+  Reply set = command(conn_.get(), {"SET", "lock-0", "token", "NX", "PX", "3000"});
+  ASSERT_TRUE(set && set->type == REDIS_REPLY_STATUS);
+  auto exists_at = [&](std::chrono::milliseconds since) {
+    std::this_thread::sleep_until(t0 + since);
+    Reply r = command(conn_.get(), {"EXISTS", "lock-0"});
+    return r && r->type == REDIS_REPLY_INTEGER && r->integer == 1;
+  };
+  // 3000 / 1.1 = 2727 ms of real time
+  EXPECT_TRUE(exists_at(2450ms)) << "gone too early";
+  EXPECT_FALSE(exists_at(2950ms)) << "a 10% fast clock must end a 3 s key by 2.73 s";
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, 3000ms) << "the machine stalled: the bound above says nothing";
+}
+
+TEST_F(ShimmedServerTest, RateZeroChangesNothing) {
+  write_clock_rate(clock_file_, 0);
+  EXPECT_NEAR(static_cast<double>(node_skew_ms(conn_.get())), 0.0, 1000.0);
+  Reply set = command(conn_.get(), {"SET", "lock-0", "token", "NX", "PX", "1500"});
+  ASSERT_TRUE(set && set->type == REDIS_REPLY_STATUS);
+  std::this_thread::sleep_for(1200ms);
+  const int64_t left = pttl(conn_.get(), "lock-0");
+  EXPECT_GT(left, 0);
+  EXPECT_LE(left, 300);
 }
 
 TEST_F(ShimmedServerTest, ServerStartsUnderTheShimAndKeepsTheRealTimeAtOffsetZero) {

@@ -112,6 +112,15 @@ TEST(MatrixShardTest, TwoShardsMergedEqualTheUnshardedRun) {
   const std::string summary = read(md + "/summary.html");
   EXPECT_NE(summary.find("3 expectations met"), std::string::npos) << summary.substr(0, 600);  // "2 of 3"
   EXPECT_NE(summary.find("report.html"), std::string::npos);  // links to the shards' runs
+  // The night's head: a shard records when and with what it ran; the merge joins them (harness/night.h).
+  const nlohmann::json h1 = read_json_file(d1 + "/summary.json"), merged_head = read_json_file(md + "/summary.json");
+  EXPECT_EQ(h1.value("shard", ""), "1/2");
+  EXPECT_FALSE(h1.contains("entries"));
+  EXPECT_EQ(merged_head.value("started_at", ""),
+            std::min(h1.value("started_at", ""), read_json_file(d2 + "/summary.json").value("started_at", "")));
+  EXPECT_FALSE(merged_head.contains("started_at_note"));
+  EXPECT_TRUE(merged_head["versions"].contains("redis")) << merged_head.dump();
+  EXPECT_EQ(merged_head["entries"].size(), 3u);
 
   // One shard alone: its runs are judged, the other's count as not run; the merge says so.
   std::ostringstream half;

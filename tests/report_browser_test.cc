@@ -1,6 +1,8 @@
 // The report in a real browser: headless Chromium loads a generated report of an invalid run, its script runs
 // without error, the verdict and the red violation marks are in the DOM, and a screenshot is taken. Also the
-// size and render time of a report of a 10^5-op run (a generous bound here; the figures are printed).
+// size and render time of a report of a 10^5-op run (a generous bound here; the figures are printed). And the
+// pages read whole at 1280 px: no box of the report, a test-all summary, the index or a 30-night trend is wider
+// than its page or scrolls sideways, and the trend's grid is drawn.
 // Without chromium the tests skip, except under CI (env CI set), where they fail: CI installs it
 // (apt-get install -y chromium).
 #include <gtest/gtest.h>
@@ -14,6 +16,9 @@
 #include <sstream>
 #include <thread>
 
+#include "core/config.h"
+#include "harness/matrix_shard.h"
+#include "harness/trend.h"
 #include "report/report.h"
 #include "tests/support/html_checker.h"
 #include "tests/support/report_fixtures.h"
@@ -232,6 +237,148 @@ TEST(ReportBrowserTest, ReportOfAHundredThousandOpsStaysSmallAndRendersQuickly) 
   RecordProperty("blank_dump_dom_wall_ms", std::to_string(static_cast<int>(base.wall_s * 1000)));
   // Generous: the target is 3 s on a quiet machine; this machine is shared.
   EXPECT_LT(dom.wall_s, 30.0);
+}
+
+// Measures the widest box of a page in a 1280 px window: how far the page itself, or any element that scrolls
+// sideways (overflow-x auto or scroll), is wider than its box. A copy of the page with the measuring script at
+// its end is loaded (beside the original, so that its relative links still resolve); the result comes back as
+// the body's data-widest: "PX WHAT".
+const char* const kMeasureJs = R"JS(
+(function () {
+  var page = document.documentElement.clientWidth, worst = document.documentElement.scrollWidth - page;
+  var what = worst > 0 ? 'page' : 'none';
+  var all = document.body.getElementsByTagName('*');
+  for (var i = 0; i < all.length; i++) {
+    var el = all[i], st = getComputedStyle(el);
+    if ((st.overflowX === 'auto' || st.overflowX === 'scroll') && el.scrollWidth - el.clientWidth > worst) {
+      worst = el.scrollWidth - el.clientWidth;
+      what = el.tagName.toLowerCase() + (el.id ? '#' + el.id : '');
+    }
+  }
+  document.body.setAttribute('data-widest', Math.round(worst) + ' ' + what);
+})();
+)JS";
+
+struct Widest {
+  int px = -1;
+  std::string what, dom;
+};
+
+Widest widest_box(const fs::path& chromium, const fs::path& page) {
+  std::string html = read_text(page);
+  const auto end = html.rfind("</body>");
+  EXPECT_NE(end, std::string::npos) << page;
+  html.insert(end == std::string::npos ? html.size() : end, std::string("<script>") + kMeasureJs + "</script>");
+  const fs::path copy = page.parent_path() / ("measure-" + page.filename().string());
+  std::ofstream(copy.string()) << html;
+  BrowserRun dom = run_chromium(chromium, {"--dump-dom", "--window-size=1280,1000"}, "file://" + copy.string(),
+                                std::chrono::seconds(90));
+  fs::remove(copy);
+  Widest w;
+  w.dom = dom.out;
+  EXPECT_TRUE(dom.finished) << dom.err;
+  const std::string v = attr_of_body(start_tags(dom.out), "data-widest");
+  std::istringstream in(v);
+  in >> w.px >> w.what;
+  EXPECT_GE(w.px, 0) << page << ": " << v;
+  return w;
+}
+
+TEST(PagesBrowserTest, EveryPageFitsA1280PxWindowAndTheTrendGridIsDrawn) {
+  REQUIRE_CHROMIUM(chromium);
+  TempDir dir;
+  const fs::path results = fs::path(dir.path()) / "results";
+  // A report whose operations have a long error (a token of 150 characters among words) and a nemesis op
+  // with a long value: the tables wrap them.
+  History h = report_test::overlap_history();
+  h[17].error = "no quorum: SET accepted by 1 of 5 nodes (quorum 3), 2 held by another client, 2 refused (connect " +
+                std::string(150, 'x') + ": Connection refused) (after 4 attempts)";
+  h[2].value["detail"] = {{"aimed_at", {{"key", "lock-0"}, {"process", 1}}}, {"paused", std::string(300, 'p')}};
+  json res = report_test::overlap_results();
+  res["checkers"][0]["anomalies"][0]["ops"] = {1, 5, 8, 17};
+  const fs::path run = results / "run";
+  write_run(run, report_test::sample_config(), h, res);
+  write_report(run.string());
+
+  // A test-all summary with "Since the last nights": a one-shard folder merged (the runs are recorded, none is
+  // made), two earlier nights as history.
+  const fs::path shard = fs::path(dir.path()) / "shard", history = fs::path(dir.path()) / "history";
+  fs::create_directories(shard);
+  std::ofstream((shard / "shard.json").string()) << R"({"matrix":"tiny","shard":1,"shards":1,"runs":2})";
+  std::ofstream((shard / "matrix.json").string())
+      << R"({"name":"tiny","entries":[{"name":"single-client-pause","lock":"single","nemesis":["client-pause"],)"
+         R"("seeds":2,"expect":"invalid"}]})";
+  {
+    std::ofstream jobs((shard / "jobs.jsonl").string());
+    json r = res;
+    r["checkers"][0]["anomalies"][0]["description"] = "processes 1 and 2 both held " + std::string(200, 'k');
+    for (int seed : {1, 2})
+      jobs << json{{"entry", "single-client-pause"},
+                   {"seed", seed},
+                   {"exit_code", 1},
+                   {"seconds", 3.0},
+                   {"run_dir", ""},
+                   {"results", r}}
+                  .dump()
+           << "\n";
+  }
+  for (int night = 0; night < 2; ++night) {
+    const fs::path d = history / ("test-all-tiny-" + std::to_string(night));
+    fs::create_directories(d);
+    std::ofstream((d / "summary.json").string())
+        << json{{"matrix", "tiny"},
+                {"started_at", "2026-12-0" + std::to_string(night + 1) + "T03:00:00Z"},
+                {"versions", {{"redis", "7.0.15"}}},
+                {"entries", {{{"name", "single-client-pause"}, {"n", 10}, {"found", 10}, {"met", true}}}}}
+               .dump();
+  }
+  MergeOptions mo;
+  mo.dirs = {shard.string()};
+  mo.results_dir = results.string();
+  mo.history = history.string();
+  std::ostringstream merge_out;
+  ASSERT_EQ(merge_test_all(mo, merge_out), 0) << merge_out.str();
+  fs::path summary;
+  for (fs::directory_iterator it(results), end; it != end; ++it) {
+    if (fs::exists(it->path() / "summary.html")) summary = it->path() / "summary.html";
+  }
+  ASSERT_FALSE(summary.empty()) << merge_out.str();
+  EXPECT_NE(read_text(summary).find("Since the last nights"), std::string::npos);
+
+  // A trend of 30 nights of 12 entries, with long entry names.
+  std::vector<Night> nights;
+  for (int n = 0; n < 30; ++n) {
+    Night night;
+    night.dir = "/nonexistent/" + std::to_string(n);
+    night.label = "test-all-findings-202612" + std::to_string(10 + n) + "T030000Z";
+    night.matrix = "findings";
+    night.started_at = "2026-11-" + std::string(n + 1 < 10 ? "0" : "") + std::to_string(n + 1) + "T03:00:00Z";
+    for (int e = 0; e < 12; ++e) {
+      NightEntry ne;
+      ne.name = "redsync-drift-factor-client-pause-entry-" + std::to_string(e);
+      ne.n = 10;
+      ne.found = static_cast<size_t>((n + e) % 11);
+      ne.met = ne.found > 0;
+      night.entries.push_back(ne);
+    }
+    nights.push_back(night);
+  }
+  auto t = compute_trend(nights, 0.05);
+  const fs::path trend_dir = results / "trend-findings";
+  fs::create_directories(trend_dir);
+  std::ofstream((trend_dir / "trend.json").string()) << trend_json(*t).dump();
+  std::ofstream((trend_dir / "trend.html").string()) << trend_html(*t);
+
+  write_index(results.string());
+  for (const fs::path& page : {run / "report.html", summary, trend_dir / "trend.html", results / "index.html"}) {
+    const Widest w = widest_box(chromium, page);
+    std::cout << "[ figures ] widest box at 1280 px: " << page.filename().string() << " " << w.px << " px (" << w.what
+              << ")" << std::endl;
+    EXPECT_LE(w.px, 0) << page << ": " << w.what << " is " << w.px << " px wider than its box";
+    if (page.filename() == "trend.html") {
+      EXPECT_EQ(report_test::count(start_tags(w.dom), "td", "cell"), 30u * 12u);
+    }
+  }
 }
 
 }  // namespace

@@ -81,6 +81,26 @@ TEST(ReportModelTest, UnreleasedAndIndeterminateHoldsRunToTheEnd) {
   EXPECT_EQ(no_ttl[1].to_ns, 2000 * kMs);
 }
 
+// A drifting clock's band says its rate and direction in words (the timeline's label and tip show them).
+TEST(ReportModelTest, ADriftBandSaysHowFastOrSlowTheClockRuns) {
+  HistoryBuilder b;
+  json fast = {{"fault", "clock"}, {"phase", "start"}, {"targets", {"n1", "n2", "n3"}},
+               {"detail", {{"mode", "drift"}, {"rate_ppm", 50000}}}};
+  json stop = {{"fault", "clock"}, {"phase", "stop"}, {"targets", {"n1", "n2", "n3"}}};
+  json slow = {{"fault", "clock"}, {"phase", "start"}, {"targets", {"n4"}},
+               {"detail", {{"mode", "drift"}, {"rate_ppm", -2500}}}};
+  b.add(10, kNemesis, OpType::kInvoke, "clock-drift", "", fast);
+  b.add(11, kNemesis, OpType::kOk, "clock-drift", "", fast);
+  b.add(20, kNemesis, OpType::kInvoke, "clock-drift-stop", "", stop);
+  b.add(21, kNemesis, OpType::kOk, "clock-drift-stop", "", stop);
+  b.add(30, kNemesis, OpType::kInvoke, "clock-drift", "", slow);
+  b.add(31, kNemesis, OpType::kOk, "clock-drift", "", slow);
+  auto bands = fault_bands(b.history());
+  ASSERT_EQ(bands.size(), 2u);
+  EXPECT_EQ(bands[0].words, "runs 5% fast");
+  EXPECT_EQ(bands[1].words, "runs 0.25% slow");
+}
+
 TEST(ReportModelTest, FaultBandRunsFromStartCompletionToTheNextStopOfThatFault) {
   HistoryBuilder b;
   json p_start = {{"fault", "partition"}, {"phase", "start"}, {"targets", {"n1", "n2"}}, {"detail", {{"a", 1}}}};
@@ -110,6 +130,21 @@ TEST(ReportModelTest, FaultBandRunsFromStartCompletionToTheNextStopOfThatFault) 
   EXPECT_EQ(bands[1].from_ns, 21 * kMs);
   EXPECT_EQ(bands[1].to_ns, 90 * kMs);
   EXPECT_FALSE(bands[1].healed);
+}
+
+TEST(ReportModelTest, FaultBandSaysFirstWhatAPowerLossDroppedPerNode) {
+  HistoryBuilder b;
+  json start = {{"fault", "power-loss"}, {"phase", "start"}, {"targets", {"n1", "n2"}}};
+  json done = start;
+  done["detail"] = {{"mode", "minority"},
+                    {"dropped",
+                     {{"n1", {{"bytes", 127}, {"files", {{{"path", "a/incr.aof"}, {"size", 300}, {"kept", 173}}}}}},
+                      {"n2", {{"bytes", 0}, {"files", json::array()}}}}}};
+  b.add(10, kNemesis, OpType::kInvoke, "power-loss", "", start);
+  b.add(12, kNemesis, OpType::kOk, "power-loss", "", done);  // the completion's value says what was measured
+  auto bands = fault_bands(b.history());
+  ASSERT_EQ(bands.size(), 1u);
+  EXPECT_EQ(bands[0].detail.rfind("dropped n1 127 B in 1 file, n2 nothing; {", 0), 0u) << bands[0].detail;
 }
 
 TEST(ReportModelTest, AcquireLatenciesPairInvokesWithTheirCompletions) {

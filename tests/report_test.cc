@@ -440,6 +440,7 @@ TEST(ReportTest, IndexListsRunsNewestFirstAndSkipsTheLatestLink) {
   EXPECT_NE(html.find(">redlock<"), std::string::npos);
   EXPECT_NE(html.find(">none<"), std::string::npos);
   EXPECT_EQ(html.find("data-run=\"latest\""), std::string::npos);
+  EXPECT_NE(html.find("<th>violations</th><th>notes</th>"), std::string::npos);
   EXPECT_THROW(write_index(dir.file("missing")), ReportError);
 }
 
@@ -480,6 +481,75 @@ TEST(ReportTest, ALossNoticeIsATickOnTheHoldersLane) {
   const std::string plain =
       render_report(report_test::sample_config(), report_test::overlap_history(), report_test::overlap_results());
   EXPECT_EQ(plain.find("the lock library said the lock was lost"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace lockcheck
+
+namespace lockcheck {
+namespace {
+
+// Issue 36: violations and notes are counted apart (headline and checker table); a nemesis op reads as words
+// with its raw fields one click away; the value and error columns of the operations tables wrap.
+TEST(ReportTest, ViolationsAndNotesCountedApartAndFaultsInWords) {
+  json results = report_test::overlap_results();
+  results["checkers"][0]["anomalies"].push_back({{"kind", "lost-before-release"},
+                                                 {"severity", "note"},
+                                                 {"description", "process 2's release failed"},
+                                                 {"ops", {11}}});
+  results["checkers"][0]["anomalies"].push_back({{"kind", "lost-before-release"},
+                                                 {"severity", "note"},
+                                                 {"description", "process 1's release failed"},
+                                                 {"ops", {9}}});
+  History h = report_test::overlap_history();
+  h[2].value["detail"] = {{"aimed_at", {{"key", "lock-0"}, {"process", 1}}}};
+  const std::string html = render_report(report_test::sample_config(), h, results);
+  parse_ok(html);
+  EXPECT_NE(html.find("id=\"anomaly-count\">1 violation, 2 notes</h3>"), std::string::npos);
+  EXPECT_NE(html.find("<th>violations</th><th>notes</th>"), std::string::npos);
+  EXPECT_NE(html.find("<td>1</td><td>2</td><td>1 double grant</td>"), std::string::npos);
+  EXPECT_NE(html.find("partition n1 n2, aimed at the holder of lock-0 (process 1)<details><summary>raw</summary>"),
+            std::string::npos);
+  EXPECT_NE(html.find("heal n1 n2 (heals partition)<details>"), std::string::npos);
+  EXPECT_NE(html.find("&quot;grudge&quot;"), std::string::npos);  // the raw fields, whole
+  EXPECT_NE(html.find("<td class=\"error\">"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace lockcheck
+
+namespace lockcheck {
+namespace {
+
+TEST(ReportTest, IndexListsMatrixSummariesAndTrendsBesideTheRuns) {
+  TempDir dir;
+  write_run(dir.file("run-a"), report_test::sample_config(), report_test::valid_history(),
+            report_test::valid_results());
+  write_text(dir.file("test-all-quick-1/summary.json"),
+             R"({"matrix":"quick","started_at":"2026-12-05T03:00:00Z","met":1,"entries":[{},{}]})");
+  write_text(dir.file("test-all-quick-1/summary.html"), "<html></html>");
+  write_text(dir.file("test-all-quick-1/trend.html"), "<html></html>");
+  write_text(dir.file("test-all-quick-0/summary.json"),
+             R"({"matrix":"quick","started_at":"2026-12-04T03:00:00Z","met":2,"entries":[{},{}]})");
+  write_text(dir.file("test-all-quick-0/summary.html"), "<html></html>");
+  write_text(dir.file("trend-quick-x/trend.json"),
+             R"({"worse":true,"nights":[{"matrix":"quick","started_at":"2026-12-04T03:00:00Z"},
+                 {"matrix":"<q>","started_at":"2026-12-05T03:00:00Z"}]})");
+  write_text(dir.file("trend-quick-x/trend.html"), "<html></html>");
+  write_index(dir.str());
+  const std::string html = read_text(dir.file("index.html"));
+  parse_ok(html);
+  const auto summaries = html.find("id=\"summaries\""), trends = html.find("id=\"trends\""),
+             runs = html.find("id=\"runs\"");
+  ASSERT_NE(summaries, std::string::npos);
+  EXPECT_LT(summaries, trends);
+  EXPECT_LT(trends, runs);
+  EXPECT_LT(html.find("test-all-quick-1/summary.html"), html.find("test-all-quick-0/summary.html"));  // newest first
+  EXPECT_NE(html.find("1 of 2 expectations met"), std::string::npos);
+  EXPECT_NE(html.find("href=\"test-all-quick-1/trend.html\""), std::string::npos);
+  EXPECT_NE(html.find("2 nights, something got worse"), std::string::npos);
+  EXPECT_NE(html.find("&lt;q&gt;"), std::string::npos);
+  EXPECT_EQ(select(parse_ok(html), "tr", "run").size(), 1u);
 }
 
 }  // namespace

@@ -20,13 +20,7 @@
 namespace lockcheck {
 namespace {
 
-bool have_redis_server() {
-  try {
-    return run_command({"redis-server", "--version"}, std::chrono::seconds(5)).exit_code == 0;
-  } catch (const std::exception&) {
-    return false;
-  }
-}
+using testing_util::have_redis_server;
 
 TEST(ReproduceRunTest, ShrinksAClientPauseRunToOneFaultAndItsCommandReproduces) {
   LOCKCHECK_NEED(have_redis_server(), "redis-server is not installed");

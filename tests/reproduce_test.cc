@@ -117,13 +117,57 @@ TEST(ReproduceTest, ShrinksToTheOneFaultThatMattersAndFewerProcesses) {
   }
   EXPECT_TRUE(tried_without) << log.str();
   EXPECT_EQ(r.best.change, "processes 5 -> 2");
-  EXPECT_EQ(r.tried[r.best_index].change, "confirm [4]: processes 5 -> 2");  // its rate measured again
+  // Sliding the pause earlier was tried (to 1 s, then 2.8 s) and rejected: this anomaly needs it at 4.5 s.
+  EXPECT_EQ(r.tried[4].change, "faults 3.5 s earlier (first at 1.0 s)");
+  EXPECT_FALSE(r.tried[4].kept);
+  EXPECT_EQ(r.tried[5].change, "faults 1.8 s earlier (first at 2.8 s)");
+  EXPECT_EQ(r.tried[r.best_index].change, "confirm [6]: processes 5 -> 2");  // its rate measured again
   EXPECT_TRUE(r.confirmed);
   EXPECT_EQ(r.stopped, "every candidate tried");
   // Slots folded into the 2 processes that exist.
   for (const auto& e : best.schedule.plan) {
     for (const auto& t : e.fault.targets) EXPECT_TRUE(t == "c0" || t == "c1") << t;
   }
+}
+
+// The case: the anomaly comes 2 s after the one fault that matters, wherever that fault is, and the
+// schedule (drawn for a 20 s run) put it at 7.5 s. Sliding it to 1 s and cutting again ends the case within a
+// third of the original time.
+TEST(ReproduceTest, SlidesALateFaultEarlierSoTheCaseEndsSooner) {
+  auto fault_at = [](const ReproCase& c) -> std::optional<double> {
+    for (const auto& e : c.schedule.plan) {
+      if (e.phase == Phase::kStart) return static_cast<double>(e.at_ms) / 1000.0;
+    }
+    return std::nullopt;
+  };
+  struct Late : FakeRunner {
+    explicit Late(std::function<std::optional<double>(const ReproCase&)> at)
+        : FakeRunner([](const ReproCase&, int) { return true; }), at_(std::move(at)) {}
+    TrialOutcome run(const ReproCase& c, size_t k, int t) override {
+      TrialOutcome o = FakeRunner::run(c, k, t);
+      const auto at = at_(c);
+      o.reproduced = at && *at + 2.0 <= c.config.time_limit_s - 0.5;
+      o.exit_code = o.reproduced ? kExitInvalid : kExitValid;
+      if (o.reproduced) o.first_anomaly_s = *at + 2.0; else o.first_anomaly_s.reset();
+      return o;
+    }
+    std::function<std::optional<double>(const ReproCase&)> at_;
+  } runner(fault_at);
+  ReproCase c = original_case(0);
+  c.config.time_limit_s = 20;
+  c.schedule = pauses(1);  // one pause at 1.5 s ...
+  c.schedule = slid_schedule(c.schedule, -6000);  // ... moved to 7.5 s, as drawn for the long run
+  std::ostringstream log;
+  ShrinkResult r = shrink(c, ReproduceOptions{}, runner, log);
+  ASSERT_TRUE(r.reproducible) << log.str();
+  bool slid = false;
+  for (const auto& t : r.tried) {
+    if (t.change == "faults 6.5 s earlier (first at 1.0 s)") slid = t.kept;
+  }
+  EXPECT_TRUE(slid) << log.str();
+  EXPECT_LE(r.best.config.time_limit_s, 20.0 / 3) << log.str();
+  EXPECT_EQ(*fault_at(r.best), 1.0);
+  EXPECT_TRUE(r.confirmed);
 }
 
 TEST(ReproduceTest, DropsFaultsOneAtATimeWhenTheLoneFaultIsNotEnough) {
@@ -208,7 +252,7 @@ TEST(ReproduceTest, ALuckyCaseThatFailsItsConfirmationGivesWayToTheOneBefore) {
   std::vector<std::string> changes;
   for (const auto& c : r.tried) changes.push_back(c.change);
   ASSERT_GE(changes.size(), 3u);
-  EXPECT_EQ(changes[changes.size() - 2], "confirm [4]: processes 5 -> 2") << log.str();
+  EXPECT_EQ(changes[changes.size() - 2], "confirm [6]: processes 5 -> 2") << log.str();
   EXPECT_FALSE(r.tried[r.tried.size() - 2].kept);
   EXPECT_EQ(changes.back(), "confirm [2]: only client-pause at 4.5 s");
   EXPECT_TRUE(r.tried.back().kept);
@@ -234,8 +278,8 @@ TEST(ReproduceTest, StopsWithinTheBudgetAndKeepsTheBestSoFar) {
   std::ostringstream log;
   ReproduceOptions o;
   // 300 s: the baseline (10 x 14 s) and the time cut (10 x 6 s) take 200 s; from then on 60 s (10 x 6 s) are
-  // kept back to confirm the cut: dropping the fault (3 x 6 s), 4 tries of fewer processes, then the
-  // confirmation.
+  // kept back to confirm the cut: dropping the fault (3 x 6 s), sliding it earlier (3 x 6 s), 1 try of fewer
+  // processes, then the confirmation.
   o.budget_min = 5;
   ShrinkResult r = shrink(original_case(), o, runner, log);
   EXPECT_TRUE(r.budget_exhausted) << log.str();
@@ -245,7 +289,7 @@ TEST(ReproduceTest, StopsWithinTheBudgetAndKeepsTheBestSoFar) {
   ASSERT_GE(r.tried.size(), 5u);
   const CandidateRecord& fewer = r.tried[r.tried.size() - 2];
   EXPECT_EQ(fewer.change, "processes 5 -> 2");
-  EXPECT_NE(fewer.note.find("budget ran out after 4 tries (the rest confirms the smallest case)"), std::string::npos)
+  EXPECT_NE(fewer.note.find("budget ran out after 1 tries (the rest confirms the smallest case)"), std::string::npos)
       << fewer.note;
   EXPECT_FALSE(fewer.kept);
   EXPECT_EQ(r.tried.back().change, "confirm [1]: time limit 12 s -> 4 s");

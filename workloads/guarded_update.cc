@@ -86,7 +86,7 @@ class GuardedUpdate : public Workload {
       // A careful client: it checks its lease before it starts the update, and its work (the slow part) is cut
       // so that the write is sent inside the validity it was told, keeping a few ms for the read and the write.
       // --blind-holder (Jepsen's lock-set client): no check at all, the whole work, the write sent regardless.
-      const Lease lease(a, invoked, ttl);
+      const Lease lease(a, invoked, ttl, env.options.lease_margin_ms);
       const auto this_work =
           env.options.work_uniform && work.count() > 0
               ? std::chrono::milliseconds(uniform(env.rng, 0, 2 * static_cast<int64_t>(work.count()) - 1))

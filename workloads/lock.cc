@@ -31,7 +31,7 @@ class LockWorkload : public Workload {
         continue;
       }
       // A careful client: the hold it means to make is cut to end inside the validity it was told.
-      const Lease lease(a, invoked, ttl);
+      const Lease lease(a, invoked, ttl, env.options.lease_margin_ms);
       const auto hold = lease.fit(std::chrono::milliseconds(uniform(env.rng, hold_min, hold_max)));
       env.pause_point();  // client-pause: a holder stopped here for longer than its lease still thinks it holds
       // Hold: the process believes it holds the lock and uses the resource. Cut short at the end of the run.

@@ -66,13 +66,15 @@ LockResult record_lock_op(ProcessEnv& env, const std::string& f, const std::stri
   return r;
 }
 
-Lease::Lease(const LockResult& r, std::chrono::steady_clock::time_point invoked, std::chrono::milliseconds ttl) {
+Lease::Lease(const LockResult& r, std::chrono::steady_clock::time_point invoked, std::chrono::milliseconds ttl,
+             int64_t margin_ms) {
   const auto now = std::chrono::steady_clock::now();
   const auto lease_end = r.validity_ms ? now + std::chrono::milliseconds(*r.validity_ms) : invoked + ttl;
   const auto length = std::chrono::duration_cast<std::chrono::milliseconds>(lease_end - now);
   // The release must leave before the lease ends: 10% of it, at least 20 ms (thread scheduling on a loaded
   // machine, and the request itself).
-  const auto margin = std::max<std::chrono::milliseconds>(std::chrono::milliseconds(20), length / 10);
+  const auto margin = margin_ms >= 0 ? std::chrono::milliseconds(margin_ms)
+                                     : std::max<std::chrono::milliseconds>(std::chrono::milliseconds(20), length / 10);
   use_until_ = lease_end - margin;
 }
 

@@ -30,11 +30,12 @@ struct WorkloadOptions {
   int64_t op_timeout_ms = 500;                // per request, also on the resource's connections
   std::string redis_server = "redis-server";  // the binary of the resource server
   int64_t hold_ms_min = 0;                    // the shortest hold
+  int64_t lease_margin_ms = -1;               // Lease's margin (-1: 10% of the lease, at least 20 ms)
   bool work_uniform = false;                  // set workloads: the work is uniform in [0, 2 x work_ms)
   bool blind_holder = false;                  // set workloads: the holder never checks its validity
   static WorkloadOptions from(const RunConfig& c) {
-    return {c.keys,         c.ttl_ms,      c.effective_hold_ms_max(), c.effective_work_ms(), c.op_timeout_ms,
-            c.redis_server, c.hold_ms_min, c.work_uniform,            c.blind_holder};
+    return {c.keys,           c.ttl_ms,       c.effective_hold_ms_max(), c.effective_work_ms(), c.op_timeout_ms,
+            c.redis_server,   c.hold_ms_min,  c.lease_margin_ms,         c.work_uniform,        c.blind_holder};
   }
 };
 
@@ -95,10 +96,14 @@ LockResult record_lock_op(ProcessEnv& env, const std::string& f, const std::stri
 // What a careful client knows after an ok acquire (or extend): until when it may use the lock. A client that
 // got validity_ms stays inside it: the lease ends validity_ms after the acquire returned (validity is what
 // remains at the end of the acquire). A client that got none assumes ttl - the acquire's own duration.
-// Use ends `margin` before the lease does, so that the release (or the write) is sent while the lease holds.
+// Use ends `margin` before the lease does, so that the release (or the write) is sent while the lease holds:
+// margin_ms (--lease-margin-ms), or by default 10% of the lease and at least 20 ms (thread scheduling on a
+// loaded machine, and the request itself). A small margin makes the holder use nearly all the validity its
+// library promised, which is what a drift margin is measured against.
 class Lease {
  public:
-  Lease(const LockResult& r, std::chrono::steady_clock::time_point invoked, std::chrono::milliseconds ttl);
+  Lease(const LockResult& r, std::chrono::steady_clock::time_point invoked, std::chrono::milliseconds ttl,
+        int64_t margin_ms = -1);
   // How long from now the holder may still use the lock (never negative).
   std::chrono::milliseconds remaining() const;
   // d cut so that it ends before the lease does.

@@ -3,6 +3,7 @@
 
 #include <signal.h>
 #include <sys/types.h>
+#include "sys/process.h"
 #include "tests/support/temp_dir.h"
 
 #include <boost/filesystem.hpp>
@@ -44,6 +45,15 @@ inline bool process_alive(pid_t pid) {
 // The single run folder under results (the one `latest` points at).
 inline std::string latest_run(const std::string& results) {
   return boost::filesystem::canonical(results + "/latest").string();
+}
+
+// redis-server runs here (the tests that start real nodes skip without it, except under CI=true).
+inline bool have_redis_server() {
+  try {
+    return run_command({"redis-server", "--version"}, std::chrono::seconds(5)).exit_code == 0;
+  } catch (const std::exception&) {
+    return false;
+  }
 }
 
 }  // namespace testing_util
