@@ -30,12 +30,12 @@ struct WorkloadOptions {
   int64_t op_timeout_ms = 500;                // per request, also on the resource's connections
   std::string redis_server = "redis-server";  // the binary of the resource server
   int64_t hold_ms_min = 0;                    // the shortest hold
-  int64_t lease_margin_ms = -1;               // Lease's margin (-1: 10% of the lease, at least 20 ms)
   bool work_uniform = false;                  // set workloads: the work is uniform in [0, 2 x work_ms)
   bool blind_holder = false;                  // set workloads: the holder never checks its validity
+  int64_t lease_margin_ms = -1;               // Lease's margin (-1: 10% of the lease, at least 20 ms)
   static WorkloadOptions from(const RunConfig& c) {
-    return {c.keys,           c.ttl_ms,       c.effective_hold_ms_max(), c.effective_work_ms(), c.op_timeout_ms,
-            c.redis_server,   c.hold_ms_min,  c.lease_margin_ms,         c.work_uniform,        c.blind_holder};
+    return {c.keys,         c.ttl_ms,      c.effective_hold_ms_max(), c.effective_work_ms(), c.op_timeout_ms,
+            c.redis_server, c.hold_ms_min, c.work_uniform,            c.blind_holder,         c.lease_margin_ms};
   }
 };
 
