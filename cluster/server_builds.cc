@@ -114,9 +114,14 @@ std::vector<std::string> read_node_versions(const Cluster& cluster, const std::s
   }
   ignore_sigpipe();
   for (size_t i = 0; i < nodes.size(); ++i) {
-    RedisConn conn(nodes[i].endpoint, std::chrono::milliseconds(500), std::chrono::milliseconds(1000));
-    const Reply r = conn.command({"INFO", "server"});
-    const auto text = r.ok() ? r.str() : std::nullopt;
+    std::optional<std::string> text;
+    try {
+      RedisConn conn(nodes[i].endpoint, std::chrono::milliseconds(500), std::chrono::milliseconds(1000));
+      const Reply r = conn.command({"INFO", "server"});
+      if (r.ok()) text = r.str();
+    } catch (const std::exception&) {
+      // a node that does not answer names no version
+    }
     if (!text) continue;
     const auto pos = text->find("redis_version:");
     if (pos == std::string::npos) continue;

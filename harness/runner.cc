@@ -326,6 +326,8 @@ nlohmann::json results_head(const RunConfig& cfg, const std::string& dir, const 
                          {"duration_s", duration_s},
                          {"ops", {{"ok", c.ok}, {"fail", c.fail}, {"info", c.info}}},
                          {"versions", {{"lockcheck", kLockcheckVersion}, {to_string(cfg.server), server}}}};
+  // An etcd run's resource (the set workloads' Redis) is this machine's redis-server.
+  if (cfg.server != ServerKind::kRedis) head["versions"]["redis"] = redis_version(cfg);
   if (server_versions.is_object()) head["node_versions"] = server_versions.value("nodes", nlohmann::json::object());
   return head;
 }
