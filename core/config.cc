@@ -1,5 +1,7 @@
 #include "core/config.h"
 
+#include <algorithm>
+
 #include <cctype>
 #include <cerrno>
 #include <cstdlib>
@@ -378,6 +380,11 @@ void validate_fields(const RunConfig& c) {
   }
   if (c.server == ServerKind::kEtcd) validate_etcd_fields(c);
   if (c.lock == "external" && c.client_cmd.empty()) throw ConfigError("--client-cmd: required with --lock external");
+  // A fault's own setting without that fault would set nothing (and a boundary search over it would search
+  // nothing): refused rather than ignored.
+  const auto has = [&](const char* n) { return std::find(c.nemesis.begin(), c.nemesis.end(), n) != c.nemesis.end(); };
+  if (c.drift_ppm != 0 && !has("clock:drift")) throw ConfigError("--drift-ppm: only with --nemesis clock:drift");
+  if (c.pause_ms != -1 && !has("client-pause")) throw ConfigError("--pause-ms: only with --nemesis client-pause");
 }
 
 void apply_topology_defaults(RunConfig& c, bool nodes_given) {

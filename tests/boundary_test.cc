@@ -207,6 +207,10 @@ TEST(BoundaryCommandTest, BadRangesAndOptionsAreUsageErrors) {
   o = drift_options(0, 1000);
   o.budget_min = 0;
   EXPECT_THROW(boundary(c, o, out), ConfigError);
+  // a fault's setting without the fault would search nothing
+  c.nemesis = {"pause"};
+  o = drift_options(1000, 5000);
+  EXPECT_THROW(boundary(c, o, out), ConfigError);
 }
 
 }  // namespace
