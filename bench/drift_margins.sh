@@ -3,7 +3,9 @@
 # holder's nodes (a majority), holders that use their whole validity (--hold-ms-min/max = TTL, --lease-margin-ms
 # 5), TTL 1 s, 8 s runs with the drift in force about half of each (faults of 1.5 s every 3 s), 10 seeds a probe:
 # the largest rate with 10 of 10 valid and the smallest with >= 9 of 10 invalid, beside each lock's drift factor.
-# Then the pause boundary: the longest holder pause (client-pause, --pause-ms) each lock survives.
+# With --pause: the pause boundary instead, the longest holder pause (client-pause, --pause-ms, aimed at the holder)
+# each lock survives, with the default careful holder (holds up to 80% of the TTL, released 10% before the
+# validity ends), 10 s runs with a pause every 3 s.
 #   bench/drift_margins.sh [--locks "redlock redsync ..."] [--budget MIN] [--results DIR] [--pause]
 # Needs build/lockcheck and build/clients/ (scripts/build). Writes one boundary folder per lock under DIR.
 set -euo pipefail
@@ -29,8 +31,9 @@ for lock in $locks; do
   nodes=5
   [ "$lock" = rueidislock ] && nodes=1  # its KeyMajority keys live on one deployment
   if [ "$pause" = 1 ]; then
-    build/lockcheck boundary --param pause_ms --from 50 --to 3000 --resolution 50 --lock "$lock" --nodes "$nodes" \
-      --nemesis client-pause "${common[@]}" "${extra[@]}" || true
+    build/lockcheck boundary --param pause_ms --from 20 --to 3000 --resolution 50 --lock "$lock" --nodes "$nodes" \
+      --nemesis client-pause --nemesis-targeting holder --time-limit 10 --nemesis-interval 1.5 --concurrency 3 \
+      --ttl-ms 1000 --seeds 10 --budget "$budget" --results "$results" "${extra[@]}" || true
   else
     build/lockcheck boundary --param drift_ppm --from 2000 --to 128000 --scale log --resolution 2500 \
       --lock "$lock" --nodes "$nodes" --nemesis clock:drift "${common[@]}" "${extra[@]}" || true
