@@ -1,4 +1,6 @@
 #include "cluster/local_cluster.h"
+
+#include <functional>
 #include "core/assert.h"
 
 #include <arpa/inet.h>
@@ -484,14 +486,19 @@ void LocalCluster::resume(size_t n) {
   paused_[n] = false;
 }
 
-void LocalCluster::set_clock_rate(size_t n, int64_t rate_ppb) {
+void LocalCluster::write_node_clock(size_t n, const char* what,
+                                    const std::function<void(const std::string&)>& write) {
   LOCKCHECK_ASSERT(n < nodes_.size(), "node " + std::to_string(n) + " of " + std::to_string(nodes_.size()));
   if (!opts_.use_clock_shim) throw ClusterError("clock faults need the clock shim (use_clock_shim is off)");
   try {
-    write_clock_rate(data_dirs_.at(n) + "/clock", rate_ppb);
+    write(data_dirs_.at(n) + "/clock");
   } catch (const std::exception& e) {
-    throw ClusterError("cannot set the clock rate of " + nodes_[n].name + ": " + e.what());
+    throw ClusterError(std::string("cannot set ") + what + " of " + nodes_[n].name + ": " + e.what());
   }
+}
+
+void LocalCluster::set_clock_rate(size_t n, int64_t rate_ppb) {
+  write_node_clock(n, "the clock rate", [&](const std::string& file) { write_clock_rate(file, rate_ppb); });
 }
 
 std::optional<std::chrono::nanoseconds> LocalCluster::clock_shift(size_t n) const {
@@ -504,13 +511,7 @@ std::optional<std::chrono::nanoseconds> LocalCluster::clock_shift(size_t n) cons
 }
 
 void LocalCluster::set_clock_offset(size_t n, std::chrono::nanoseconds offset) {
-  LOCKCHECK_ASSERT(n < nodes_.size(), "node " + std::to_string(n) + " of " + std::to_string(nodes_.size()));
-  if (!opts_.use_clock_shim) throw ClusterError("clock faults need the clock shim (use_clock_shim is off)");
-  try {
-    write_clock_offset(data_dirs_.at(n) + "/clock", offset);
-  } catch (const std::exception& e) {
-    throw ClusterError("cannot set the clock of " + nodes_[n].name + ": " + e.what());
-  }
+  write_node_clock(n, "the clock", [&](const std::string& file) { write_clock_offset(file, offset); });
 }
 
 bool LocalCluster::is_running(size_t n) const {

@@ -36,6 +36,7 @@
 #pragma once
 
 #include <map>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -106,6 +107,8 @@ class LocalCluster : public ProxiedCluster {
   void spawn(size_t n);           // REQUIRES: mu_ held
   void spawn_sentinel(size_t k);  // REQUIRES: mu_ held
   std::vector<std::string> argv_for(size_t n) const;
+  // The clock faults' one path to node n's clock file: write(path), its errors a ClusterError naming `what`.
+  void write_node_clock(size_t n, const char* what, const std::function<void(const std::string&)>& write);
   // Where `from` (a node name "n2" or a Sentinel name "s1") reaches data node `to`: the one place that decides
   // node-to-node addresses (today the node's own endpoint; the fault proxy will route through here).
   Endpoint peer_endpoint(const std::string& from, size_t to) const;
