@@ -136,7 +136,7 @@ class ExternalLock : public LockClient {
     std::string line;
     if (!await_answer(start, &line, &why)) return give_up(why);
     answered_ = true;
-    return parse_answer(line);
+    return parse_answer(line, start);
   }
 
   std::chrono::milliseconds extra_startup() const { return answered_ ? std::chrono::milliseconds(0) : startup_; }
@@ -324,7 +324,9 @@ class ExternalLock : public LockClient {
     return "";
   }
 
-  LockResult parse_answer(const std::string& line) {
+  // sent: when the request was written (a validity the client measured cannot be older).
+  LockResult parse_answer(const std::string& line, Clock::time_point sent) {
+    const Clock::time_point read = Clock::now();
     nlohmann::json a;
     try {
       a = nlohmann::json::parse(line);
@@ -347,9 +349,11 @@ class ExternalLock : public LockClient {
     const nlohmann::json* indeterminate = field("indeterminate");
     const nlohmann::json* keys = field("keys");
     const nlohmann::json* reason = field("reason");
+    const nlohmann::json* mono = field("mono_ns");
     if (token && !token->is_number_integer()) return bad("\"token\" must be an integer");
     if (validity && !validity->is_number_integer()) return bad("\"validity_ms\" must be an integer");
     if (error && !error->is_string()) return bad("\"error\" must be a string");
+    if (mono && !mono->is_number_integer()) return bad("\"mono_ns\" must be an integer");
     if (indeterminate && !indeterminate->is_boolean()) return bad("\"indeterminate\" must be true or false");
     if (keys) {
       if (!keys->is_array()) return bad("\"keys\" must be an array of strings");
@@ -376,6 +380,26 @@ class ExternalLock : public LockClient {
     LockResult res = LockResult::ok();
     if (token) res.token = token->get<int64_t>();
     if (validity) res.validity_ms = validity->get<int64_t>();
+    if (validity && mono) {
+      // The validity was measured when the client read CLOCK_MONOTONIC (mono_ns); it has been running down since,
+      // while the answer crossed the pipe and waited for this thread (hundreds of ms on a loaded machine). The
+      // lease the history records starts now, so it is shortened by that lag. steady_clock is CLOCK_MONOTONIC,
+      // one clock for every process on this machine.
+      const int64_t at = mono->get<int64_t>();
+      const int64_t sent_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(sent.time_since_epoch()).count();
+      const int64_t read_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(read.time_since_epoch()).count();
+      constexpr int64_t kSlackNs = 1000000;  // 1 ms: the two reads of the clock are not ordered more finely
+      if (at < sent_ns - kSlackNs || at > read_ns + kSlackNs) {
+        return bad("\"mono_ns\" " + std::to_string(at) + " is not between the request (" + std::to_string(sent_ns) +
+                   ") and its answer (" + std::to_string(read_ns) +
+                   ") on this machine's CLOCK_MONOTONIC: it must be clock_gettime(CLOCK_MONOTONIC) in ns");
+      }
+      const int64_t lag_ms = std::max<int64_t>(0, read_ns - at) / 1000000;
+      res.answer_lag_ms = lag_ms;
+      // A lease that ran out in transit still reached the holder as ok: it keeps 1 ms, an unusable window, not an
+      // expired grant (the library handed out a valid lock; only its answer came late).
+      if (*res.validity_ms > 0) res.validity_ms = std::max<int64_t>(1, *res.validity_ms - lag_ms);
+    }
     if (keys) {
       for (const auto& k : *keys) res.keys.push_back(k.get<std::string>());
     }

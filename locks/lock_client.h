@@ -28,13 +28,16 @@ struct LockResult {
   // Protocol 2 of external clients (locks/README-external.md); empty when the client did not say.
   std::vector<std::string> keys;  // acquire/extend ok: the Redis keys the op wrote, named as the library names them
   std::string reason;             // fail/info: held, not_held, timeout, unreachable or error
+  // Protocol 2's mono_ns: how long the answer took from the client's measuring its validity to the harness's
+  // reading it (validity_ms is already shortened by it); empty when the client did not stamp its answer.
+  std::optional<int64_t> answer_lag_ms;
 
-  static LockResult ok() { return {OpType::kOk, "", std::nullopt, std::nullopt, {}, ""}; }
+  static LockResult ok() { return {OpType::kOk, "", std::nullopt, std::nullopt, {}, "", std::nullopt}; }
   static LockResult fail(std::string why) {
-    return {OpType::kFail, std::move(why), std::nullopt, std::nullopt, {}, ""};
+    return {OpType::kFail, std::move(why), std::nullopt, std::nullopt, {}, "", std::nullopt};
   }
   static LockResult info(std::string why) {
-    return {OpType::kInfo, std::move(why), std::nullopt, std::nullopt, {}, ""};
+    return {OpType::kInfo, std::move(why), std::nullopt, std::nullopt, {}, "", std::nullopt};
   }
 };
 

@@ -196,6 +196,48 @@ TEST_F(ExternalLockTest, Protocol2RequestsSayProtocol2) {
   EXPECT_EQ(n, 2);
 }
 
+// mono_ns: a validity measured 400 ms before its answer reached the harness is recorded 400 ms shorter, so the
+// lease window the history gets ends where the library's did, not 400 ms after it (a false double grant).
+TEST_F(ExternalLockTest, Protocol2MonoNsTakesTheAnswersLagOffTheValidity) {
+  TestCluster c(1);
+  LockOptions o = options_for(c, "proto2_client.py");
+  o.extra["client_cmd"] = proto2_cmd("--mono --late-ms 400");
+  auto a = make_lock("external", o);
+  LockResult r = a->acquire("lock-0", milliseconds(5000));
+  ASSERT_EQ(r.outcome, OpType::kOk) << r.error;
+  ASSERT_TRUE(r.validity_ms && r.answer_lag_ms);
+  EXPECT_GE(*r.answer_lag_ms, 400);
+  EXPECT_LT(*r.answer_lag_ms, 3000);
+  EXPECT_LE(*r.validity_ms, 5000 - 400);
+  EXPECT_EQ(*r.validity_ms + *r.answer_lag_ms <= 5000, true);
+  ASSERT_EQ(a->release("lock-0").outcome, OpType::kOk);
+  // A lease that ran out in transit keeps 1 ms: an unusable window, not an expired grant.
+  o.extra["client_cmd"] = proto2_cmd("--mono --late-ms 600");
+  auto b = make_lock("external", o);
+  LockResult late = b->acquire("lock-1", milliseconds(500));
+  ASSERT_EQ(late.outcome, OpType::kOk) << late.error;
+  EXPECT_EQ(late.validity_ms.value_or(-1), 1);
+  // Without the stamp nothing is taken off.
+  o.extra["client_cmd"] = proto2_cmd("--late-ms 200");
+  auto d = make_lock("external", o);
+  LockResult plain = d->acquire("lock-2", milliseconds(5000));
+  ASSERT_EQ(plain.outcome, OpType::kOk) << plain.error;
+  EXPECT_FALSE(plain.answer_lag_ms.has_value());
+  EXPECT_GT(*plain.validity_ms, 4800);
+}
+
+// A mono_ns that is not this machine's CLOCK_MONOTONIC (here the wall clock) is a malformed answer: info, named.
+TEST_F(ExternalLockTest, Protocol2MonoNsFromAnotherClockIsMalformed) {
+  TestCluster c(1);
+  LockOptions o = options_for(c, "proto2_client.py");
+  o.extra["client_cmd"] = proto2_cmd("--bad-mono");
+  auto a = make_lock("external", o);
+  LockResult r = a->acquire("lock-0", milliseconds(5000));
+  EXPECT_EQ(r.outcome, OpType::kInfo);
+  EXPECT_NE(r.error.find("mono_ns"), std::string::npos) << r.error;
+  EXPECT_NE(r.error.find("CLOCK_MONOTONIC"), std::string::npos) << r.error;
+}
+
 TEST_F(ExternalLockTest, Protocol2KeysAndReasonsAreRead) {
   TestCluster c(1);
   LockOptions o = options_for(c, "proto2_client.py");

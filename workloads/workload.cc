@@ -60,6 +60,9 @@ LockResult record_lock_op(ProcessEnv& env, const std::string& f, const std::stri
   // fail or info.
   if (op.value.is_null() || op.value.is_object()) {
     if (!r.keys.empty() && r.outcome == OpType::kOk) op.value["keys"] = r.keys;
+    // How late the answer reached the harness after the client measured its validity (>= 1 ms; validity_ms is
+    // already shortened by it): a reader of the history sees why a lease is shorter than the library said.
+    if (r.answer_lag_ms && *r.answer_lag_ms >= 1 && r.outcome == OpType::kOk) op.value["answer_lag_ms"] = *r.answer_lag_ms;
     if (!r.reason.empty() && r.outcome != OpType::kOk) op.value["reason"] = r.reason;
   }
   env.history.record(op);

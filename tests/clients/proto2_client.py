@@ -14,6 +14,9 @@ The single-node lock of example_client.py, but its Redis key is named as a libra
   --bad-event       write a malformed "lost" event (no key) on the first request
   --bad-reason      give every failure the reason "busy" (not one of the protocol's)
   --old             ignore "protocol": answer as a protocol-1 client would
+  --mono            stamp each answer that has a validity with "mono_ns" (CLOCK_MONOTONIC when it was measured)
+  --late-ms MS      sleep MS after measuring an acquire's validity, before answering (an answer delayed in transit)
+  --bad-mono        stamp "mono_ns" from the wall clock instead (not CLOCK_MONOTONIC: malformed)
 Reasons: held, not_held, unreachable (connect refused), timeout (after sending).
 """
 import json, os, socket, sys, threading, time
@@ -29,6 +32,7 @@ PREFIX, NO_KEYS, OLD = opt("--prefix", "myprefix:"), "--no-keys" in args, "--old
 HELLO, SLOW = opt("--hello"), int(opt("--slow-ms", "0"))
 LOST_AFTER, LOST_NOW, RECORD = opt("--lost-after-ms"), "--lost-now" in args, opt("--record")
 BAD_EVENT, BAD_REASON = "--bad-event" in args, "--bad-reason" in args
+MONO, LATE, BAD_MONO = "--mono" in args, int(opt("--late-ms", "0")), "--bad-mono" in args
 
 CAD = "if redis.call('get',KEYS[1])==ARGV[1] then return redis.call('del',KEYS[1]) else return 0 end"
 CAP = "if redis.call('get',KEYS[1])==ARGV[1] then return redis.call('pexpire',KEYS[1],ARGV[2]) else return 0 end"
@@ -95,6 +99,12 @@ for line in sys.stdin:
                 else:
                     tokens[key] = token
                     ans = {"ok": True, "validity_ms": req["ttl_ms"] - int((time.monotonic() - start) * 1000)}
+                    if MONO:
+                        ans["mono_ns"] = time.monotonic_ns()
+                    if BAD_MONO:
+                        ans["mono_ns"] = time.time_ns()
+                    if LATE:
+                        time.sleep(LATE / 1000)
                     if not NO_KEYS:
                         ans["keys"] = [rkey]
             elif req["op"] == "release":

@@ -15,6 +15,7 @@ import (
 	"sync"
 	"syscall"
 	"time"
+	"unsafe"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -42,6 +43,17 @@ type Answer struct {
 	// failure reason (held, not_held, timeout, unreachable, error) next to the free-text Error.
 	Keys   []string `json:"keys,omitempty"`
 	Reason string   `json:"reason,omitempty"`
+	// Protocol 2: CLOCK_MONOTONIC (ns) when ValidityMs was measured, so that the harness can take off the time
+	// the answer spent reaching it. Serve stamps every answer with a validity that has none.
+	MonoNs *int64 `json:"mono_ns,omitempty"`
+}
+
+// Mono reads CLOCK_MONOTONIC, the clock the harness reads too (Go's time.Now hides its monotonic reading).
+func Mono() int64 {
+	var ts syscall.Timespec
+	// CLOCK_MONOTONIC is 1 on Linux; a failure leaves ts zero, which the harness refuses as out of range.
+	syscall.Syscall(syscall.SYS_CLOCK_GETTIME, 1, uintptr(unsafe.Pointer(&ts)), 0)
+	return ts.Nano()
 }
 
 // Failure reasons of protocol 2 (locks/README-external.md).
@@ -58,8 +70,9 @@ func OK() Answer { return Answer{OK: true} }
 
 // OKUntil is a success that the library says holds until `until` (validity measured now, at the end of the op).
 func OKUntil(until time.Time) Answer {
+	m := Mono()
 	v := time.Until(until).Milliseconds()
-	return Answer{OK: true, ValidityMs: &v}
+	return Answer{OK: true, ValidityMs: &v, MonoNs: &m}
 }
 
 // Fail is a definite failure: it certainly did not happen.
@@ -164,6 +177,10 @@ func Serve(handle func(Request) Answer) {
 				ans = FailBecause(ReasonError, "bad request: "+jerr.Error())
 			} else {
 				ans = handle(req)
+			}
+			if ans.ValidityMs != nil && ans.MonoNs == nil {
+				m := Mono()
+				ans.MonoNs = &m
 			}
 			outMu.Lock()
 			writeLine(ans)
