@@ -288,10 +288,14 @@ void LocalCluster::spawn(size_t n) {
   ProcessSpec spec;
   spec.argv = argv_for(n);
   if (opts_.use_clock_shim) {
-    // The offset file outlives restarts: a restarted node keeps the clock the nemesis gave it.
+    // The clock file outlives restarts: a restarted node keeps the clock the nemesis gave it (a host's clock does
+    // not reset when a process restarts; the remote backends keep theirs likewise). Only a missing or short file
+    // is made anew.
     const std::string clock_file = data_dirs_[n] + "/clock";
     try {
-      create_clock_file(clock_file);
+      boost::system::error_code ec;
+      const auto size = fs::file_size(clock_file, ec);
+      if (ec || size < kClockFileBytes) create_clock_file(clock_file);
     } catch (const std::exception& e) {
       throw ClusterError("cannot create " + clock_file + ": " + e.what());
     }

@@ -160,6 +160,27 @@ TEST_F(LocalClusterTest, ClockOffsetMovesOneNodesTimeAndExpiresItsKeys) {
   EXPECT_LE(std::llabs(time_of(0) - before), 2);
 }
 
+// A node restarted during a clock fault keeps the clock the nemesis gave it, as a host's clock outlives a
+// process (regression: the local backend reset it to the real clock at every spawn, the remote ones kept it).
+TEST_F(LocalClusterTest, RestartedNodeKeepsItsClock) {
+  LocalCluster c(options(1));
+  c.start();
+  auto now_s = [&] {
+    RedisConn conn(c.nodes()[0].endpoint, std::chrono::milliseconds(200), std::chrono::milliseconds(300));
+    Reply r = conn.command({"TIME"});
+    return std::stoll(std::string(r.raw()->element[0]->str, r.raw()->element[0]->len));
+  };
+  const long long before = now_s();
+  c.set_clock_offset(0, std::chrono::seconds(100));
+  c.kill(0);
+  c.restart(0);
+  EXPECT_GE(now_s() - before, 99);
+  ASSERT_TRUE(c.clock_shift(0).has_value());
+  EXPECT_GE(c.clock_shift(0)->count(), 99LL * 1000000000);
+  c.set_clock_offset(0, std::chrono::nanoseconds(0));
+  EXPECT_LE(std::llabs(now_s() - before), 2);
+}
+
 TEST_F(LocalClusterTest, MissingBinaryIsAClearError) {
   auto o = options(1);
   o.redis_server = "/nonexistent/redis-server";
