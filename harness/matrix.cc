@@ -133,6 +133,9 @@ std::string median_text(std::vector<double> firsts) {
 
 // "invalid" or "invalid in >= 9 of 10"
 std::string wanted_text(Validity want, const MatrixEntry& e, size_t n) {
+  if (want == Validity::kValid && e.max_found > 0) {
+    return "valid in >= " + std::to_string(n - std::min(n, e.max_found)) + " of " + std::to_string(n);
+  }
   if (want != Validity::kInvalid || e.min_found <= 1) return to_string(want);
   return "invalid in >= " + std::to_string(e.min_found) + " of " + std::to_string(n);
 }
@@ -202,7 +205,7 @@ EntryJudgement judge_entry(const MatrixEntry& e, const std::vector<SeedRun>& run
   }
   const auto tail = [&] { return anomaly.empty() ? std::string() : " — " + anomaly; };
   if (e.expect) {
-    o.met = *e.expect == Validity::kValid ? valid == n : invalid >= e.min_found;
+    o.met = *e.expect == Validity::kValid ? valid + e.max_found >= n : invalid >= e.min_found;
     o.finding = "expected " + wanted_text(*e.expect, e, n) + ", found " + counts.str() + tail();
     return o;
   }
@@ -215,7 +218,7 @@ EntryJudgement judge_entry(const MatrixEntry& e, const std::vector<SeedRun>& run
       c_invalid += v == Validity::kInvalid;
       c_valid += v == Validity::kValid;
     }
-    const bool met = want == Validity::kValid ? c_valid == n : c_invalid >= e.min_found;
+    const bool met = want == Validity::kValid ? c_valid + e.max_found >= n : c_invalid >= e.min_found;
     o.met = o.met && met;
     f << (f.tellp() > 0 ? "; " : "") << checker << ": expected " << wanted_text(want, e, n) << ", found " << c_invalid
       << "/" << n << " invalid";
@@ -386,6 +389,7 @@ nlohmann::json entry_settings(const MatrixEntry& e) {
     s.erase("client_cmd");  // made from lock and lock_opts, with this machine's path
   s["seeds"] = e.seeds;
   s["min_found"] = e.min_found;
+  if (e.max_found > 0) s["max_found"] = e.max_found;  // only when set: older nights' settings compare unchanged
   if (e.expect) {
     s["expect"] = to_string(*e.expect);
   } else {
@@ -423,7 +427,7 @@ Matrix parse_matrix(const nlohmann::json& j, const std::string& results_dir) {
     nlohmann::json cfg = defaults;
     for (auto f = e.begin(); f != e.end(); ++f) {
       // "note": for people (why the expectation is what it is, the library's documentation line); not a config field.
-      if (f.key() == "name" || f.key() == "expect" || f.key() == "seeds" || f.key() == "min_found" || f.key() == "note")
+      if (f.key() == "name" || f.key() == "expect" || f.key() == "seeds" || f.key() == "min_found" || f.key() == "max_found" || f.key() == "note")
         continue;
       if (f.key() == "library" || f.key() == "scenario") {  // the scorecard's row and column
         if (!f.value().is_string()) throw ConfigError(where + ": \"" + f.key() + "\" must be a string");
@@ -465,6 +469,14 @@ Matrix parse_matrix(const nlohmann::json& j, const std::string& results_dir) {
       }
       me.min_found = min_found.get<size_t>();
     }
+    if (e.contains("max_found")) {
+      const nlohmann::json& mf = e["max_found"];
+      if (!mf.is_number_unsigned() || mf.get<uint64_t>() >= me.seeds.size()) {
+        throw ConfigError(where + ": max_found must be an integer from 0 to the number of seeds - 1 (" +
+                          std::to_string(me.seeds.size() - 1) + ")");
+      }
+      me.max_found = mf.get<size_t>();
+    }
     auto expect = e.find("expect");
     if (expect == e.end()) throw ConfigError(where + ": expect is required");
     if (expect->is_object()) {
@@ -475,6 +487,12 @@ Matrix parse_matrix(const nlohmann::json& j, const std::string& results_dir) {
       if (me.expect_checkers.empty()) throw ConfigError(where + ": expect must name at least one checker");
     } else {
       me.expect = parse_expect(*expect, where);
+    }
+    const bool expects_valid = (me.expect && *me.expect == Validity::kValid) ||
+                               std::any_of(me.expect_checkers.begin(), me.expect_checkers.end(),
+                                           [](const auto& c) { return c.second == Validity::kValid; });
+    if (me.max_found > 0 && !expects_valid) {
+      throw ConfigError(where + ": max_found applies to a \"valid\" expectation, and this entry expects none");
     }
     m.entries.push_back(std::move(me));
   }

@@ -18,7 +18,9 @@
 // config.json field.
 // Expectations: "valid" holds when every seed's run is valid; "invalid" when at least min_found seeds' runs
 // found an anomaly (default 1: anomalies are probabilistic, more seeds, more chances; a findings matrix sets
-// e.g. 9 of 10 to demand that the anomaly be found reliably). Per checker likewise. A run that fails (cluster
+// e.g. 9 of 10 to demand that the anomaly be found reliably); "valid" allows max_found seeds that are not valid
+// (default 0; e.g. 2 of 10 says an anomaly is rare, against another entry's min_found that says it is common).
+// Per checker likewise. A run that fails (cluster
 // error, exit 2 or 3) fails its entry whatever was expected. Each entry's finding also gives the median time
 // to the first anomaly over the seeds that found one.
 #pragma once
@@ -42,6 +44,7 @@ struct MatrixEntry {
   std::optional<Validity> expect;                                 // the run's verdict, or
   std::vector<std::pair<std::string, Validity>> expect_checkers;  // per checker
   size_t min_found = 1;           // an "invalid" expectation needs this many seeds to find it (1 .. seeds.size())
+  size_t max_found = 0;           // a "valid" one allows this many seeds not to be valid (0 .. seeds.size() - 1)
   std::string library, scenario;  // the scorecard's row and column (harness/scorecard.h); empty: not in it
 };
 

@@ -112,6 +112,40 @@ TEST(MatrixTest, MinFoundDemandsThatManySeedsFindTheAnomaly) {
                       "'x': min_found");
 }
 
+// max_found: a "valid" expectation that allows that many seeds not to be valid (the anomaly is rare here).
+TEST(MatrixTest, MaxFoundAllowsThatManySeedsToFindTheAnomaly) {
+  Matrix m = parse_matrix(nlohmann::json::parse(R"({"entries": [
+      {"name": "run", "seeds": 10, "max_found": 2, "expect": "valid"},
+      {"name": "checker", "seeds": 10, "max_found": 2, "expect": {"mutex": "valid"}},
+      {"name": "strict", "seeds": 10, "expect": "valid"}]})"),
+                          "res");
+  ASSERT_EQ(m.entries.size(), 3u);
+  EXPECT_EQ(m.entries[0].max_found, 2u);
+  EXPECT_EQ(m.entries[2].max_found, 0u);
+  auto runs = [](size_t found) {
+    std::vector<SeedRun> rs;
+    for (size_t i = 0; i < 10; ++i) {
+      const bool hit = i < found;
+      rs.push_back({i + 1, hit ? kExitInvalid : kExitValid,
+                    results_with(hit ? "invalid" : "valid", "mutex", hit ? "invalid" : "valid"), std::nullopt});
+    }
+    return rs;
+  };
+  EntryJudgement two = judge_entry(m.entries[0], runs(2));
+  EXPECT_TRUE(two.met) << two.finding;
+  EXPECT_NE(two.finding.find("expected valid in >= 8 of 10, found 2/10 invalid"), std::string::npos) << two.finding;
+  EXPECT_FALSE(judge_entry(m.entries[0], runs(3)).met);
+  EXPECT_TRUE(judge_entry(m.entries[1], runs(2)).met);
+  EXPECT_FALSE(judge_entry(m.entries[1], runs(3)).met);
+  EXPECT_FALSE(judge_entry(m.entries[2], runs(1)).met);
+  EXPECT_TRUE(judge_entry(m.entries[2], runs(0)).met);
+
+  expect_matrix_error(R"({"entries": [{"name": "x", "seeds": 3, "max_found": 3, "expect": "valid"}]})",
+                      "'x': max_found must be an integer from 0 to the number of seeds - 1 (2)");
+  expect_matrix_error(R"({"entries": [{"name": "x", "seeds": 3, "max_found": 1, "expect": "invalid"}]})",
+                      "'x': max_found applies to a \"valid\" expectation");
+}
+
 // The finding's example sentence is the earliest anomaly of what the entry is about, not the first invalid
 // checker's first anomaly.
 TEST(MatrixTest, TheFindingQuotesTheEarliestAnomalyOfTheCheckersTheEntryIsAbout) {
