@@ -25,7 +25,8 @@
 //
 // What the answers say (as the kazoo adapter, clients/kazoo/adapter.py):
 //   - validity_ms: negotiated session timeout minus the time since the send of the op's latest answered request
-//     (the acquire's start, or the checkExists() after it): each request touches the session on the server.
+//     (the acquire's start, or the checkExists() after it, made with --fencing and after a blocking wait): each
+//     request touches the session on the server.
 //   - keys: the lock node's path; token (fencing): its czxid (checkExists() after the acquire).
 //   - `lost` for each held key on SUSPENDED (default) or only on LOST (--lost-only).
 //   - release: the library's release(); not_held when the session that created the node is no longer the
@@ -184,7 +185,9 @@ public final class CuratorAdapter {
     ObjectNode ans = JSON.createObjectNode();
     ans.put("ok", true);
     ans.putArray("keys").add(path);
-    if (req.path("fencing").asBoolean(false)) {
+    boolean fencing = req.path("fencing").asBoolean(false);
+    if (fencing || waitMs > 0) {
+      // The czxid, and after a wait (while the client's pings kept the session) a fresh answered request.
       sent = System.nanoTime();
       Stat st;
       try {
@@ -196,7 +199,7 @@ public final class CuratorAdapter {
       if (st == null || st.getEphemeralOwner() != sid) {
         return fail("not_held", "the lock node " + path + " vanished before its czxid was read", false);
       }
-      ans.put("token", st.getCzxid());
+      if (fencing) ans.put("token", st.getCzxid());
     }
     long v = validity(sent);
     if (v <= 0) {

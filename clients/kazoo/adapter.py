@@ -172,7 +172,8 @@ class Adapter:
         path = lock.path + "/" + lock.node
         sid = self.session_id()
         ans = {"ok": True, "keys": [path]}
-        if req.get("fencing"):
+        if req.get("fencing") or wait > 0:
+            # The czxid, and after a wait (while kazoo's pings kept the session) a fresh answered request.
             sent = time.monotonic()
             try:
                 stat = self.client.exists(path)
@@ -183,7 +184,8 @@ class Adapter:
                             indeterminate=True)
             if stat is None or stat.ephemeralOwner != sid:
                 return fail("not_held", "the lock node %s vanished before its czxid was read" % path)
-            ans["token"] = stat.czxid
+            if req.get("fencing"):
+                ans["token"] = stat.czxid
         v = self.validity(sent)
         if v <= 0:
             self.release_quietly(lock)
