@@ -25,8 +25,8 @@ What the answers say:
     pings were answered, so the adapter counts only its own requests: a lower bound of what the session has left.
   - keys: the lock node's path; token (fencing): the lock node's czxid (a zxid: global and monotonic), read with
     exists() after the acquire.
-  - a `lost` event for each held key on SUSPENDED (default: kazoo's docs tell a lock user to assume the lock may be
-    gone) or only on LOST (--lost-only).
+  - a `lost` event for each held key on SUSPENDED (default: kazoo's docs, basic_usage "Understanding Kazoo
+    States", tell a Lock user to pause what it is doing on SUSPENDED) or only on LOST (--lost-only).
   - release: the library's release(); when the session that created the node is no longer the client's (it
     expired: kazoo made a new one) the answer is not_held, though kazoo's release() returned True.
   - extend: kazoo's Lock has none (the session is kept alive by kazoo's pings in the background); the adapter
@@ -160,7 +160,9 @@ class Adapter:
                 got = lock.acquire(blocking=True, timeout=wait / 1000.0)
             else:
                 got = lock.acquire(blocking=False, timeout=int(req["op_timeout_ms"]) / 1000.0)
-        except LockTimeout as e:
+        except LockTimeout as e:  # the wait ran out; kazoo deleted its node (best effort)
+            if self.drops != drops:
+                return fail("timeout", "LockTimeout after the connection dropped: %s" % e, indeterminate=True)
             return fail("held", "LockTimeout: %s" % e)
         except KazooException as e:
             return fail("timeout", "%s: %s" % (type(e).__name__, e), indeterminate=True)
