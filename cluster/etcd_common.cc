@@ -1,12 +1,5 @@
 #include "cluster/etcd_common.h"
 
-#include <arpa/inet.h>
-#include <netinet/in.h>
-#include <poll.h>
-#include <sys/socket.h>
-#include <unistd.h>
-
-#include <cerrno>
 #include <set>
 
 #include <nlohmann/json.hpp>
@@ -143,31 +136,6 @@ std::optional<size_t> etcd_majority_leader(const std::string& etcdctl, const std
     }
   }
   return std::nullopt;
-}
-
-bool etcd_port_accepts(const Endpoint& e, std::chrono::milliseconds timeout) {
-  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-  if (fd < 0) return false;
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_port = htons(static_cast<uint16_t>(e.port));
-  if (::inet_pton(AF_INET, e.host.c_str(), &addr.sin_addr) != 1) {
-    ::close(fd);
-    return false;
-  }
-  bool ok = false;
-  if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0) {
-    ok = true;
-  } else if (errno == EINPROGRESS) {
-    pollfd p{fd, POLLOUT, 0};
-    if (::poll(&p, 1, static_cast<int>(timeout.count())) == 1) {
-      int err = 0;
-      socklen_t len = sizeof err;
-      ok = ::getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len) == 0 && err == 0;
-    }
-  }
-  ::close(fd);
-  return ok;
 }
 
 std::string etcd_clock_refusal(const std::string& name) {

@@ -56,9 +56,6 @@ std::optional<size_t> etcd_majority_leader(const std::string& etcdctl, const std
                                            const std::vector<uint64_t>& member_ids, size_t cluster_size,
                                            std::chrono::milliseconds timeout);
 
-// True when something accepts a TCP connection at e within timeout (a plain connect, then close).
-bool etcd_port_accepts(const Endpoint& e, std::chrono::milliseconds timeout);
-
 // The clock shim does not reach etcd: the ClusterError text for a clock fault on member `name`.
 std::string etcd_clock_refusal(const std::string& name);
 

@@ -3,6 +3,7 @@
 #include <thread>
 
 #include "cluster/etcd_common.h"
+#include "cluster/tcp_probe.h"
 #include "cluster/remote_cluster.h"
 #include "cluster/server_builds.h"
 
@@ -62,7 +63,7 @@ class EtcdKind final : public RemoteServerKind {
   // A member cannot answer requests alone: ready is its client port accepting connections (a restarted member
   // may be cut off from its peers, as on the local backend); the cluster's readiness is after_start's.
   std::string ready_error(const Endpoint& ep) const override {
-    return etcd_port_accepts(ep, milliseconds(300)) ? "" : "its client port does not accept connections";
+    return port_accepts(ep, milliseconds(300)) ? "" : "its client port does not accept connections";
   }
 
   void after_start(const std::vector<ServerSlot>& servers, milliseconds timeout, const std::string& hint,

@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cluster/etcd_common.h"
+#include "cluster/zookeeper_common.h"
 #include "sys/process.h"
 #include "sys/redis_conn.h"
 
@@ -25,6 +26,7 @@ std::string servers_dir() {
 }
 
 std::string server_program_version(ServerKind kind, const std::string& program) {
+  if (kind == ServerKind::kZooKeeper) return zookeeper_jar_version("java", program);
   if (!find_program(program)) return "";
   CommandResult r;
   try {
@@ -45,6 +47,12 @@ std::vector<ServerBuild> server_builds(ServerKind kind, const RunConfig& c) {
   if (kind == ServerKind::kRedis) {
     const std::string v = server_program_version(kind, c.redis_server);
     if (!v.empty()) builds.push_back({v, c.redis_server, "", "this machine (--redis-server " + c.redis_server + ")"});
+    return builds;
+  }
+  if (kind == ServerKind::kZooKeeper) {
+    const std::string classpath = zookeeper_default_classpath();
+    const std::string v = server_program_version(kind, classpath);
+    if (!v.empty()) builds.push_back({v, classpath, "", "this machine (Debian zookeeper, java on PATH)"});
     return builds;
   }
   if (const std::string v = server_program_version(kind, "etcd"); !v.empty() && find_program("etcdctl")) {
@@ -78,13 +86,17 @@ ServerBuild resolve_server_build(const RunConfig& c) {
     throw ConfigError("--server " + kind + ": no " + kind + " build on this machine (" +
                       (c.server == ServerKind::kEtcd
                            ? "install Debian's etcd-server and etcd-client, or run scripts/build-clients for 3.4.3"
+                       : c.server == ServerKind::kZooKeeper
+                           ? "install Debian's zookeeper and default-jdk-headless: " + std::string(kZooKeeperJar) +
+                                 " run by java"
                            : "--redis-server " + c.redis_server + " does not run") +
                       ")");
   }
   throw ConfigError("--server-version " + c.server_version + ": no " + kind + " " + c.server_version +
                     " on this machine (there: " + (there.empty() ? std::string("none") : there) +
-                    (c.server == ServerKind::kEtcd ? "; scripts/build-clients builds etcd 3.4.3 into " + servers_dir()
-                                                   : std::string("; --redis-server chooses the Redis build")) +
+                    (c.server == ServerKind::kEtcd        ? "; scripts/build-clients builds etcd 3.4.3 into " + servers_dir()
+                     : c.server == ServerKind::kZooKeeper ? std::string("; only Debian's zookeeper is run")
+                                                          : std::string("; --redis-server chooses the Redis build")) +
                     ")");
 }
 
@@ -109,6 +121,13 @@ std::vector<std::string> read_node_versions(const Cluster& cluster, const std::s
         const auto* st = s.contains("Status") ? &s["Status"] : nullptr;
         if (st && st->contains("version") && (*st)["version"].is_string()) versions[i] = (*st)["version"];
       }
+    }
+    return versions;
+  }
+  if (cluster.server() == ServerKind::kZooKeeper) {
+    for (size_t i = 0; i < nodes.size(); ++i) {
+      const auto s = zookeeper_srvr(nodes[i].endpoint, std::chrono::milliseconds(1000));
+      if (s) versions[i] = s->version;
     }
     return versions;
   }

@@ -3,7 +3,8 @@
 // its version is what the server program prints for `--version`, read when asked for, never assumed from a name.
 //
 // Where builds come from:
-//   - the machine's: etcd and etcdctl on PATH (Debian's etcd-server and etcd-client), or --redis-server;
+//   - the machine's: etcd and etcdctl on PATH (Debian's etcd-server and etcd-client), or --redis-server, or
+//     Debian's zookeeper.jar run by java (ZooKeeper: server is the classpath, ctl is "");
 //   - the project's: each folder servers_dir()/etcd-VERSION holding etcd and etcdctl (scripts/build-clients
 //     builds etcd 3.4.3, the etcd seed's version, from the Go module proxy into build/servers/etcd-3.4.3/).
 // The default ("" asked) is the machine's. Redis has only the machine's build (--redis-server chooses it).
@@ -28,7 +29,8 @@ struct ServerBuild {
 std::string servers_dir();
 
 // The version `program --version` prints ("" when it cannot run or prints none): etcd's "etcd Version: X",
-// redis-server's "v=X".
+// redis-server's "v=X". ZooKeeper: program is the classpath, and the version is what ZooKeeper's VersionInfoMain
+// says on `java` (a JVM start, about 1 s).
 std::string server_program_version(ServerKind kind, const std::string& program);
 
 // Every build of kind found on this machine, the machine's first (when it has one).
@@ -43,8 +45,8 @@ ServerBuild resolve_server_build(const RunConfig& c);
 std::string harness_etcdctl(const RunConfig& c);
 
 // The version each node of a started cluster reports, asked of the node itself (index = node; "" where it did
-// not answer): etcd members answer `etcdctl endpoint status` with their version, Redis nodes INFO server's
-// redis_version. Bounded (a few seconds); never throws.
+// not answer): etcd members answer `etcdctl endpoint status` with their version, ZooKeeper members `srvr`'s
+// "Zookeeper version:", Redis nodes INFO server's redis_version. Bounded (a few seconds); never throws.
 std::vector<std::string> read_node_versions(const Cluster& cluster, const std::string& etcdctl);
 
 // One line for results.json and the report: "3.4.3" when every node said the same, else each version with its

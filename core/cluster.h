@@ -1,5 +1,6 @@
 // The nodes under test, behind one interface with three backends: `local` (redis-server processes on
-// loopback, cluster/local_cluster.h; or an etcd cluster, cluster/etcd_cluster.h), `docker` (containers,
+// loopback, cluster/local_cluster.h; or an etcd cluster, cluster/etcd_cluster.h, or a ZooKeeper ensemble,
+// cluster/zookeeper_cluster.h), `docker` (containers,
 // docker/docker_cluster.h) and `ssh` (remote hosts, cluster/ssh_cluster.h). Node numbers are 0-based; node
 // names are "n1", "n2", ...
 #pragma once
@@ -21,11 +22,13 @@ struct Endpoint {
   bool operator!=(const Endpoint& o) const { return !(*this == o); }
 };
 
-// What the nodes run (--server): Redis (every backend and topology), or etcd (a Raft cluster of etcd members:
-// cluster/etcd_cluster.h on the local backend, the Remote seam's etcd kind on docker and ssh). What the harness does to a node itself (readiness, holder
-// targeting, Sentinel failover) is Redis-only; every such place asks Cluster::server() and refuses etcd.
-enum class ServerKind { kRedis, kEtcd };
-const char* to_string(ServerKind s);  // "redis", "etcd"
+// What the nodes run (--server): Redis (every backend and topology), etcd (a Raft cluster of etcd members:
+// cluster/etcd_cluster.h on the local backend, the Remote seam's etcd kind on docker and ssh), or ZooKeeper (an
+// ensemble: cluster/zookeeper_cluster.h, the Remote seam's zookeeper kind). What the harness does to a node
+// itself (readiness, holder targeting, Sentinel failover) is Redis-only; every such place asks
+// Cluster::server() and refuses the others.
+enum class ServerKind { kRedis, kEtcd, kZooKeeper };
+const char* to_string(ServerKind s);  // "redis", "etcd", "zookeeper"
 
 enum class Persistence { kNone, kAofEverysec, kAofAlways };
 const char* to_string(Persistence p);  // "none", "aof-everysec", "aof-always"

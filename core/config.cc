@@ -34,6 +34,7 @@ const char* to_string(ServerKind s) {
   switch (s) {
     case ServerKind::kRedis: return "redis";
     case ServerKind::kEtcd: return "etcd";
+    case ServerKind::kZooKeeper: return "zookeeper";
   }
   return "redis";
 }
@@ -43,7 +44,8 @@ namespace {
 ServerKind parse_server(const std::string& s) {
   if (s == "redis") return ServerKind::kRedis;
   if (s == "etcd") return ServerKind::kEtcd;
-  throw ConfigError("--server: '" + s + "' is not one of redis, etcd");
+  if (s == "zookeeper") return ServerKind::kZooKeeper;
+  throw ConfigError("--server: '" + s + "' is not one of redis, etcd, zookeeper");
 }
 
 Persistence parse_persistence(const std::string& s) {
@@ -233,7 +235,7 @@ const std::vector<ConfigField>& config_fields() {
   static const std::vector<ConfigField> fields = {
     row<&C::cluster>("cluster", "cluster", "local (redis-server processes), docker, or ssh (--hosts)", "cluster", "",
         [](const C& c) { one_of(c.cluster, "--cluster", {"local", "docker", "ssh"}); }),
-    row<&C::server>("server", "server", "redis (default), or etcd: a five-node etcd cluster (Debian's etcd-server) on any backend", "cluster", ""),
+    row<&C::server>("server", "server", "redis (default), etcd: a five-node etcd cluster (Debian's etcd-server), or zookeeper: a five-member ZooKeeper ensemble (Debian's zookeeper), on any backend", "cluster", ""),
     row<&C::server_version>("server_version", "server-version", "the server's version the nodes run (default: the machine's; see lockcheck list; etcd 3.4.3 is built by scripts/build-clients)", "cluster", ""),
     row<&C::hosts>("hosts", "hosts", "hosts file of --cluster ssh (JSON; scripts/ssh-testbed writes one)", "cluster", "",
         [](const C& c) { if (c.cluster != "ssh" && !c.hosts.empty()) throw ConfigError("--hosts: only with --cluster ssh"); }),
@@ -326,33 +328,48 @@ nlohmann::json read_json_file(const std::string& path) {
 
 namespace {
 
-// What an etcd run cannot have: each of these is something the harness does to Redis nodes itself.
-void validate_etcd_fields(const RunConfig& c) {
+// What an etcd or ZooKeeper run cannot have: each of these is something the harness does to Redis nodes itself.
+// The clock: the shim (LD_PRELOAD of libc's clock functions) does not reach etcd (a Go program reading the
+// clock through the vDSO); it does reach a ZooKeeper member's wall clock, but ZooKeeper times sessions on the
+// monotonic clock (measured: cluster/zookeeper_common.h's zookeeper_clock_refusal).
+void validate_consensus_fields(const RunConfig& c) {
+  const std::string kind = to_string(c.server);
+  const bool etcd = c.server == ServerKind::kEtcd;
+  if (!etcd && c.cluster != "local") {
+    throw ConfigError("--cluster " + c.cluster + ": --server zookeeper runs on the local backend only in this build");
+  }
   if (c.topology != Topology::kIndependent) {
-    throw ConfigError(std::string("--topology ") + to_string(c.topology) +
-                      ": a Redis topology; --server etcd runs one etcd cluster (leave --topology at independent)");
+    throw ConfigError(std::string("--topology ") + to_string(c.topology) + ": a Redis topology; --server " + kind +
+                      " runs one " + (etcd ? "etcd cluster" : "ZooKeeper ensemble") +
+                      " (leave --topology at independent)");
   }
   if (c.persistence != Persistence::kNone) {
-    throw ConfigError("--persistence: a Redis setting; etcd always writes its log to disk (leave it at none)");
+    throw ConfigError("--persistence: a Redis setting; " + kind + " always writes its log to disk (leave it at none)");
   }
   for (const auto& n : c.nemesis) {
     const std::string base = n.substr(0, n.find(':'));
     // Holder targeting aims client faults at the holder's process (fine) and node faults at the nodes that hold
-    // its key, which it finds with Redis EXISTS (not on etcd, where every member holds every key).
+    // its key, which it finds with Redis EXISTS (not here, where every member holds every key).
     if (c.nemesis_targeting == "holder" && base != "client-pause" && base != "client-crash") {
       throw ConfigError("--nemesis-targeting holder: aims " + base +
-                        " at the holder's nodes, found with Redis EXISTS; not with --server etcd (holder targeting "
-                        "works there for client-pause and client-crash only)");
+                        " at the holder's nodes, found with Redis EXISTS; not with --server " + kind +
+                        " (holder targeting works there for client-pause and client-crash only)");
     }
     if (base == "clock") {
-      throw ConfigError(
-          "--nemesis clock: not with --server etcd: the clock shim (LD_PRELOAD) does not reach etcd, a Go program "
-          "that reads the clock through the vDSO, and etcd times leases with the monotonic clock anyway");
+      throw ConfigError(etcd ? "--nemesis clock: not with --server etcd: the clock shim (LD_PRELOAD) does not reach "
+                               "etcd, a Go program that reads the clock through the vDSO, and etcd times leases with "
+                               "the monotonic clock anyway"
+                             : "--nemesis clock: not with --server zookeeper: ZooKeeper times sessions with "
+                               "System.nanoTime (the monotonic clock); the clock shim moves the members' wall clock "
+                               "only, and measured here steps of +60 s and -60 s on every member expired no session "
+                               "(bench/zookeeper_clock_fault.py)");
     }
-    if (base == "failover") throw ConfigError("--nemesis failover: a Sentinel failover; not with --server etcd");
+    if (base == "failover") throw ConfigError("--nemesis failover: a Sentinel failover; not with --server " + kind);
     if (base == "power-loss") {
-      throw ConfigError("--nemesis power-loss: not with --server etcd: the power shim (LD_PRELOAD) does not reach "
-                        "etcd, a Go program that makes its system calls without libc");
+      throw ConfigError(etcd ? "--nemesis power-loss: not with --server etcd: the power shim (LD_PRELOAD) does not "
+                               "reach etcd, a Go program that makes its system calls without libc"
+                             : "--nemesis power-loss: not with --server zookeeper: the power shim's model of what a "
+                               "power loss drops is written for Redis's files (not tried on a JVM)");
     }
   }
 }
@@ -378,7 +395,7 @@ void validate_fields(const RunConfig& c) {
   if (c.topology == Topology::kCluster && c.cluster == "ssh") {
     throw ConfigError("--topology cluster: only on the local and docker backends (--cluster local|docker)");
   }
-  if (c.server == ServerKind::kEtcd) validate_etcd_fields(c);
+  if (c.server != ServerKind::kRedis) validate_consensus_fields(c);
   if (c.lock == "external" && c.client_cmd.empty()) throw ConfigError("--client-cmd: required with --lock external");
   // A fault's own setting without that fault would set nothing (and a boundary search over it would search
   // nothing): refused rather than ignored.

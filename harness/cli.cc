@@ -540,14 +540,18 @@ int cmd_list(const std::vector<std::string>& args, std::ostream& out) {
       << "  " << std::left << std::setw(20) << to_string(ServerKind::kRedis)
       << "redis-server nodes: every backend and topology, every lock but etcd\n"
       << "  " << std::setw(20) << to_string(ServerKind::kEtcd)
-      << "an etcd cluster (Debian etcd-server 3.4; local, docker and ssh backends), for --lock etcd\n";
+      << "an etcd cluster (Debian etcd-server 3.4; local, docker and ssh backends), for --lock etcd\n"
+      << "  " << std::setw(20) << to_string(ServerKind::kZooKeeper)
+      << "a ZooKeeper ensemble (Debian zookeeper 3.8 on java; tickTime from --ttl-ms), for ZooKeeper locks\n";
   out << "server versions on this machine (--server-version; default: the first of each):\n";
-  for (const ServerKind kind : {ServerKind::kRedis, ServerKind::kEtcd}) {
+  for (const ServerKind kind : {ServerKind::kRedis, ServerKind::kEtcd, ServerKind::kZooKeeper}) {
     RunConfig probe;
     const auto builds = server_builds(kind, probe);
     if (builds.empty()) {
       out << "  " << std::left << std::setw(20) << to_string(kind) << "none"
-          << (kind == ServerKind::kEtcd ? " (Debian etcd-server + etcd-client; scripts/build-clients for 3.4.3)" : "")
+          << (kind == ServerKind::kEtcd        ? " (Debian etcd-server + etcd-client; scripts/build-clients for 3.4.3)"
+              : kind == ServerKind::kZooKeeper ? " (Debian zookeeper + default-jdk-headless)"
+                                               : "")
           << "\n";
     }
     for (const auto& b : builds) {

@@ -89,7 +89,6 @@ Plan resolve_plan(RunConfig c) {
   resolve_lock(c);
   validate_fields(c);
   if (c.cluster == "ssh") load_ssh_hosts(c.hosts);  // throws ConfigError naming the file and field
-  resolve_server_version(c);
   Plan plan;
   plan.lock = find_lock_algorithm(c.lock);
   if (!plan.lock) throw ConfigError("--lock: unknown lock algorithm '" + c.lock + "' (see lockcheck list)");
@@ -102,6 +101,7 @@ Plan resolve_plan(RunConfig c) {
     throw ConfigError("--lock " + c.lock + ": needs --server " + to_string(plan.lock->server) + " (given " +
                       to_string(c.server) + ")");
   }
+  resolve_server_version(c);  // after the cheap checks: it may start the server program to ask its version
   plan.workload = workload_registry().find(c.workload);
   if (!plan.workload) throw ConfigError("--workload: unknown workload '" + c.workload + "' (see lockcheck list)");
   std::set<std::string> seen;

@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "cluster/server_builds.h"
+#include "cluster/zookeeper_common.h"
 #include "core/client_pauses.h"
 #include "core/exit_codes.h"
 #include "core/history.h"
@@ -329,6 +330,15 @@ nlohmann::json results_head(const RunConfig& cfg, const std::string& dir, const 
   // An etcd run's resource (the set workloads' Redis) is this machine's redis-server.
   if (cfg.server != ServerKind::kRedis) head["versions"]["redis"] = redis_version(cfg);
   if (server_versions.is_object()) head["node_versions"] = server_versions.value("nodes", nlohmann::json::object());
+  // A ZooKeeper ensemble's session timing follows --ttl-ms (cluster/zookeeper_common.h): what the sessions could be.
+  if (cfg.server == ServerKind::kZooKeeper) {
+    const ZooKeeperTiming t = zookeeper_timing(cfg.ttl_ms);
+    head["zookeeper"] = {{"tick_ms", t.tick_ms},
+                         {"min_session_timeout_ms", t.min_session_ms},
+                         {"max_session_timeout_ms", t.max_session_ms},
+                         {"init_limit_ticks", t.init_limit_ticks},
+                         {"sync_limit_ticks", t.sync_limit_ticks}};
+  }
   return head;
 }
 
@@ -473,6 +483,10 @@ RunOutcome run_test(RunConfig given, std::ostream& out, const Schedule* replay) 
   try {
     cluster = make_cluster(cfg, dir);
     log.log("starting " + std::to_string(cfg.nodes) + " nodes (" + cfg.cluster + ")");
+    if (cfg.server == ServerKind::kZooKeeper) {
+      log.log("zookeeper ensemble: " + describe(zookeeper_timing(cfg.ttl_ms)) + " (from --ttl-ms " +
+              std::to_string(cfg.ttl_ms) + ")");
+    }
     cluster->start();
     for (const auto& n : cluster->nodes()) log.log("node " + n.name + " at " + n.endpoint.str());
     server_versions = record_node_versions(cfg, *cluster, log, out);

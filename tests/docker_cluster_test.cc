@@ -23,6 +23,7 @@
 
 #include "cluster/clock_shim.h"
 #include "cluster/server_builds.h"
+#include "cluster/tcp_probe.h"
 #include "docker/docker_cli.h"
 #include "docker/node_image.h"
 #include "tests/support/ci.h"
@@ -619,7 +620,7 @@ TEST_F(DockerClusterTest, EtcdMembersStartFaultAndStopLeavingNothing) {
   EXPECT_EQ(cluster_->nodes()[0].endpoint.port, kEtcdClientPort);
   // Clients go through the fault proxy on loopback.
   EXPECT_EQ(cluster_->endpoint_for("c1", 0).host, "127.0.0.1");
-  EXPECT_TRUE(etcd_port_accepts(cluster_->endpoint_for("c1", 0), milliseconds(1000)));
+  EXPECT_TRUE(port_accepts(cluster_->endpoint_for("c1", 0), milliseconds(1000)));
   // The version is the members' answer: the machine's etcd, copied into the image.
   testing_util::expect_members_say(*cluster_, "etcdctl", server_program_version(ServerKind::kEtcd, "etcd"));
   testing_util::check_remote_etcd_essentials(*cluster_);

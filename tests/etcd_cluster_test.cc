@@ -116,7 +116,7 @@ TEST(EtcdConfig, ServerFlagAndWhatEtcdRefuses) {
   RunConfig c;
   EXPECT_EQ(std::string(to_string(c.server)), "redis");
   EXPECT_EQ(server_from_string("etcd"), ServerKind::kEtcd);
-  EXPECT_THROW(server_from_string("zookeeper"), ConfigError);
+  EXPECT_THROW(server_from_string("consul"), ConfigError);
   nlohmann::json j;
   to_json(j, c);
   EXPECT_EQ(j["server"], "redis");

@@ -1,0 +1,64 @@
+// A started ZooKeeper ensemble (cluster/zookeeper_cluster.h) in its own temporary folder, for the tests labelled
+// `zookeeper`. Without java or Debian's zookeeper jars the test skips with the reason, except under CI, where
+// that is a failure. The destructor stops every member and removes the folder: nothing is left behind.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <unistd.h>
+
+#include <chrono>
+#include <memory>
+#include <string>
+
+#include "cluster/zookeeper_cluster.h"
+#include "locks/lock_client.h"
+#include "sys/process.h"
+#include "tests/support/ci.h"
+#include "tests/support/temp_dir.h"
+
+namespace lockcheck {
+namespace testing_util {
+
+inline bool zookeeper_installed() {
+  return find_program("java").has_value() && ::access(kZooKeeperJar, R_OK) == 0 &&
+         ::access(kSlf4jSimpleJar, R_OK) == 0;
+}
+inline const char* kNoZooKeeper = "java or Debian's zookeeper is not installed (apt-get install zookeeper "
+                                  "default-jdk-headless)";
+
+struct ZooKeeperTestCluster {
+  // ttl_ms: the run's TTL the session timing follows (zookeeper_timing).
+  explicit ZooKeeperTestCluster(int nodes = 5, bool proxy = true, int64_t ttl_ms = 1000) {
+    ZooKeeperClusterOptions o;
+    o.nodes = nodes;
+    o.use_proxy = proxy;
+    o.timing = zookeeper_timing(ttl_ms);
+    o.nodes_dir = dir.path() + "/nodes";
+    cluster = std::make_unique<ZooKeeperCluster>(o);
+    cluster->start();
+  }
+  ~ZooKeeperTestCluster() { cluster->stop(); }
+
+  // Options for one client process (slot c0 unless told): every member through that slot's proxy links, as a
+  // run gives them to a lock (an adapter builds its connect string from nodes).
+  LockOptions options(std::chrono::milliseconds op_timeout = std::chrono::milliseconds(1000),
+                      const std::string& slot = "c0") const {
+    LockOptions lo;
+    for (size_t n = 0; n < cluster->nodes().size(); ++n) lo.nodes.push_back(cluster->endpoint_for(slot, n));
+    for (const auto& n : cluster->nodes()) lo.node_addresses.push_back(n.endpoint);
+    lo.op_timeout = op_timeout;
+    lo.connect_timeout = op_timeout;
+    return lo;
+  }
+
+  TempDir dir{"lockcheck-zookeeper"};
+  std::unique_ptr<ZooKeeperCluster> cluster;
+};
+
+}  // namespace testing_util
+}  // namespace lockcheck
+
+// Skips (or fails under CI) when java or ZooKeeper is missing.
+#define LOCKCHECK_NEED_ZOOKEEPER() \
+  LOCKCHECK_NEED(::lockcheck::testing_util::zookeeper_installed(), ::lockcheck::testing_util::kNoZooKeeper)
