@@ -57,6 +57,10 @@ nlohmann::json request(const std::string& op, const ZooKeeperTestCluster& c, int
   return r;
 }
 
+// An answer's fields, false / "" when there was no answer (null: the adapter said nothing in time).
+bool is_ok(const nlohmann::json& a) { return a.is_object() && a.value("ok", false); }
+std::string reason_of(const nlohmann::json& a) { return a.is_object() ? a.value("reason", "") : ""; }
+
 class ZooKeeperLockTest : public ::testing::TestWithParam<std::string> {
  protected:
   void SetUp() override {
@@ -156,22 +160,22 @@ void expect_lost_after_stop(const std::string& name, bool lost_only) {
   RawAdapter a(name, opts), b(name);
   a.send(request("acquire", c, 1000));
   nlohmann::json ok = a.answer(milliseconds(30000));
-  ASSERT_EQ(ok.value("ok", false), true) << ok;
+  ASSERT_TRUE(is_ok(ok)) << ok;
   ASSERT_TRUE(ok.contains("keys") && ok["keys"].size() == 1u) << ok;
   EXPECT_EQ(ok["keys"][0].get<std::string>().rfind("/lockcheck/lock-0/", 0), 0u) << ok;
   b.send(request("acquire", c, 1000));
   nlohmann::json busy = b.answer(milliseconds(30000));
-  EXPECT_EQ(busy.value("reason", ""), "held") << busy;
+  EXPECT_EQ(reason_of(busy), "held") << busy;
   ASSERT_EQ(::kill(a.pid(), SIGSTOP), 0);
   std::this_thread::sleep_for(milliseconds(2500));  // > the 1 s session timeout, rounded up to ticks
-  nlohmann::json taken;
-  for (int i = 0; i < 10 && taken.value("ok", false) != true; ++i) {
+  nlohmann::json taken = nlohmann::json::object();
+  for (int i = 0; i < 10 && !is_ok(taken); ++i) {
     b.send(request("acquire", c, 1000));
     taken = b.answer();
-    if (taken.value("ok", false) != true) std::this_thread::sleep_for(milliseconds(500));
+    if (!is_ok(taken)) std::this_thread::sleep_for(milliseconds(500));
   }
   ::kill(a.pid(), SIGCONT);
-  ASSERT_EQ(taken.value("ok", false), true) << "the stopped holder's session never expired: " << taken;
+  ASSERT_TRUE(is_ok(taken)) << "the stopped holder's session never expired: " << taken;
   EXPECT_NE(taken["keys"], ok["keys"]);
   ASSERT_TRUE(a.wait_event("lost", milliseconds(15000))) << "no lost event after the session expired";
   const nlohmann::json& lost = a.events.back();
@@ -181,7 +185,7 @@ void expect_lost_after_stop(const std::string& name, bool lost_only) {
   std::this_thread::sleep_for(milliseconds(1500));  // the client makes its new session
   a.send(request("release", c, 1000));
   nlohmann::json rel = a.answer(milliseconds(15000));
-  EXPECT_EQ(rel.value("reason", ""), "not_held") << rel;
+  EXPECT_EQ(reason_of(rel), "not_held") << rel;
 }
 
 TEST_P(ZooKeeperLockTest, SessionExpiryIsLost) { expect_lost_after_stop(GetParam(), false); }
