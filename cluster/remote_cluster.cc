@@ -226,7 +226,12 @@ RemoteCluster::RemoteCluster(std::string backend, const RunConfig& config, std::
       run_id_(std::move(run_id)),
       chain_(std::move(chain)),
       kind_(config_.server == ServerKind::kEtcd ? etcd_remote_kind(config_, options_)
-                                                 : redis_remote_kind(config_, options_)) {}
+                                                 : redis_remote_kind(config_, options_)) {
+  // validate_fields refuses it with exit 2; this keeps a direct construction from running Redis instead.
+  if (config_.server == ServerKind::kZooKeeper) {
+    throw ClusterError(backend_ + ": --server zookeeper runs on the local backend only in this build");
+  }
+}
 
 RemoteCluster::~RemoteCluster() { stop(); }
 

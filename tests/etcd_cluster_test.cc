@@ -16,20 +16,11 @@ namespace lockcheck {
 namespace {
 
 using std::chrono::milliseconds;
+using testing_util::wait_for_leader;
 using testing_util::EtcdTestCluster;
 
 bool alive(pid_t pid) { return pid > 0 && ::kill(pid, 0) == 0; }
 
-// The leader, asked until one is named other than `not_this` (bounded by timeout).
-std::optional<size_t> wait_for_leader(const EtcdCluster& c, std::optional<size_t> not_this, milliseconds timeout) {
-  const auto deadline = std::chrono::steady_clock::now() + timeout;
-  while (std::chrono::steady_clock::now() < deadline) {
-    auto l = c.leader();
-    if (l && l != not_this) return l;
-    std::this_thread::sleep_for(milliseconds(200));
-  }
-  return std::nullopt;
-}
 
 TEST(EtcdCluster, StartsWithOneLeaderAndStopsLeavingNothing) {
   LOCKCHECK_NEED_ETCD();

@@ -20,6 +20,7 @@ namespace lockcheck {
 namespace {
 
 using std::chrono::milliseconds;
+using testing_util::wait_for_leader;
 using testing_util::ZooKeeperTestCluster;
 
 bool alive(pid_t pid) { return pid > 0 && ::kill(pid, 0) == 0; }
@@ -28,17 +29,6 @@ int64_t ms_since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration_cast<milliseconds>(std::chrono::steady_clock::now() - t0).count();
 }
 
-// The leader, asked until exactly one member other than `not_this` says so (bounded by timeout).
-std::optional<size_t> wait_for_leader(const ZooKeeperCluster& c, std::optional<size_t> not_this,
-                                      milliseconds timeout) {
-  const auto deadline = std::chrono::steady_clock::now() + timeout;
-  while (std::chrono::steady_clock::now() < deadline) {
-    auto l = c.leader();
-    if (l && l != not_this) return l;
-    std::this_thread::sleep_for(milliseconds(200));
-  }
-  return std::nullopt;
-}
 
 // The resident set of a process, kB (VmRSS); 0 when gone.
 long rss_kb(pid_t pid) {

@@ -15,6 +15,7 @@
 #include "cluster/etcd_common.h"
 #include "cluster/server_builds.h"
 #include "core/cluster.h"
+#include "tests/support/cluster_waits.h"
 
 namespace lockcheck {
 namespace testing_util {
@@ -33,16 +34,10 @@ inline std::string wait_etcd_ready(const Cluster& c, std::chrono::milliseconds t
   return why;
 }
 
-// The leader, asked until one is named other than `not_this` (bounded by timeout).
+// The leader, asked until one is named other than `not_this` (bounded by timeout): cluster_waits.h's.
 inline std::optional<size_t> wait_etcd_leader(const Cluster& c, std::optional<size_t> not_this,
                                               std::chrono::milliseconds timeout) {
-  const auto deadline = std::chrono::steady_clock::now() + timeout;
-  while (std::chrono::steady_clock::now() < deadline) {
-    auto l = c.leader();
-    if (l && l != not_this) return l;
-    std::this_thread::sleep_for(std::chrono::milliseconds(200));
-  }
-  return std::nullopt;
+  return wait_for_leader(c, not_this, timeout);
 }
 
 // Every member of c answers `version` when asked (etcdctl endpoint status), and the run's line says it.

@@ -15,6 +15,7 @@
 #include "locks/lock_client.h"
 #include "sys/process.h"
 #include "tests/support/ci.h"
+#include "tests/support/cluster_waits.h"
 #include "tests/support/temp_dir.h"
 
 namespace lockcheck {
@@ -57,12 +58,7 @@ struct EtcdTestCluster {
   // Options for one client process (slot c0 unless told): every member through that slot's proxy links.
   LockOptions options(std::chrono::milliseconds op_timeout = std::chrono::milliseconds(1000),
                       const std::string& slot = "c0") const {
-    LockOptions lo;
-    for (size_t n = 0; n < cluster->nodes().size(); ++n) lo.nodes.push_back(cluster->endpoint_for(slot, n));
-    for (const auto& n : cluster->nodes()) lo.node_addresses.push_back(n.endpoint);
-    lo.op_timeout = op_timeout;
-    lo.connect_timeout = op_timeout;
-    return lo;
+    return slot_lock_options(*cluster, op_timeout, slot);
   }
 
   // Options for the etcd adapter (locks/adapters.h) with lock options opts, run by slot's process.
