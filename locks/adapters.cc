@@ -25,6 +25,21 @@ std::vector<AdapterOption> with_go_redis(std::vector<AdapterOption> own) {
   return own;
 }
 
+// Options both ZooKeeper adapters take (clients/kazoo, clients/curator): one session per adapter, its lock's
+// blocking wait, and which of the client's states counts as the loss of the lock.
+std::vector<AdapterOption> with_zookeeper_session(std::vector<AdapterOption> own) {
+  own.insert(own.begin(),
+             {{"wait_ms", "--wait-ms", K::kInt,
+               "0 (default): a try (the lock node is deleted if another is first); N: wait up to N ms for the holder"},
+              {"lost_only", "--lost-only", K::kBool,
+               "true: write `lost` only on LOST (the session expired), not already on SUSPENDED (connection lost)"},
+              {"session_timeout_ms", "--session-timeout-ms", K::kInt,
+               "the session timeout asked for (default: --ttl-ms; the server clamps it to its min/maxSessionTimeout)"},
+              {"connect_timeout_ms", "--connect-timeout-ms", K::kInt,
+               "how long the first request waits for a session (default: --op-timeout-ms x the number of nodes)"}});
+  return own;
+}
+
 std::string kind_name(K k) {
   return k == K::kInt ? "an integer" : k == K::kFloat ? "a number" : k == K::kBool ? "true or false" : "a choice";
 }
@@ -185,6 +200,41 @@ const Registry<LockAdapter>& lock_adapters() {
          if (rpc && !waits) return "lock_rpc needs wait_ms > 0 (the Lock RPC blocks until the lock is held)";
          if (v34 && !waits) return "client=3.4 needs wait_ms > 0 (its Mutex has no TryLock; that came with 3.5)";
          if (o.contains("trust_wait") && o["trust_wait"] == true && !waits) return "trust_wait needs wait_ms > 0";
+         return "";
+       }},
+      // Added with issue 31: ZooKeeper's two most used lock recipes (Debian packages; --server zookeeper).
+      {"kazoo", "kazoo.recipe.lock.Lock (Debian python3-kazoo; needs --server zookeeper)", "2.8.0 (Debian bookworm)",
+       "kazoo-lock.py", "/usr/bin/python3", "python3-kazoo", with_zookeeper_session({}),
+       "library: kazoo's Lock (Python, an ephemeral sequential node per contender, one session per adapter), adapter "
+       "clients/kazoo; validity = the negotiated session timeout from the op's last answered request; token = the "
+       "lock node's czxid; lost on SUSPENDED (lost_only: on LOST, which kazoo says only after reconnecting)",
+       "a session, not a fence: a holder paused past its session timeout loses the lock without knowing; acquire() "
+       "answers False (as if taken) when its retries run out on a dropped connection; release() answers True for a "
+       "node its expired session already lost",
+       ServerKind::kZooKeeper},
+      {"curator",
+       "org.apache.curator.framework.recipes.locks.InterProcessMutex (Debian libcurator-recipes-java, JDK; needs "
+       "--server zookeeper)",
+       "5.4.0 (Debian bookworm; ZooKeeper client 3.8.0, OpenJDK 17)", "curator", "",
+       "default-jdk-headless, libcurator-recipes-java",
+       with_zookeeper_session({
+           {"retries", "--retries", K::kInt,
+            "RetryNTimes(N, 100 ms) for each ZooKeeper call (adapter default 0: the op's bound is the harness's)"},
+           {"expiration_percent", "--expiration-percent", K::kInt,
+            "simulatedSessionExpirationPercent, 1-100: LOST is simulated this share of the session timeout after "
+            "SUSPENDED (library default 100)"},
+       }),
+       "library: Apache Curator's InterProcessMutex (Java, a protected ephemeral sequential node, one session per "
+       "adapter JVM), adapter clients/curator; validity, token and lost as kazoo's, LOST also simulated by Curator "
+       "a session timeout after SUSPENDED",
+       "a session, not a fence: a holder paused past its session timeout loses the lock without knowing; release() "
+       "swallows the NoNode of a node its expired session already lost",
+       ServerKind::kZooKeeper,
+       [](const nlohmann::json& o) -> std::string {
+         if (o.contains("expiration_percent") && o["expiration_percent"].is_number_integer()) {
+           const int64_t p = o["expiration_percent"].get<int64_t>();
+           if (p < 1 || p > 100) return "expiration_percent must be 1 to 100 (Curator's own range)";
+         }
          return "";
        }},
   };
