@@ -30,7 +30,7 @@ LockResult record_lock_op(ProcessEnv& env, const std::string& f, const std::stri
   op.f = f;
   op.key = key;
   op.value = std::move(invoke_value);
-  env.history.record(op);
+  env.record(op);
   if (env.pauses) {
     // Lock recipes with several steps ask at their own points inside the op (e.g. between SETNX and EXPIRE).
     ClientPauses* pauses = env.pauses;
@@ -62,7 +62,7 @@ LockResult record_lock_op(ProcessEnv& env, const std::string& f, const std::stri
     if (!r.keys.empty() && r.outcome == OpType::kOk) op.value["keys"] = r.keys;
     if (!r.reason.empty() && r.outcome != OpType::kOk) op.value["reason"] = r.reason;
   }
-  env.history.record(op);
+  env.record(op);
   return r;
 }
 
