@@ -114,9 +114,7 @@ class GuardedUpdate : public Workload {
     if (!resource_) return;
     try {
       // The final read, by a fresh process, after every client has stopped.
-      History h = env.history.snapshot();
-      Process reader = 0;
-      for (const auto& op : h) reader = std::max(reader, op.process + 1);
+      const Process reader = env.history.next_free_process();
       auto conn = resource_->connect();
       for (int k = 0; k < env.options.keys; ++k) read(reader, env.history, env.counts, *conn, "resource:lock-" + std::to_string(k));
     } catch (const std::exception&) {
