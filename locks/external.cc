@@ -34,6 +34,7 @@
 #include <mutex>
 #include <thread>
 
+#include "locks/external_protocol.h"
 #include "locks/lock_extra.h"
 #include "sys/process.h"
 
@@ -43,7 +44,6 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 constexpr size_t kMaxLineBytes = 1 << 20;
-constexpr int64_t kMaxCallMsLimit = 3600 * 1000;
 const char* const kReasons[] = {"held", "not_held", "timeout", "unreachable", "error"};
 
 int remaining_ms(Clock::time_point deadline) {
@@ -270,17 +270,25 @@ class ExternalLock : public LockClient {
   // One line from the client: an event is handled here and now; an answer goes to the waiting caller. False
   // when the line breaks the protocol (the reader stops; the next or current call gives the client up).
   bool take_line(const std::string& line) {
-    nlohmann::json j;
-    try {
-      j = nlohmann::json::parse(line);
-    } catch (const nlohmann::json::parse_error&) {
-      j = nullptr;  // parse_answer names it
-    }
-    if (j.is_object() && j.contains("event")) {
-      const std::string bad = take_event(j);
-      if (bad.empty()) return true;
-      finish_reading("malformed event (" + bad + "): " + line.substr(0, 200), false);
-      return false;
+    const ExternalLine l = classify_external_line(line);
+    switch (l.kind) {
+      case ExternalLine::Kind::kMalformedEvent:
+        finish_reading("malformed event (" + l.error + "): " + line.substr(0, 200), false);
+        return false;
+      case ExternalLine::Kind::kHello:
+        if (l.max_call_ms) {
+          max_call_ms_.store(*l.max_call_ms);
+          std::lock_guard<std::mutex> lock(mu_);
+          cv_.notify_all();
+        }
+        return true;
+      case ExternalLine::Kind::kLost:
+        if (on_lost_) on_lost_(l.key, l.detail);
+        return true;
+      case ExternalLine::Kind::kOtherEvent:  // unknown events are ignored, as unknown fields are
+        return true;
+      case ExternalLine::Kind::kAnswer:
+        break;
     }
     std::lock_guard<std::mutex> lock(mu_);
     if (!outstanding_ || !answers_.empty()) {
@@ -293,93 +301,11 @@ class ExternalLock : public LockClient {
     return true;
   }
 
-  // Handles one event line; returns what is wrong with it (empty: nothing). Unknown events are ignored, as
-  // unknown fields are.
-  std::string take_event(const nlohmann::json& j) {
-    const auto& ev = j["event"];
-    if (!ev.is_string()) return "\"event\" must be a string";
-    const std::string name = ev.get<std::string>();
-    if (name == "hello") {
-      auto m = j.find("max_call_ms");
-      if (m == j.end() || m->is_null()) return "";  // a hello that states no bound changes nothing
-      if (!m->is_number_integer()) return "\"max_call_ms\" must be an integer";
-      const int64_t v = m->get<int64_t>();
-      if (v < 0 || v > kMaxCallMsLimit) {
-        return "\"max_call_ms\" must be between 0 and " + std::to_string(kMaxCallMsLimit);
-      }
-      max_call_ms_.store(v);
-      std::lock_guard<std::mutex> lock(mu_);
-      cv_.notify_all();
-      return "";
-    }
-    if (name == "lost") {
-      auto k = j.find("key");
-      if (k == j.end() || !k->is_string() || k->get<std::string>().empty()) return "\"key\" must be a non-empty string";
-      auto d = j.find("detail");
-      if (d != j.end() && !d->is_null() && !d->is_string()) return "\"detail\" must be a string";
-      const std::string detail = d != j.end() && d->is_string() ? d->get<std::string>() : "";
-      if (on_lost_) on_lost_(k->get<std::string>(), detail);
-      return "";
-    }
-    return "";
-  }
-
   LockResult parse_answer(const std::string& line) {
-    nlohmann::json a;
-    try {
-      a = nlohmann::json::parse(line);
-    } catch (const nlohmann::json::parse_error&) {
-      return give_up("malformed answer (not JSON): " + line.substr(0, 200));
-    }
-    auto bad = [&](const std::string& what) {
-      return give_up("malformed answer (" + what + "): " + line.substr(0, 200));
-    };
-    if (!a.is_object()) return bad("not an object");
-    auto ok = a.find("ok");
-    if (ok == a.end() || !ok->is_boolean()) return bad("\"ok\" must be true or false");
-    auto field = [&](const char* name) {
-      auto it = a.find(name);
-      return it == a.end() || it->is_null() ? nullptr : &*it;
-    };
-    const nlohmann::json* token = field("token");
-    const nlohmann::json* validity = field("validity_ms");
-    const nlohmann::json* error = field("error");
-    const nlohmann::json* indeterminate = field("indeterminate");
-    const nlohmann::json* keys = field("keys");
-    const nlohmann::json* reason = field("reason");
-    if (token && !token->is_number_integer()) return bad("\"token\" must be an integer");
-    if (validity && !validity->is_number_integer()) return bad("\"validity_ms\" must be an integer");
-    if (error && !error->is_string()) return bad("\"error\" must be a string");
-    if (indeterminate && !indeterminate->is_boolean()) return bad("\"indeterminate\" must be true or false");
-    if (keys) {
-      if (!keys->is_array()) return bad("\"keys\" must be an array of strings");
-      for (const auto& k : *keys) {
-        if (!k.is_string() || k.get<std::string>().empty()) {
-          return bad("\"keys\" must be an array of non-empty strings");
-        }
-      }
-    }
-    if (reason && (!reason->is_string() || !is_known_reason(reason->get<std::string>()))) {
-      return bad(std::string("\"reason\" must be one of ") + known_reasons());
-    }
-    const std::string err = error ? error->get<std::string>() : "";
-    const std::string why = reason ? reason->get<std::string>() : "";
-    if (!ok->get<bool>()) {
-      // Without free text the typed reason is the text people read.
-      const std::string text = !err.empty() ? err : !why.empty() ? why : "";
-      LockResult res = indeterminate && indeterminate->get<bool>()
-                           ? LockResult::info(text.empty() ? "indeterminate" : text)
-                           : LockResult::fail(text.empty() ? "refused" : text);
-      res.reason = why;
-      return res;
-    }
-    LockResult res = LockResult::ok();
-    if (token) res.token = token->get<int64_t>();
-    if (validity) res.validity_ms = validity->get<int64_t>();
-    if (keys) {
-      for (const auto& k : *keys) res.keys.push_back(k.get<std::string>());
-    }
-    return res;
+    std::string why;
+    std::optional<LockResult> r = parse_external_answer(line, &why);
+    if (!r) return give_up("malformed answer (" + why + "): " + line.substr(0, 200));
+    return *r;
   }
 
   const std::function<void(const std::string&, const std::string&)> on_lost_;
