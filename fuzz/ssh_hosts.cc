@@ -1,0 +1,22 @@
+// The SSH hosts file (`--cluster ssh --hosts FILE`, cluster/ssh_hosts.h): parse_ssh_hosts. ConfigError naming the
+// field, or the hosts, nothing else.
+#include <cstddef>
+#include <cstdint>
+
+#include <nlohmann/json.hpp>
+
+#include "cluster/ssh_hosts.h"
+#include "core/config.h"
+#include "fuzz/fuzz_common.h"
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  nlohmann::json j;
+  try {
+    j = nlohmann::json::parse(data, data + size);
+  } catch (const nlohmann::json::parse_error&) {
+    return 0;  // load_ssh_hosts says it is not JSON (ConfigError)
+  }
+  lockcheck::fuzz::expect_only<lockcheck::ConfigError>("parse_ssh_hosts",
+                                                       [&] { (void)lockcheck::parse_ssh_hosts(j, "fuzz.json"); });
+  return 0;
+}
