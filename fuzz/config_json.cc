@@ -11,12 +11,9 @@
 #include "harness/plan.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  nlohmann::json j;
-  try {
-    j = nlohmann::json::parse(data, data + size);
-  } catch (const nlohmann::json::parse_error&) {
-    return 0;  // `run --config` says "is not valid JSON" (ConfigError)
-  }
+  const std::optional<nlohmann::json> parsed = lockcheck::fuzz::json_or_none(data, size);
+  if (!parsed) return 0;  // `run --config` says "is not valid JSON" (ConfigError)
+  const nlohmann::json& j = *parsed;
   lockcheck::RunConfig c;
   if (!lockcheck::fuzz::expect_only<lockcheck::ConfigError>("from_json(RunConfig)",
                                                             [&] { lockcheck::from_json(j, c); })) {

@@ -4,11 +4,16 @@
 // libFuzzer keeps the input as crash-*.
 #pragma once
 
+#include <cstddef>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <exception>
+#include <optional>
 #include <string>
 #include <typeinfo>
+
+#include <nlohmann/json.hpp>
 
 namespace lockcheck::fuzz {
 
@@ -30,6 +35,24 @@ bool expect_only(const char* what, Fn&& fn) {
     if ((... || (dynamic_cast<const Allowed*>(&e) != nullptr))) return false;
     finding(std::string(what) + " threw " + typeid(e).name() + " (not its documented error): " + e.what());
   }
+}
+
+// The input as JSON, or nothing when it is not JSON (every file reader says so with its own ConfigError first).
+inline std::optional<nlohmann::json> json_or_none(const uint8_t* data, size_t size) {
+  try {
+    return nlohmann::json::parse(data, data + size);
+  } catch (const nlohmann::json::parse_error&) {
+    return std::nullopt;
+  }
+}
+
+// An importer of another tool's history (checkers/import.h): a history or HistoryError, and what it returns obeys
+// the op rules. Error: lockcheck::HistoryError (a template parameter, so this header needs no core include).
+template <typename Error, typename Import, typename Validate>
+void check_import(const char* what, Import import, Validate validate) {
+  decltype(import()) h;
+  if (!expect_only<Error>(what, [&] { h = import(); })) return;
+  expect_only<>("validate_history of an imported history", [&] { validate(h); });
 }
 
 }  // namespace lockcheck::fuzz

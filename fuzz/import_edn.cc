@@ -9,12 +9,8 @@
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string text(reinterpret_cast<const char*>(data), size);
-  lockcheck::History h;
-  if (!lockcheck::fuzz::expect_only<lockcheck::HistoryError>("import_edn",
-                                                            [&] { h = lockcheck::import_edn(text, "fuzz"); })) {
-    return 0;
-  }
-  lockcheck::fuzz::expect_only<>("validate_history of an imported history",
-                                 [&] { lockcheck::validate_history(h, "fuzz"); });
+  lockcheck::fuzz::check_import<lockcheck::HistoryError>(
+      "import_edn", [&] { return lockcheck::import_edn(text, "fuzz"); },
+      [](const lockcheck::History& h) { lockcheck::validate_history(h, "fuzz"); });
   return 0;
 }

@@ -12,12 +12,9 @@
 #include "nemesis/schedule.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  nlohmann::json j;
-  try {
-    j = nlohmann::json::parse(data, data + size);
-  } catch (const nlohmann::json::parse_error&) {
-    return 0;  // read_schedule_file says it is not JSON (ConfigError)
-  }
+  const std::optional<nlohmann::json> parsed = lockcheck::fuzz::json_or_none(data, size);
+  if (!parsed) return 0;  // read_schedule_file says it is not JSON (ConfigError)
+  const nlohmann::json& j = *parsed;
   lockcheck::Schedule s;
   using lockcheck::ConfigError;
   if (!lockcheck::fuzz::expect_only<ConfigError>("schedule_from_json",

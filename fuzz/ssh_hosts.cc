@@ -10,12 +10,9 @@
 #include "fuzz/fuzz_common.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  nlohmann::json j;
-  try {
-    j = nlohmann::json::parse(data, data + size);
-  } catch (const nlohmann::json::parse_error&) {
-    return 0;  // load_ssh_hosts says it is not JSON (ConfigError)
-  }
+  const std::optional<nlohmann::json> parsed = lockcheck::fuzz::json_or_none(data, size);
+  if (!parsed) return 0;  // load_ssh_hosts says it is not JSON (ConfigError)
+  const nlohmann::json& j = *parsed;
   lockcheck::fuzz::expect_only<lockcheck::ConfigError>("parse_ssh_hosts",
                                                        [&] { (void)lockcheck::parse_ssh_hosts(j, "fuzz.json"); });
   return 0;
