@@ -41,7 +41,7 @@ bool expect_only(const char* what, Fn&& fn) {
 inline std::optional<nlohmann::json> json_or_none(const uint8_t* data, size_t size) {
   try {
     return nlohmann::json::parse(data, data + size);
-  } catch (const nlohmann::json::parse_error&) {
+  } catch (const nlohmann::json::exception&) {  // parse_error, and out_of_range for a number like 1e400
     return std::nullopt;
   }
 }

@@ -107,7 +107,7 @@ Outcome reference(const std::string& text) {
     nlohmann::json j;
     try {
       j = nlohmann::json::parse(line);
-    } catch (const nlohmann::json::parse_error& e) {
+    } catch (const nlohmann::json::exception& e) {  // parse_error, and out_of_range for a number like 1e400
       if (!has_newline) {
         o.warnings.push_back("torn");
         break;

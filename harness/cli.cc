@@ -214,7 +214,7 @@ int cmd_run(const std::vector<std::string>& args, std::ostream& out, std::ostrea
     nlohmann::json j;
     try {
       j = nlohmann::json::parse(in);
-    } catch (const nlohmann::json::parse_error& e) {
+    } catch (const nlohmann::json::exception& e) {
       throw ConfigError("--config: " + file + " is not valid JSON (" + e.what() + ")");
     }
     RunConfig fc;

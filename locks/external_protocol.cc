@@ -19,7 +19,7 @@ nlohmann::json parse_or_null(const std::string& line, bool* is_json) {
   try {
     *is_json = true;
     return nlohmann::json::parse(line);
-  } catch (const nlohmann::json::parse_error&) {
+  } catch (const nlohmann::json::exception&) {
     *is_json = false;
     return nullptr;
   }

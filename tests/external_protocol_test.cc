@@ -59,6 +59,14 @@ TEST(ExternalProtocol, TokenAboveInt64MaxIsMalformedNotWrapped) {
   EXPECT_EQ(r->token, INT64_MAX);
 }
 
+// Found by fuzz/history_reader.cc (its nlohmann reading of 51e400 threw out_of_range, not parse_error): every
+// place that parsed JSON caught only parse_error, so a number too big for a double escaped as another exception
+// (exit 3 from a config file; on the external client's reader thread, std::terminate). Now it is "not JSON".
+TEST(ExternalProtocol, FuzzNumberOverflowIsMalformedNotAThrow) {
+  EXPECT_EQ(why_of(R"({"ok":true,"token":1e400})"), "not JSON");
+  EXPECT_EQ(classify_external_line(R"({"event":"hello","max_call_ms":51e400})").kind, Kind::kAnswer);
+}
+
 TEST(ExternalProtocol, Events) {
   const ExternalLine hello = classify_external_line(R"({"event":"hello","max_call_ms":1500})");
   EXPECT_EQ(hello.kind, Kind::kHello);
