@@ -122,7 +122,7 @@ SshHosts load_ssh_hosts(const std::string& path) {
   nlohmann::json j;
   try {
     j = nlohmann::json::parse(in);
-  } catch (const nlohmann::json::parse_error& e) {
+  } catch (const nlohmann::json::exception& e) {
     throw ConfigError("--hosts " + path + ": not valid JSON (" + e.what() + ")");
   }
   return parse_ssh_hosts(j, path);

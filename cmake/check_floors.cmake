@@ -12,7 +12,7 @@ set(LOCKCHECK_FLOORS
   "docker:4" "report:4"
   "nemesis:5" "workloads:5"
   "harness:6"
-  "bench:7"
+  "bench:7" "fuzz:7"
   "tests:8")
 
 if(NOT SOURCE_DIR)

@@ -321,7 +321,7 @@ nlohmann::json read_json_file(const std::string& path) {
   if (!in) throw ConfigError(path + ": cannot open");
   try {
     return nlohmann::json::parse(in);
-  } catch (const nlohmann::json::parse_error& e) {
+  } catch (const nlohmann::json::exception& e) {
     throw ConfigError(path + ": not valid JSON (" + e.what() + ")");
   }
 }

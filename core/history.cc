@@ -18,7 +18,7 @@
 
 namespace lockcheck {
 
-HistoryWriter::HistoryWriter(const std::string& path, const MonotonicClock* clock) : clock_(clock) {
+HistoryWriter::HistoryWriter(const std::string& path, const MonotonicClock* clock) : path_(path), clock_(clock) {
   const char* off = std::getenv("LOCKCHECK_BENCH_NO_RECORD");
   recording_ = off == nullptr || std::string(off) != "1";
   fd_ = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0644);
@@ -53,8 +53,8 @@ Op HistoryWriter::record(Op op) {
     left -= static_cast<size_t>(n);
   }
   count(op.type);
-  ops_.push_back(op);
-  for (auto& fn : observers_) fn(ops_.back());
+  if (op.process >= next_process_) next_process_ = op.process + 1;
+  for (auto& fn : observers_) fn(op);
   return op;
 }
 
@@ -69,7 +69,13 @@ void HistoryWriter::count(OpType t) {
 
 History HistoryWriter::snapshot() const {
   std::lock_guard<std::mutex> lock(mu_);
-  return ops_;
+  if (!recording_) return {};
+  return read_history(path_);
+}
+
+Process HistoryWriter::next_free_process() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return next_process_;
 }
 
 OpCounts HistoryWriter::counts() const {
@@ -510,18 +516,25 @@ class LineScanner {
     const char* const end = end_;
     if (p >= end || *p != '"') return false;
     const char* start = ++p;
+    uint64_t high = 0;  // the high bits of the string's bytes: any set, and the string must be valid UTF-8
     for (;;) {
       const uint64_t w = load(p);  // may read past end: the bytes there are readable (see the constructor)
       const uint64_t special = has_byte(w, '"') | has_byte(w, '\\') | has_less(w, 0x20);
       if (special == 0) {
+        high |= w;
         p += 8;
         if (p >= end) return false;
         continue;
       }
-      p += __builtin_ctzll(special) / 8;  // the lowest flagged byte is exact
+      const int k = __builtin_ctzll(special) / 8;  // the lowest flagged byte is exact
+      if (k > 0) high |= w & (~uint64_t{0} >> (64 - 8 * k));
+      p += k;
       if (p >= end || *p != '"') return false;
       break;
     }
+    // Non-ASCII bytes: checked as the general path (simdjson) checks them, so that both refuse invalid UTF-8
+    // (found by fuzz/history_reader.cc: the scanner took any byte, simdjson refuses the line).
+    if ((high & kHighs) != 0 && !simdjson::validate_utf8(start, static_cast<size_t>(p - start))) return false;
     *out = std::string_view(start, static_cast<size_t>(p - start));
     p_ = p + 1;
     return true;
@@ -670,7 +683,10 @@ struct Source {
 };
 
 // lines: an upper bound on the number of ops (the vector is reserved once: no doubling, no copy).
-History parse_source(Source src, const std::string& name, size_t lines, std::vector<std::string>* warnings) {
+// fast: the two scanners of LineScanner try each line first; false: every line goes to parse_op (the general
+// path alone, for the fuzz target's differential check).
+History parse_source(Source src, const std::string& name, size_t lines, std::vector<std::string>* warnings,
+                     bool fast = true) {
   History h;
   h.reserve(lines);
   advise_huge_pages(h);  // the biggest array of a check: ~160 MB for a million ops
@@ -701,7 +717,7 @@ History parse_source(Source src, const std::string& name, size_t lines, std::vec
   for (;;) {
     // The writer's own lines are scanned up to their newline in one go (most lines of most histories).
     bool not_writers = false;  // this line's op is not in the writer's form: the general path skips that scan
-    if (begin < end && buf[begin] == '{') {
+    if (fast && begin < end && buf[begin] == '{') {
       const char* const line = buf.data() + begin;
       const char* nl = nullptr;
       populate.fill(h);
@@ -742,9 +758,9 @@ History parse_source(Source src, const std::string& name, size_t lines, std::vec
     // The line and the bytes after it up to the end of buf are readable (at least SIMDJSON_PADDING).
     bool not_json = false;
     std::string why;
-    if (not_writers || !LineScanner(line + lead, len - lead, &atoms).op(&op)) {
+    if (!fast || not_writers || !LineScanner(line + lead, len - lead, &atoms).op(&op)) {
       op = Op();
-      if (!LineScanner(line + lead, len - lead, &atoms).op_any_order(&op)) {
+      if (!fast || !LineScanner(line + lead, len - lead, &atoms).op_any_order(&op)) {
         op = Op();
         why = parse_op(parser, line, len, &op, &not_json, &atoms);
       }
@@ -812,6 +828,13 @@ History parse_history(const std::string& text, const std::string& name, std::vec
   Source src;
   src.text = &text;
   return parse_source(src, name, static_cast<size_t>(std::count(text.begin(), text.end(), '\n')) + 1, warnings);
+}
+
+History parse_history_general(const std::string& text, const std::string& name, std::vector<std::string>* warnings) {
+  Source src;
+  src.text = &text;
+  return parse_source(src, name, static_cast<size_t>(std::count(text.begin(), text.end(), '\n')) + 1, warnings,
+                      false);
 }
 
 }  // namespace lockcheck

@@ -34,12 +34,16 @@ class HistoryWriter {
   HistoryWriter(const HistoryWriter&) = delete;
   HistoryWriter& operator=(const HistoryWriter&) = delete;
 
-  // Assigns index and (when a clock was given) time, appends op to the file and the in-memory copy, tells the
+  // Assigns index and (when a clock was given) time, appends op to the file, tells the
   // observers, and returns the op as recorded. Thread-safe; ops get indices in the order of their calls.
   Op record(Op op);
 
-  // A copy of everything recorded so far. Thread-safe.
+  // Everything recorded so far, read back from the file: the writer keeps no copy in memory, so that a long run's
+  // memory stays flat (bench/soak.sh; it grew by the ops before). Thread-safe; throws HistoryError as
+  // read_history does. For tests and end-of-run reads, not for a loop.
   History snapshot() const;
+  // One more than the highest client process id recorded so far (0 when none): a fresh process id. Thread-safe.
+  Process next_free_process() const;
   OpCounts counts() const;
 
   // Called with each op after it is written, under the writer's lock (keep it short, do not call record()).
@@ -48,14 +52,15 @@ class HistoryWriter {
  private:
   void count(OpType t);
 
+  std::string path_;
   int fd_ = -1;
   const MonotonicClock* clock_;
   // False only for the recording-cost benchmark (environment LOCKCHECK_BENCH_NO_RECORD=1, hidden): ops are
   // indexed, counted and shown to the observers, but neither written nor kept. Never for a real run.
   bool recording_ = true;
   int64_t next_index_ = 0;
+  Process next_process_ = 0;
   mutable std::mutex mu_;
-  History ops_;
   OpCounts counts_;
   std::vector<std::function<void(const Op&)>> observers_;
 };
@@ -71,6 +76,11 @@ History read_history(const std::string& path, std::vector<std::string>* warnings
 // Parses a history from a string of JSON lines (the same rules; name is used in messages).
 History parse_history(const std::string& text, const std::string& name = "history",
                       std::vector<std::string>* warnings = nullptr);
+
+// parse_history with the reader's fast paths off: every line parsed by the general JSON path (simdjson's DOM).
+// Same rules, same results, same errors: fuzz/history_reader.cc checks that on every input it is given.
+History parse_history_general(const std::string& text, const std::string& name,
+                              std::vector<std::string>* warnings = nullptr);
 
 // The op rules every history obeys (checked by the readers above while they read, and by the importers):
 //  - a completion (ok / fail / info) closes its process's open invoke, of the same f;

@@ -520,4 +520,13 @@ int boundary(const RunConfig& base_given, const BoundaryOptions& o, std::ostream
   return r.resolved ? kExitValid : kExitUnknown;
 }
 
+AnomalyKind parse_anomaly_flag(const std::string& anomaly) {
+  const auto colon = anomaly.find(':');
+  AnomalyKind k{anomaly.substr(0, colon), colon == std::string::npos ? "" : anomaly.substr(colon + 1)};
+  if (k.checker.empty() || (colon != std::string::npos && k.kind.empty())) {
+    throw ConfigError("--anomaly: '" + anomaly + "' must be CHECKER or CHECKER:KIND");
+  }
+  return k;
+}
+
 }  // namespace lockcheck

@@ -87,6 +87,9 @@ BoundaryResult boundary_search(const RunConfig& base, const BoundaryOptions& o, 
 // field, an end the field refuses), searches with `lockcheck run` children of binary (empty: this executable),
 // writes WORK. Returns 0 when the search ended with its edges bracketed to the resolution (or the whole range
 // was one class), 4 when the budget ran out first, 3 when runs kept failing, 128+signal when interrupted.
+// --anomaly CHECKER[:KIND]. Throws ConfigError naming the flag on an empty checker or kind.
+AnomalyKind parse_anomaly_flag(const std::string& anomaly);
+
 int boundary(const RunConfig& base, const BoundaryOptions& o, std::ostream& out, const std::string& binary = "");
 
 }  // namespace lockcheck

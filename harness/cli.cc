@@ -178,6 +178,21 @@ std::optional<Schedule> schedule_flag(const po::variables_map& vm, RunConfig& c)
   return s;
 }
 
+}  // namespace
+
+RunConfig parse_run_flags(const std::vector<std::string>& args) {
+  RunConfig c;
+  auto vm = parse(args, run_options());
+  for (const char* refused : {"config", "schedule", "help"}) {
+    if (vm.count(refused)) throw ConfigError(std::string("--") + refused + ": not here (parse_run_flags)");
+  }
+  apply_run_flags(vm, c);
+  apply_topology_defaults(c, vm.count("nodes") > 0 && !vm["nodes"].defaulted());
+  return c;
+}
+
+namespace {
+
 int cmd_run(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
   RunConfig c;
   auto desc = run_options();
@@ -199,7 +214,7 @@ int cmd_run(const std::vector<std::string>& args, std::ostream& out, std::ostrea
     nlohmann::json j;
     try {
       j = nlohmann::json::parse(in);
-    } catch (const nlohmann::json::parse_error& e) {
+    } catch (const nlohmann::json::exception& e) {
       throw ConfigError("--config: " + file + " is not valid JSON (" + e.what() + ")");
     }
     RunConfig fc;
@@ -385,13 +400,7 @@ int cmd_boundary(const std::vector<std::string>& args, std::ostream& out) {
   if (vm.count("seeds")) o.seeds = vm["seeds"].as<int>();  // runs per probe (N): seed, seed + 1, ... (default 10)
   if (scale != "linear" && scale != "log") throw ConfigError("--scale: '" + scale + "' is not one of linear, log");
   o.log_scale = scale == "log";
-  if (vm.count("anomaly")) {
-    const auto colon = anomaly.find(':');
-    o.target = AnomalyKind{anomaly.substr(0, colon), colon == std::string::npos ? "" : anomaly.substr(colon + 1)};
-    if (o.target->checker.empty() || (colon != std::string::npos && o.target->kind.empty())) {
-      throw ConfigError("--anomaly: '" + anomaly + "' must be CHECKER or CHECKER:KIND");
-    }
-  }
+  if (vm.count("anomaly")) o.target = parse_anomaly_flag(anomaly);
   RunConfig c;
   apply_run_flags(vm, c);
   apply_topology_defaults(c, vm.count("nodes") > 0 && !vm["nodes"].defaulted());

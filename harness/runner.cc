@@ -137,7 +137,7 @@ class Progress {
 class Workers {
  public:
   Workers(const Plan& plan, Cluster& cluster, HistoryWriter& history, Workload& workload, const std::atomic<bool>& stop,
-          RunLog& log, ClientPauses& pauses, std::string run_dir)
+          RunLog& log, ClientPauses& pauses, std::string run_dir, ClientOpCounts& counts)
       : plan_(plan),
         cfg_(plan.config),
         cluster_(cluster),
@@ -146,7 +146,8 @@ class Workers {
         stop_(stop),
         log_(log),
         pauses_(pauses),
-        run_dir_(std::move(run_dir)) {}
+        run_dir_(std::move(run_dir)),
+        counts_(counts) {}
   ~Workers() { join(); }
 
   void start() {
@@ -229,13 +230,13 @@ class Workers {
           notice.f = lost_f();
           notice.key = key;
           notice.value = {{"detail", detail}};
-          history_.record(notice);
+          ClientOpCounts::record(&counts_, history_, notice);
         };
         auto client = algo->make(lo);
         ProcessEnv env{p,        *client,
                        history_, std::mt19937_64(derive_seed(cfg_.seed, static_cast<uint64_t>(p))),
                        stop_,    WorkloadOptions::from(cfg_),
-                       &pauses_};
+                       &pauses_, &counts_};
         if (workload_.run_process(env) == ProcessExit::kStopped) return;
         log_.log("process " + std::to_string(p) + " retired after an info op; slot " + std::to_string(slot) +
                  " continues as process " + std::to_string(p + cfg_.concurrency));
@@ -258,6 +259,7 @@ class Workers {
   RunLog& log_;
   ClientPauses& pauses_;
   std::string run_dir_;
+  ClientOpCounts& counts_;
   // After an info op the slot's next process waits before its first op: a short randomised backoff that grows
   // with the retirements in a row, so an outage cannot turn into thousands of retirements a second.
   // streak: how many processes of this slot in a row were retired within a second of starting.
@@ -312,7 +314,8 @@ void print_verdict(std::ostream& out, const nlohmann::json& results, const std::
 // version is the one its nodes answered (server_versions: {"line", "nodes"}, read once they ran); when they never
 // answered, the results say what was asked for and that it was not read.
 nlohmann::json results_head(const RunConfig& cfg, const std::string& dir, const std::string& started_at,
-                            double duration_s, const OpCounts& c, const nlohmann::json& server_versions) {
+                            double duration_s, const OpCounts& c, const nlohmann::json& server_versions,
+                            const ClientOpCounts* client_counts) {
   std::string server;
   if (server_versions.is_object()) {
     server = server_versions.value("line", "not read");
@@ -327,6 +330,14 @@ nlohmann::json results_head(const RunConfig& cfg, const std::string& dir, const 
                          {"duration_s", duration_s},
                          {"ops", {{"ok", c.ok}, {"fail", c.fail}, {"info", c.info}}},
                          {"versions", {{"lockcheck", kLockcheckVersion}, {to_string(cfg.server), server}}}};
+  // What the clients counted themselves (every op they handed to the history, nemesis ops not included): a
+  // history read back from history.jsonl must hold exactly these (bench/soak.sh checks it).
+  if (client_counts != nullptr) {
+    head["client_ops"] = {{"invoke", client_counts->invoke.load()},
+                          {"ok", client_counts->ok.load()},
+                          {"fail", client_counts->fail.load()},
+                          {"info", client_counts->info.load()}};
+  }
   // An etcd run's resource (the set workloads' Redis) is this machine's redis-server.
   if (cfg.server != ServerKind::kRedis) head["versions"]["redis"] = redis_version(cfg);
   if (server_versions.is_object()) head["node_versions"] = server_versions.value("nodes", nlohmann::json::object());
@@ -376,12 +387,13 @@ nlohmann::json unfinished_results(nlohmann::json results, const std::string& err
 // kept, exit status 3, without unwinding (see run_test).
 [[noreturn]] void abandon_stuck_run(const RunConfig& cfg, const std::string& dir, Cluster& cluster,
                                     HistoryWriter& history, RunLog& log, const std::string& started_at,
-                                    const nlohmann::json& server_versions, const std::string& why,
-                                    std::ostream& out) {
+                                    const nlohmann::json& server_versions, const ClientOpCounts& client_counts,
+                                    const std::string& why, std::ostream& out) {
   log.log(why);
   cluster.stop();
   const OpCounts c = history.counts();
-  const nlohmann::json results = results_head(cfg, dir, started_at, cfg.time_limit_s, c, server_versions);
+  const nlohmann::json results =
+      results_head(cfg, dir, started_at, cfg.time_limit_s, c, server_versions, &client_counts);
   try {
     write_json_file(dir + "/results.json", unfinished_results(results, why));
   } catch (const std::exception&) {
@@ -480,6 +492,7 @@ RunOutcome run_test(RunConfig given, std::ostream& out, const Schedule* replay) 
   double duration_s = 0;
   OpCounts counts;
   nlohmann::json server_versions;  // read from the nodes once they run
+  ClientOpCounts client_counts;    // what the client processes counted themselves
   try {
     cluster = make_cluster(cfg, dir);
     log.log("starting " + std::to_string(cfg.nodes) + " nodes (" + cfg.cluster + ")");
@@ -492,7 +505,7 @@ RunOutcome run_test(RunConfig given, std::ostream& out, const Schedule* replay) 
     server_versions = record_node_versions(cfg, *cluster, log, out);
     HistoryWriter history(dir + "/history.jsonl", &clock);
     auto workload = plan.workload->make();
-    WorkloadEnv wenv{WorkloadOptions::from(cfg), *cluster, history, dir};
+    WorkloadEnv wenv{WorkloadOptions::from(cfg), *cluster, history, dir, &client_counts};
     workload->setup(wenv);
     {
       // Scoped in this order so that, whatever ends the run (time limit, signal, exception), the stop flag is
@@ -501,7 +514,7 @@ RunOutcome run_test(RunConfig given, std::ostream& out, const Schedule* replay) 
       std::atomic<bool> stop{false};
       ClientPauses pauses(cfg.concurrency);
       NemesisDriver nemesis(cfg, *cluster, history, pauses, &log, replay);
-      Workers workers(plan, *cluster, history, *workload, stop, log, pauses, dir);
+      Workers workers(plan, *cluster, history, *workload, stop, log, pauses, dir, client_counts);
       OnScopeExit stop_on_exit([&] {
         stop.store(true);
         nemesis.finish();
@@ -530,7 +543,7 @@ RunOutcome run_test(RunConfig given, std::ostream& out, const Schedule* replay) 
                                 stuck + " did not stop within " + std::to_string(bound.count()) +
                                 " ms after the run ended (a call that ignores its timeouts): harness error";
         progress.done();
-        abandon_stuck_run(cfg, dir, *cluster, history, log, started_at, server_versions, why, out);
+        abandon_stuck_run(cfg, dir, *cluster, history, log, started_at, server_versions, client_counts, why, out);
       }
       progress.tick(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), history.counts(),
                     true);
@@ -550,7 +563,7 @@ RunOutcome run_test(RunConfig given, std::ostream& out, const Schedule* replay) 
     log.log("cluster stopped");
   }
 
-  nlohmann::json results = results_head(cfg, dir, started_at, duration_s, counts, server_versions);
+  nlohmann::json results = results_head(cfg, dir, started_at, duration_s, counts, server_versions, &client_counts);
 
   nlohmann::json nodes = nlohmann::json::array();
   if (cluster) {

@@ -158,6 +158,10 @@ Night read_night(const std::string& dir) {
   } catch (const ConfigError& e) {
     not_a_night(dir, std::string("summary.json unreadable: ") + e.what());
   }
+  return night_from_json(j, dir);
+}
+
+Night night_from_json(const nlohmann::json& j, const std::string& dir) {
   if (!j.is_object()) not_a_night(dir, "summary.json is not an object");
   if (j.contains("shard") && !j.contains("entries")) {
     not_a_night(dir,

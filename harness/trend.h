@@ -57,6 +57,8 @@ struct Night {
 
 // Reads a judged test-all folder's summary.json. Throws ConfigError naming the folder on anything else.
 Night read_night(const std::string& dir);
+// The same from summary.json's contents j (dir: the folder named in messages and recorded in the night).
+Night night_from_json(const nlohmann::json& j, const std::string& dir);
 
 struct TrendChange {
   std::string kind;         // new, gone, expectation newly unmet, expectation newly met, weaker, stronger, slower,

@@ -55,7 +55,7 @@ nlohmann::json as_json(const nlohmann::json& v) {
   if (!v.is_string()) return v;
   try {
     return nlohmann::json::parse(v.get<std::string>());
-  } catch (const nlohmann::json::parse_error&) {
+  } catch (const nlohmann::json::exception&) {
     return v;
   }
 }

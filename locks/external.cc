@@ -34,6 +34,7 @@
 #include <mutex>
 #include <thread>
 
+#include "locks/external_protocol.h"
 #include "locks/lock_extra.h"
 #include "sys/process.h"
 
@@ -43,7 +44,6 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 constexpr size_t kMaxLineBytes = 1 << 20;
-constexpr int64_t kMaxCallMsLimit = 3600 * 1000;
 const char* const kReasons[] = {"held", "not_held", "timeout", "unreachable", "error"};
 
 int remaining_ms(Clock::time_point deadline) {
@@ -270,17 +270,25 @@ class ExternalLock : public LockClient {
   // One line from the client: an event is handled here and now; an answer goes to the waiting caller. False
   // when the line breaks the protocol (the reader stops; the next or current call gives the client up).
   bool take_line(const std::string& line) {
-    nlohmann::json j;
-    try {
-      j = nlohmann::json::parse(line);
-    } catch (const nlohmann::json::parse_error&) {
-      j = nullptr;  // parse_answer names it
-    }
-    if (j.is_object() && j.contains("event")) {
-      const std::string bad = take_event(j);
-      if (bad.empty()) return true;
-      finish_reading("malformed event (" + bad + "): " + line.substr(0, 200), false);
-      return false;
+    const ExternalLine l = classify_external_line(line);
+    switch (l.kind) {
+      case ExternalLine::Kind::kMalformedEvent:
+        finish_reading("malformed event (" + l.error + "): " + line.substr(0, 200), false);
+        return false;
+      case ExternalLine::Kind::kHello:
+        if (l.max_call_ms) {
+          max_call_ms_.store(*l.max_call_ms);
+          std::lock_guard<std::mutex> lock(mu_);
+          cv_.notify_all();
+        }
+        return true;
+      case ExternalLine::Kind::kLost:
+        if (on_lost_) on_lost_(l.key, l.detail);
+        return true;
+      case ExternalLine::Kind::kOtherEvent:  // unknown events are ignored, as unknown fields are
+        return true;
+      case ExternalLine::Kind::kAnswer:
+        break;
     }
     std::lock_guard<std::mutex> lock(mu_);
     if (!outstanding_ || !answers_.empty()) {
@@ -293,117 +301,16 @@ class ExternalLock : public LockClient {
     return true;
   }
 
-  // Handles one event line; returns what is wrong with it (empty: nothing). Unknown events are ignored, as
-  // unknown fields are.
-  std::string take_event(const nlohmann::json& j) {
-    const auto& ev = j["event"];
-    if (!ev.is_string()) return "\"event\" must be a string";
-    const std::string name = ev.get<std::string>();
-    if (name == "hello") {
-      auto m = j.find("max_call_ms");
-      if (m == j.end() || m->is_null()) return "";  // a hello that states no bound changes nothing
-      if (!m->is_number_integer()) return "\"max_call_ms\" must be an integer";
-      const int64_t v = m->get<int64_t>();
-      if (v < 0 || v > kMaxCallMsLimit) {
-        return "\"max_call_ms\" must be between 0 and " + std::to_string(kMaxCallMsLimit);
-      }
-      max_call_ms_.store(v);
-      std::lock_guard<std::mutex> lock(mu_);
-      cv_.notify_all();
-      return "";
-    }
-    if (name == "lost") {
-      auto k = j.find("key");
-      if (k == j.end() || !k->is_string() || k->get<std::string>().empty()) return "\"key\" must be a non-empty string";
-      auto d = j.find("detail");
-      if (d != j.end() && !d->is_null() && !d->is_string()) return "\"detail\" must be a string";
-      const std::string detail = d != j.end() && d->is_string() ? d->get<std::string>() : "";
-      if (on_lost_) on_lost_(k->get<std::string>(), detail);
-      return "";
-    }
-    return "";
-  }
-
-  // sent: when the request was written (a validity the client measured cannot be older).
+  // sent: when the request was written (a validity the client measured cannot be older than that).
   LockResult parse_answer(const std::string& line, Clock::time_point sent) {
-    const Clock::time_point read = Clock::now();
-    nlohmann::json a;
-    try {
-      a = nlohmann::json::parse(line);
-    } catch (const nlohmann::json::parse_error&) {
-      return give_up("malformed answer (not JSON): " + line.substr(0, 200));
-    }
-    auto bad = [&](const std::string& what) {
-      return give_up("malformed answer (" + what + "): " + line.substr(0, 200));
+    auto ns = [](Clock::time_point t) {
+      return std::chrono::duration_cast<std::chrono::nanoseconds>(t.time_since_epoch()).count();
     };
-    if (!a.is_object()) return bad("not an object");
-    auto ok = a.find("ok");
-    if (ok == a.end() || !ok->is_boolean()) return bad("\"ok\" must be true or false");
-    auto field = [&](const char* name) {
-      auto it = a.find(name);
-      return it == a.end() || it->is_null() ? nullptr : &*it;
-    };
-    const nlohmann::json* token = field("token");
-    const nlohmann::json* validity = field("validity_ms");
-    const nlohmann::json* error = field("error");
-    const nlohmann::json* indeterminate = field("indeterminate");
-    const nlohmann::json* keys = field("keys");
-    const nlohmann::json* reason = field("reason");
-    const nlohmann::json* mono = field("mono_ns");
-    if (token && !token->is_number_integer()) return bad("\"token\" must be an integer");
-    if (validity && !validity->is_number_integer()) return bad("\"validity_ms\" must be an integer");
-    if (error && !error->is_string()) return bad("\"error\" must be a string");
-    if (mono && !mono->is_number_integer()) return bad("\"mono_ns\" must be an integer");
-    if (indeterminate && !indeterminate->is_boolean()) return bad("\"indeterminate\" must be true or false");
-    if (keys) {
-      if (!keys->is_array()) return bad("\"keys\" must be an array of strings");
-      for (const auto& k : *keys) {
-        if (!k.is_string() || k.get<std::string>().empty()) {
-          return bad("\"keys\" must be an array of non-empty strings");
-        }
-      }
-    }
-    if (reason && (!reason->is_string() || !is_known_reason(reason->get<std::string>()))) {
-      return bad(std::string("\"reason\" must be one of ") + known_reasons());
-    }
-    const std::string err = error ? error->get<std::string>() : "";
-    const std::string why = reason ? reason->get<std::string>() : "";
-    if (!ok->get<bool>()) {
-      // Without free text the typed reason is the text people read.
-      const std::string text = !err.empty() ? err : !why.empty() ? why : "";
-      LockResult res = indeterminate && indeterminate->get<bool>()
-                           ? LockResult::info(text.empty() ? "indeterminate" : text)
-                           : LockResult::fail(text.empty() ? "refused" : text);
-      res.reason = why;
-      return res;
-    }
-    LockResult res = LockResult::ok();
-    if (token) res.token = token->get<int64_t>();
-    if (validity) res.validity_ms = validity->get<int64_t>();
-    if (validity && mono) {
-      // The validity was measured when the client read CLOCK_MONOTONIC (mono_ns); it has been running down since,
-      // while the answer crossed the pipe and waited for this thread (hundreds of ms on a loaded machine). The
-      // lease the history records starts now, so it is shortened by that lag. steady_clock is CLOCK_MONOTONIC,
-      // one clock for every process on this machine.
-      const int64_t at = mono->get<int64_t>();
-      const int64_t sent_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(sent.time_since_epoch()).count();
-      const int64_t read_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(read.time_since_epoch()).count();
-      constexpr int64_t kSlackNs = 1000000;  // 1 ms: the two reads of the clock are not ordered more finely
-      if (at < sent_ns - kSlackNs || at > read_ns + kSlackNs) {
-        return bad("\"mono_ns\" " + std::to_string(at) + " is not between the request (" + std::to_string(sent_ns) +
-                   ") and its answer (" + std::to_string(read_ns) +
-                   ") on this machine's CLOCK_MONOTONIC: it must be clock_gettime(CLOCK_MONOTONIC) in ns");
-      }
-      const int64_t lag_ms = std::max<int64_t>(0, read_ns - at) / 1000000;
-      res.answer_lag_ms = lag_ms;
-      // A lease that ran out in transit still reached the holder as ok: it keeps 1 ms, an unusable window, not an
-      // expired grant (the library handed out a valid lock; only its answer came late).
-      if (*res.validity_ms > 0) res.validity_ms = std::max<int64_t>(1, *res.validity_ms - lag_ms);
-    }
-    if (keys) {
-      for (const auto& k : *keys) res.keys.push_back(k.get<std::string>());
-    }
-    return res;
+    const AnswerWindow window{ns(sent), ns(Clock::now())};
+    std::string why;
+    std::optional<LockResult> r = parse_external_answer(line, &why, &window);
+    if (!r) return give_up("malformed answer (" + why + "): " + line.substr(0, 200));
+    return *r;
   }
 
   const std::function<void(const std::string&, const std::string&)> on_lost_;

@@ -73,7 +73,7 @@ class GuardedUpdate : public Workload {
     while (!env.stop.load()) {
       const std::string lock_key = "lock-" + std::to_string(uniform(env.rng, 0, env.options.keys - 1));
       const std::string res_key = "resource:" + lock_key;
-      if (uniform(env.rng, 1, kReadEvery) == 1 && !read(env.process, env.history, *conn, res_key)) {
+      if (uniform(env.rng, 1, kReadEvery) == 1 && !read(env.process, env.history, env.counts, *conn, res_key)) {
         return ProcessExit::kRetired;
       }
       const auto invoked = std::chrono::steady_clock::now();
@@ -114,11 +114,9 @@ class GuardedUpdate : public Workload {
     if (!resource_) return;
     try {
       // The final read, by a fresh process, after every client has stopped.
-      History h = env.history.snapshot();
-      Process reader = 0;
-      for (const auto& op : h) reader = std::max(reader, op.process + 1);
+      const Process reader = env.history.next_free_process();
       auto conn = resource_->connect();
-      for (int k = 0; k < env.options.keys; ++k) read(reader, env.history, *conn, "resource:lock-" + std::to_string(k));
+      for (int k = 0; k < env.options.keys; ++k) read(reader, env.history, env.counts, *conn, "resource:lock-" + std::to_string(k));
     } catch (const std::exception&) {
       // No final read: the lost-updates checker says it could not decide.
     }
@@ -127,17 +125,18 @@ class GuardedUpdate : public Workload {
 
  private:
   // Records a read of the whole resource. False when it ended info (the process must retire).
-  bool read(Process process, HistoryWriter& history, RedisConn& conn, const std::string& res_key) {
+  bool read(Process process, HistoryWriter& history, ClientOpCounts* counts, RedisConn& conn,
+            const std::string& res_key) {
     Op op;
     op.process = process;
     op.f = "read";
     op.key = res_key;
-    history.record(op);
+    ClientOpCounts::record(counts, history, op);
     Reply r = conn.command({"GET", res_key});
     if (r.indeterminate() || r.definitely_failed()) {
       op.type = r.indeterminate() ? OpType::kInfo : OpType::kFail;
       op.error = r.error;
-      history.record(op);
+      ClientOpCounts::record(counts, history, op);
       return op.type != OpType::kInfo;
     }
     const std::string v = r.str().value_or("");
@@ -147,7 +146,7 @@ class GuardedUpdate : public Workload {
     } else {
       op.value = parse_set(v);
     }
-    history.record(op);
+    ClientOpCounts::record(counts, history, op);
     return true;
   }
 
@@ -161,11 +160,11 @@ class GuardedUpdate : public Workload {
     const int64_t element = next_element_.fetch_add(1);
     if (kind_ != Kind::kCounter) op.value = element;
     op.token = token;
-    env.history.record(op);
+    env.record(op);
     auto complete = [&](OpType t, std::string error) {
       op.type = t;
       op.error = std::move(error);
-      env.history.record(op);
+      env.record(op);
       return t;
     };
     if (kind_ == Kind::kFencedSet && !token) return complete(OpType::kFail, "the lock gave no fencing token");

@@ -30,7 +30,7 @@ LockResult record_lock_op(ProcessEnv& env, const std::string& f, const std::stri
   op.f = f;
   op.key = key;
   op.value = std::move(invoke_value);
-  env.history.record(op);
+  env.record(op);
   if (env.pauses) {
     // Lock recipes with several steps ask at their own points inside the op (e.g. between SETNX and EXPIRE).
     ClientPauses* pauses = env.pauses;
@@ -65,7 +65,7 @@ LockResult record_lock_op(ProcessEnv& env, const std::string& f, const std::stri
     if (r.answer_lag_ms && *r.answer_lag_ms >= 1 && r.outcome == OpType::kOk) op.value["answer_lag_ms"] = *r.answer_lag_ms;
     if (!r.reason.empty() && r.outcome != OpType::kOk) op.value["reason"] = r.reason;
   }
-  env.history.record(op);
+  env.record(op);
   return r;
 }
 

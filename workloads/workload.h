@@ -39,12 +39,33 @@ struct WorkloadOptions {
   }
 };
 
+// What the clients themselves did, counted where they hand an op to the history and apart from the history
+// writer's own counts: results.json's "client_ops", which a soak compares with the ops read back from
+// history.jsonl (every op a client made must be in the history). Thread-safe.
+struct ClientOpCounts {
+  std::atomic<int64_t> invoke{0}, ok{0}, fail{0}, info{0};
+  void count(OpType t) {
+    switch (t) {
+      case OpType::kInvoke: ++invoke; break;
+      case OpType::kOk: ++ok; break;
+      case OpType::kFail: ++fail; break;
+      case OpType::kInfo: ++info; break;
+    }
+  }
+  // Counts op (when counts is set), then records it.
+  static Op record(ClientOpCounts* counts, HistoryWriter& history, const Op& op) {
+    if (counts) counts->count(op.type);
+    return history.record(op);
+  }
+};
+
 // Given to a workload when a run starts.
 struct WorkloadEnv {
   WorkloadOptions options;
   Cluster& cluster;
   HistoryWriter& history;
   std::string run_dir;
+  ClientOpCounts* counts = nullptr;  // the run's client counters (null: not counted)
 };
 
 // Given to run_process for one client process.
@@ -56,6 +77,10 @@ struct ProcessEnv {
   const std::atomic<bool>& stop;  // set when the time limit is reached or the run is interrupted
   WorkloadOptions options;
   ClientPauses* pauses = nullptr;  // the client-pause nemesis's hook; null: pause_point() does nothing
+  ClientOpCounts* counts = nullptr;  // the run's client counters (null: not counted)
+
+  // Records an op of this process in the history, counted in counts. Every client op goes through here.
+  Op record(const Op& op) { return ClientOpCounts::record(counts, history, op); }
 
   // The pause point of Kleppmann's "GC pause": call it right after an ok acquire, before the lock is used.
   // Blocks while the client-pause nemesis has a pause armed for this process's slot (bounded by the pause's
