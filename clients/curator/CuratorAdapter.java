@@ -207,6 +207,7 @@ public final class CuratorAdapter {
       return fail("not_held", "the session timeout had passed when the acquire ended", false);
     }
     ans.put("validity_ms", v);
+    ans.put("mono_ns", System.nanoTime());  // CLOCK_MONOTONIC on Linux: lockcheck takes the answer's lag off the validity
     held.put(key, new Holding(m, path, sid));
     return ans;
   }
@@ -247,6 +248,7 @@ public final class CuratorAdapter {
     ObjectNode ans = JSON.createObjectNode();
     ans.put("ok", true);
     ans.put("validity_ms", validity(sent));
+    ans.put("mono_ns", System.nanoTime());
     ans.putArray("keys").add(h.path);
     return ans;
   }

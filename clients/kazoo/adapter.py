@@ -193,6 +193,7 @@ class Adapter:
             self.release_quietly(lock)
             return fail("not_held", "the session timeout had passed when the acquire ended")
         ans["validity_ms"] = v
+        ans["mono_ns"] = time.monotonic_ns()  # CLOCK_MONOTONIC: lockcheck takes the answer's lag off the validity
         with self.mu:
             self.held[key] = Holding(lock, path, sid)
         return ans
@@ -230,7 +231,7 @@ class Adapter:
             return fail("timeout", "%s: %s" % (type(e).__name__, e), indeterminate=True)
         if stat is None or stat.ephemeralOwner != h.session_id or self.session_id() != h.session_id:
             return fail("not_held", "the lock node %s is gone (its session expired)" % h.path)
-        return {"ok": True, "validity_ms": self.validity(sent), "keys": [h.path]}
+        return {"ok": True, "validity_ms": self.validity(sent), "mono_ns": time.monotonic_ns(), "keys": [h.path]}
 
     # --- the request loop --------------------------------------------------------------------------------
     def handle(self, req):
