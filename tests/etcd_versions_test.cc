@@ -92,7 +92,14 @@ TEST(EtcdVersions, Etcd343StartsTakesFaultsAndStopsLeavingNothing) {
     c.cluster->restart(victim);
     EXPECT_TRUE(c.cluster->is_running(victim));
     pids.push_back(c.cluster->pid(victim));
-    EXPECT_EQ(read_node_versions(*c.cluster, kEtcdctl343)[victim], "3.4.3");
+    // A restarted member listens before it answers a status query (it catches up with the leader first): ask
+    // again for up to 10 s.
+    std::string version;
+    for (int i = 0; i < 20 && version.empty(); ++i) {
+      version = read_node_versions(*c.cluster, kEtcdctl343)[victim];
+      if (version.empty()) std::this_thread::sleep_for(std::chrono::milliseconds(500));
+    }
+    EXPECT_EQ(version, "3.4.3");
     c.cluster->stop();
     for (const auto& n : c.cluster->nodes()) {
       EXPECT_FALSE(std::filesystem::exists(dir + "/nodes/" + n.name + "/data")) << n.name;
