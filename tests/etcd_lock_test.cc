@@ -14,6 +14,7 @@
 #include "harness/runner.h"
 #include "locks/adapters.h"
 #include "tests/support/etcd_test_cluster.h"
+#include "tests/support/lock_contract.h"
 #include "tests/support/lock_test_util.h"
 
 #ifndef LOCKCHECK_CLIENTS_DIR
@@ -42,28 +43,8 @@ TEST(EtcdLock, AcquiresExcludesExtendsAndReleases) {
   EtcdTestCluster c;
   auto a = make_lock("etcd", etcd_options(c, {}, "c0", true));
   auto b = make_lock("etcd", etcd_options(c, {}, "c1", true));
-  LockResult r = a->acquire("lock-0", milliseconds(10000));
-  ASSERT_EQ(r.outcome, OpType::kOk) << r.error;
   // The validity is the lease's granted TTL (10 s) less the time the acquire took.
-  ASSERT_TRUE(r.validity_ms.has_value());
-  EXPECT_GT(*r.validity_ms, 7000);
-  EXPECT_LE(*r.validity_ms, 10000);
-  ASSERT_TRUE(r.token.has_value());
-  LockResult busy = b->acquire("lock-0", milliseconds(10000));
-  EXPECT_EQ(busy.outcome, OpType::kFail) << busy.error;
-  EXPECT_EQ(b->release("lock-0").outcome, OpType::kFail);  // b never held it
-  EXPECT_EQ(b->extend("lock-0", milliseconds(10000)).outcome, OpType::kFail);
-  LockResult ext = a->extend("lock-0", milliseconds(10000));
-  EXPECT_EQ(ext.outcome, OpType::kOk) << ext.error;
-  ASSERT_TRUE(ext.validity_ms.has_value());
-  EXPECT_GT(*ext.validity_ms, 7000);
-  EXPECT_EQ(a->release("lock-0").outcome, OpType::kOk);
-  EXPECT_EQ(a->release("lock-0").outcome, OpType::kFail);  // released already
-  LockResult rb = b->acquire("lock-0", milliseconds(10000));
-  ASSERT_EQ(rb.outcome, OpType::kOk) << rb.error;
-  ASSERT_TRUE(rb.token.has_value());
-  EXPECT_GT(*rb.token, *r.token) << "the lock key's revision is a fencing token: it only grows";
-  EXPECT_EQ(b->release("lock-0").outcome, OpType::kOk);
+  testing_util::expect_lock_contract(*a, *b, milliseconds(10000), 7000, "the lock key's revision");
 }
 
 TEST(EtcdLock, ShortTtlIsRoundedUpToWholeSecondsAndReportedAsGranted) {

@@ -18,6 +18,7 @@
 #include "harness/plan.h"
 #include "harness/runner.h"
 #include "locks/adapters.h"
+#include "tests/support/lock_contract.h"
 #include "tests/support/lock_test_util.h"
 #include "tests/support/raw_adapter.h"
 #include "tests/support/zookeeper_test_cluster.h"
@@ -77,28 +78,8 @@ TEST_P(ZooKeeperLockTest, AcquiresExcludesExtendsAndReleases) {
   ZooKeeperTestCluster c(5, true, 2000);
   auto a = make_lock(GetParam(), zk_options(c, GetParam(), {}, "c0", true));
   auto b = make_lock(GetParam(), zk_options(c, GetParam(), {}, "c1", true));
-  LockResult r = a->acquire("lock-0", milliseconds(2000));
-  ASSERT_EQ(r.outcome, OpType::kOk) << r.error;
   // The validity is the negotiated session timeout (2 s) less the time since the op's last answered request.
-  ASSERT_TRUE(r.validity_ms.has_value());
-  EXPECT_GT(*r.validity_ms, 1000);
-  EXPECT_LE(*r.validity_ms, 2000);
-  ASSERT_TRUE(r.token.has_value());
-  LockResult busy = b->acquire("lock-0", milliseconds(2000));
-  EXPECT_EQ(busy.outcome, OpType::kFail) << busy.error;
-  EXPECT_EQ(b->release("lock-0").outcome, OpType::kFail);  // b never held it
-  EXPECT_EQ(b->extend("lock-0", milliseconds(2000)).outcome, OpType::kFail);
-  LockResult ext = a->extend("lock-0", milliseconds(2000));
-  EXPECT_EQ(ext.outcome, OpType::kOk) << ext.error;
-  ASSERT_TRUE(ext.validity_ms.has_value());
-  EXPECT_GT(*ext.validity_ms, 1000);
-  EXPECT_EQ(a->release("lock-0").outcome, OpType::kOk);
-  EXPECT_EQ(a->release("lock-0").outcome, OpType::kFail);  // released already
-  LockResult rb = b->acquire("lock-0", milliseconds(2000));
-  ASSERT_EQ(rb.outcome, OpType::kOk) << rb.error;
-  ASSERT_TRUE(rb.token.has_value());
-  EXPECT_GT(*rb.token, *r.token) << "the lock node's czxid is a fencing token: it only grows";
-  EXPECT_EQ(b->release("lock-0").outcome, OpType::kOk);
+  testing_util::expect_lock_contract(*a, *b, milliseconds(2000), 1000, "the lock node's czxid");
 }
 
 TEST_P(ZooKeeperLockTest, BlockingModeWaitsForTheHolder) {
