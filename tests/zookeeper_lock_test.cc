@@ -139,8 +139,14 @@ void expect_lost_after_stop(const std::string& name, bool lost_only) {
   ZooKeeperTestCluster c(5, true, 1000);
   const nlohmann::json opts = lost_only ? nlohmann::json{{"lost_only", true}} : nlohmann::json::object();
   RawAdapter a(name, opts), b(name);
-  a.send(request("acquire", c, 1000));
-  nlohmann::json ok = a.answer(milliseconds(30000));
+  nlohmann::json ok;
+  for (int i = 0; i < 5; ++i) {
+    // On a loaded machine the first acquire (the session's first requests) can outlast a 1 s session: the
+    // adapter then rightly answers not_held, and the holder tries again.
+    a.send(request("acquire", c, 1000));
+    ok = a.answer(milliseconds(30000));
+    if (is_ok(ok) || reason_of(ok) != "not_held") break;
+  }
   ASSERT_TRUE(is_ok(ok)) << ok;
   ASSERT_TRUE(ok.contains("keys") && ok["keys"].size() == 1u) << ok;
   EXPECT_EQ(ok["keys"][0].get<std::string>().rfind("/lockcheck/lock-0/", 0), 0u) << ok;
