@@ -253,18 +253,29 @@ TEST(ClockShimInProcessTest, ARateRunsTheClockFastWithoutAJump) {
 // trusts it.
 TEST_F(ShimmedServerTest, AKeyOnANodeTenPercentFastExpiresAfterTOver1Point1) {
   write_clock_rate(clock_file_, 100000000);
-  const auto t0 = std::chrono::steady_clock::now();
-  Reply set = command(conn_.get(), {"SET", "lock-0", "token", "NX", "PX", "3000"});
-  ASSERT_TRUE(set && set->type == REDIS_REPLY_STATUS);
-  auto exists_at = [&](std::chrono::milliseconds since) {
-    std::this_thread::sleep_until(t0 + since);
-    Reply r = command(conn_.get(), {"EXISTS", "lock-0"});
-    return r && r->type == REDIS_REPLY_INTEGER && r->integer == 1;
-  };
-  // 3000 / 1.1 = 2727 ms of real time
-  EXPECT_TRUE(exists_at(2450ms)) << "gone too early";
-  EXPECT_FALSE(exists_at(2950ms)) << "a 10% fast clock must end a 3 s key by 2.73 s";
-  EXPECT_LT(std::chrono::steady_clock::now() - t0, 3000ms) << "the machine stalled: the bound above says nothing";
+  // A try whose probes came late (a loaded machine stalled this thread) says nothing: up to 3 tries, each with
+  // its own key; the last one is judged whatever its timing.
+  for (int attempt = 0; attempt < 3; ++attempt) {
+    const std::string key = "lock-" + std::to_string(attempt);
+    const auto t0 = std::chrono::steady_clock::now();
+    Reply set = command(conn_.get(), {"SET", key, "token", "NX", "PX", "3000"});
+    ASSERT_TRUE(set && set->type == REDIS_REPLY_STATUS);
+    auto exists_at = [&](std::chrono::milliseconds since) {
+      std::this_thread::sleep_until(t0 + since);
+      Reply r = command(conn_.get(), {"EXISTS", key});
+      return r && r->type == REDIS_REPLY_INTEGER && r->integer == 1;
+    };
+    // 3000 / 1.1 = 2727 ms of real time
+    const bool early = exists_at(2450ms);
+    const auto first_probe = std::chrono::steady_clock::now() - t0;
+    const bool late = exists_at(2950ms);
+    const bool stalled = first_probe >= 2700ms || std::chrono::steady_clock::now() - t0 >= 3000ms;
+    if (stalled && attempt < 2) continue;
+    EXPECT_TRUE(early) << "gone too early";
+    EXPECT_FALSE(late) << "a 10% fast clock must end a 3 s key by 2.73 s";
+    EXPECT_FALSE(stalled) << "the machine stalled in every try: the bounds above say nothing";
+    break;
+  }
 }
 
 TEST_F(ShimmedServerTest, RateZeroChangesNothing) {
