@@ -123,6 +123,10 @@ class FaultProxy {
   void cut(const std::string& a, const std::string& b);
   void heal(const std::string& a, const std::string& b);
   void heal_all();
+  // cut / heal of every pair in one call: the proxy thread is waited for once (api_timeout bounds the whole
+  // batch, not each pair). Throw as cut / heal, before anything is applied when a pair is bad.
+  void cut_many(const LinkPairs& pairs);
+  void heal_many(const LinkPairs& pairs);
   void set_delay(const std::string& a, const std::string& b, std::chrono::microseconds delay,
                  std::chrono::microseconds jitter);
 

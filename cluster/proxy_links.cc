@@ -48,6 +48,24 @@ void ProxiedCluster::heal(const std::string& a, const std::string& b) {
   apply_proxy_fault(proxy_.get(), "heal " + a + "<->" + b, [&](FaultProxy& p) { p.heal(a, b); });
 }
 
+namespace {
+std::string describe_links(const char* verb, const LinkPairs& pairs) {
+  std::string s = std::string(verb) + " " + std::to_string(pairs.size()) + " link" + (pairs.size() == 1 ? "" : "s");
+  if (!pairs.empty()) s += " (" + pairs.front().first + "<->" + pairs.front().second + (pairs.size() > 1 ? ", ..." : "") + ")";
+  return s;
+}
+}  // namespace
+
+void ProxiedCluster::cut_links(const LinkPairs& pairs) {
+  if (pairs.empty()) return;
+  apply_proxy_fault(proxy_.get(), describe_links("cut", pairs), [&](FaultProxy& p) { p.cut_many(pairs); });
+}
+
+void ProxiedCluster::heal_links(const LinkPairs& pairs) {
+  if (pairs.empty()) return;
+  apply_proxy_fault(proxy_.get(), describe_links("heal", pairs), [&](FaultProxy& p) { p.heal_many(pairs); });
+}
+
 void ProxiedCluster::heal_all() {
   if (proxy_) proxy_->heal_all();
 }

@@ -44,6 +44,8 @@ class ProxiedCluster : public Cluster {
   void cut(const std::string& a, const std::string& b) override;
   void heal(const std::string& a, const std::string& b) override;
   void heal_all() override;
+  void cut_links(const LinkPairs& pairs) override;  // one proxy call for all of them
+  void heal_links(const LinkPairs& pairs) override;
   void set_delay(const std::string& a, const std::string& b, std::chrono::milliseconds delay,
                  std::chrono::milliseconds jitter) override;
 

@@ -758,6 +758,8 @@ std::string RemoteCluster::iptables_rules(size_t n) const {
 void RemoteCluster::cut(const std::string& a, const std::string& b) { links_.cut(a, b); }
 void RemoteCluster::heal(const std::string& a, const std::string& b) { links_.heal(a, b); }
 void RemoteCluster::heal_all() { links_.heal_all(); }
+void RemoteCluster::cut_links(const LinkPairs& pairs) { links_.cut_many(pairs); }
+void RemoteCluster::heal_links(const LinkPairs& pairs) { links_.heal_many(pairs); }
 void RemoteCluster::set_delay(const std::string& a, const std::string& b, milliseconds delay, milliseconds jitter) {
   links_.set_delay(a, b, delay, jitter);
 }

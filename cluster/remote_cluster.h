@@ -192,6 +192,8 @@ class RemoteCluster : public Cluster, private PeerLinks {
   void cut(const std::string& a, const std::string& b) override;
   void heal(const std::string& a, const std::string& b) override;
   void heal_all() override;
+  void cut_links(const LinkPairs& pairs) override;
+  void heal_links(const LinkPairs& pairs) override;
   void set_delay(const std::string& a, const std::string& b, std::chrono::milliseconds delay,
                  std::chrono::milliseconds jitter) override;
 

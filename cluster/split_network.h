@@ -66,6 +66,16 @@ class SplitNetwork {
     }
     if (!error.empty()) throw ClusterError(error);
   }
+  void cut_many(const LinkPairs& pairs) {
+    route_many(
+        pairs, "cut", [&](const LinkPairs& p) { proxy_->cut_many(p); },
+        [&](const std::string& a, const std::string& b) { peers_->cut_peers(a, b); });
+  }
+  void heal_many(const LinkPairs& pairs) {
+    route_many(
+        pairs, "heal", [&](const LinkPairs& p) { proxy_->heal_many(p); },
+        [&](const std::string& a, const std::string& b) { peers_->heal_peers(a, b); });
+  }
   void set_delay(const std::string& a, const std::string& b, std::chrono::milliseconds delay,
                  std::chrono::milliseconds jitter) {
     route(
@@ -81,33 +91,80 @@ class SplitNetwork {
     if (p->index >= limit) return std::nullopt;
     return p;
   }
+  enum class Carrier { kNone, kProxy, kPeers };
   // Which mechanism carries a<->b: the peer links between servers, the proxy between a client and a node,
   // nothing between two clients (they do not talk to each other) or a party and itself.
-  void route(const std::string& a, const std::string& b, const char* verb, const std::function<void()>& via_proxy,
-             const std::function<void()>& via_peers) {
-    LOCKCHECK_ASSERT(peers_ != nullptr, "SplitNetwork without peer links");
-    peers_->require_running();
+  Carrier carrier(const std::string& a, const std::string& b, const char* verb) const {
     const auto pa = party(a), pb = party(b);
     if (!pa || !pb) {
       throw ClusterError(backend_ + ": cannot " + verb + " '" + a + "' and '" + b + "': unknown party (nodes n1..n" +
                          std::to_string(nodes_) + ", client slots c0..c" + std::to_string(slots_ - 1) +
                          (sentinels_ ? ", Sentinels s1..s" + std::to_string(sentinels_) : std::string()) + ")");
     }
-    if (*pa == *pb || (pa->is_client() && pb->is_client())) return;
+    if (*pa == *pb || (pa->is_client() && pb->is_client())) return Carrier::kNone;
     if (pa->is_client() || pb->is_client()) {
       if (!(pa->is_node() || pb->is_node())) {
         throw ClusterError(backend_ + ": cannot " + verb + " '" + a + "' and '" + b +
                            "': clients talk to the nodes, not to the Sentinels directly");
       }
       LOCKCHECK_ASSERT(proxy_ != nullptr, backend_ + " is running without its fault proxy");
-      try {
-        via_proxy();
-      } catch (const std::exception& e) {
-        throw ClusterError(backend_ + ": " + verb + " " + a + " " + b + ": " + e.what());
-      }
-      return;
+      return Carrier::kProxy;
     }
-    via_peers();
+    return Carrier::kPeers;
+  }
+  void route(const std::string& a, const std::string& b, const char* verb, const std::function<void()>& via_proxy,
+             const std::function<void()>& via_peers) {
+    LOCKCHECK_ASSERT(peers_ != nullptr, "SplitNetwork without peer links");
+    peers_->require_running();
+    switch (carrier(a, b, verb)) {
+      case Carrier::kNone:
+        return;
+      case Carrier::kProxy:
+        try {
+          via_proxy();
+        } catch (const std::exception& e) {
+          throw ClusterError(backend_ + ": " + verb + " " + a + " " + b + ": " + e.what());
+        }
+        return;
+      case Carrier::kPeers:
+        via_peers();
+        return;
+    }
+  }
+  // Many links: the proxy's in one call (one bounded wait), the peer links one by one; every pair is tried and
+  // the first error thrown.
+  void route_many(const LinkPairs& pairs, const char* verb, const std::function<void(const LinkPairs&)>& via_proxy,
+                  const std::function<void(const std::string&, const std::string&)>& via_peers) {
+    LOCKCHECK_ASSERT(peers_ != nullptr, "SplitNetwork without peer links");
+    peers_->require_running();
+    LinkPairs proxied;
+    std::string error;
+    for (const auto& p : pairs) {
+      try {
+        switch (carrier(p.first, p.second, verb)) {
+          case Carrier::kNone:
+            break;
+          case Carrier::kProxy:
+            proxied.push_back(p);
+            break;
+          case Carrier::kPeers:
+            via_peers(p.first, p.second);
+            break;
+        }
+      } catch (const ClusterError& e) {
+        if (error.empty()) error = e.what();
+      }
+    }
+    if (!proxied.empty()) {
+      try {
+        via_proxy(proxied);
+      } catch (const std::exception& e) {
+        if (error.empty()) {
+          error = backend_ + ": " + verb + " " + std::to_string(proxied.size()) + " client links: " + e.what();
+        }
+      }
+    }
+    if (!error.empty()) throw ClusterError(error);
   }
 
   std::string backend_;

@@ -10,6 +10,7 @@
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace lockcheck {
@@ -139,6 +140,8 @@ class NodeFaults {
 // The network. A party is a node name ("n1"), a Sentinel ("s1") or a client slot ("c0", "c1", ...; core/party.h:
 // client process p uses slot "c" + p % concurrency, so a retired process's replacement sees the same network).
 // Links are symmetric. Throw ClusterError for an unknown party or a link the backend cannot fault.
+using LinkPairs = std::vector<std::pair<std::string, std::string>>;  // links {a, b}, each unordered
+
 class Network {
  public:
   virtual ~Network() = default;
@@ -149,9 +152,32 @@ class Network {
   // Heals one link / every link (held bytes flow again), and removes every delay.
   virtual void heal(const std::string& a, const std::string& b) = 0;
   virtual void heal_all() = 0;
+  // cut / heal of many links as one fault: a backend that can apply them together overrides these (the fault
+  // proxy is waited for once, so a loaded proxy thread costs one bounded wait per fault, not one per link).
+  // Every pair is tried; the first error is thrown after the others were tried.
+  virtual void cut_links(const LinkPairs& pairs) {
+    each_link(pairs, [this](const std::string& a, const std::string& b) { cut(a, b); });
+  }
+  virtual void heal_links(const LinkPairs& pairs) {
+    each_link(pairs, [this](const std::string& a, const std::string& b) { heal(a, b); });
+  }
   // Adds latency (+ uniform jitter in [0, jitter]) to each chunk on a<->b, order preserved; 0 removes it.
   virtual void set_delay(const std::string& a, const std::string& b, std::chrono::milliseconds delay,
                          std::chrono::milliseconds jitter) = 0;
+
+ protected:
+  template <typename F>
+  static void each_link(const LinkPairs& pairs, F&& f) {
+    std::string first_error;
+    for (const auto& p : pairs) {
+      try {
+        f(p.first, p.second);
+      } catch (const ClusterError& e) {
+        if (first_error.empty()) first_error = e.what();
+      }
+    }
+    if (!first_error.empty()) throw ClusterError(first_error);
+  }
 };
 
 // The nodes under test: lifecycle and what they are, with their node faults and their network.

@@ -9,10 +9,18 @@ void LinkFaults::cut(Network& c, const std::string& owner, const std::string& a,
   cuts_[p].insert(owner);
 }
 
+void LinkFaults::cut_many(Network& c, const std::string& owner, const std::vector<Pair>& pairs) {
+  std::lock_guard<std::mutex> lock(mu_);
+  LinkPairs sorted;
+  for (const auto& p : pairs) sorted.push_back(pair(p.first, p.second));
+  for (const auto& p : sorted) cuts_[p].insert(owner);  // first: see the header
+  c.cut_links(sorted);
+}
+
 std::vector<LinkFaults::Pair> LinkFaults::uncut_all(Network& c, const std::string& owner) {
   std::lock_guard<std::mutex> lock(mu_);
   std::vector<Pair> mine;
-  std::string first_error;
+  LinkPairs heal;
   for (auto it = cuts_.begin(); it != cuts_.end();) {
     if (!it->second.erase(owner)) {
       ++it;
@@ -20,15 +28,24 @@ std::vector<LinkFaults::Pair> LinkFaults::uncut_all(Network& c, const std::strin
     }
     mine.push_back(it->first);
     if (it->second.empty()) {
-      try {
-        c.heal(it->first.first, it->first.second);  // also clears the pair's delay ...
-        apply_delay(c, it->first);                  // ... which another nemesis may still want
-      } catch (const std::exception& e) {
-        if (first_error.empty()) first_error = e.what();
-      }
+      heal.push_back(it->first);
       it = cuts_.erase(it);
     } else {
       ++it;
+    }
+  }
+  std::string first_error;
+  try {
+    c.heal_links(heal);  // also clears the pairs' delays ...
+  } catch (const std::exception& e) {
+    first_error = e.what();
+  }
+  for (const auto& p : heal) {
+    if (delays_.count(p) == 0) continue;
+    try {
+      apply_delay(c, p);  // ... which another nemesis may still want
+    } catch (const std::exception& e) {
+      if (first_error.empty()) first_error = e.what();
     }
   }
   if (!first_error.empty()) throw ClusterError(first_error);

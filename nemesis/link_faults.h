@@ -24,8 +24,13 @@ class LinkFaults {
 
   // Cuts a<->b on behalf of owner (a nemesis name). Throws ClusterError from the cluster.
   void cut(Network& c, const std::string& owner, const std::string& a, const std::string& b);
+  // Cuts every pair on behalf of owner as one fault (Network::cut_links: one bounded wait on the fault proxy).
+  // The pairs are owner's even when the cluster threw (a proxy call that timed out may still be applied
+  // later, so the heal must cover them). Throws ClusterError from the cluster, after trying every pair.
+  void cut_many(Network& c, const std::string& owner, const std::vector<Pair>& pairs);
   // Drops every cut of owner; heals the pairs nobody else cuts (re-applying a delay still wanted there).
-  // Returns the pairs owner had cut. Throws ClusterError (after trying every pair).
+  // Returns the pairs owner had cut. The heals are one Network::heal_links. Throws ClusterError (after trying
+  // every pair).
   std::vector<Pair> uncut_all(Network& c, const std::string& owner);
 
   // Delays a<->b on behalf of owner.

@@ -246,12 +246,14 @@ class Partition : public Nemesis {
     if (u::phase_of(op) == "start") {
       json detail = u::detail_of(op);
       std::string error;
+      std::vector<LinkFaults::Pair> pairs;
       for (const auto& l : detail.value("links", json::array())) {
-        try {
-          links.cut(env.cluster, name(), l.at(0).get<std::string>(), l.at(1).get<std::string>());
-        } catch (const ClusterError& e) {
-          if (error.empty()) error = e.what();
-        }
+        pairs.emplace_back(l.at(0).get<std::string>(), l.at(1).get<std::string>());
+      }
+      try {
+        links.cut_many(env.cluster, name(), pairs);  // one fault, one bounded wait
+      } catch (const ClusterError& e) {
+        error = e.what();
       }
       return u::complete(op, error.empty() ? OpType::kOk : OpType::kInfo, op.value.value("targets", json::array()),
                          detail, error);

@@ -8,6 +8,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
 #include <chrono>
 #include <cstring>
@@ -318,6 +319,55 @@ TEST_F(FaultProxyTest, ASharedLinkTellsPartiesApartByTheirSourceAddress) {
   proxy.heal_all();
   EXPECT_EQ(ping_from("127.0.1.2", at, kLongTimeout), "+PONG\r\n");
   EXPECT_EQ(proxy.stats("*", "n1").connections_accepted, 6u);
+}
+
+TEST_F(FaultProxyTest, CutManyAndHealManyActOnEveryPairTogether) {
+  FaultProxy proxy(1);
+  const Endpoint c0 = proxy.add_link("c0", "n1", server_.endpoint());
+  const Endpoint c1 = proxy.add_link("c1", "n1", server_.endpoint());
+  const Endpoint c2 = proxy.add_link("c2", "n1", server_.endpoint());
+  proxy.cut_many({{"c0", "n1"}, {"n1", "c1"}});
+  RedisConn a = connect(c0, kShortTimeout), b = connect(c1, kShortTimeout), c = connect(c2, kShortTimeout);
+  EXPECT_FALSE(ping(a.get()));
+  EXPECT_FALSE(ping(b.get()));
+  EXPECT_TRUE(ping(c.get()));  // not in the batch
+  proxy.heal_many({{"c0", "n1"}, {"c1", "n1"}});
+  EXPECT_EQ(read_raw(a->fd, 7, kLongTimeout), "+PONG\r\n");
+  EXPECT_EQ(read_raw(b->fd, 7, kLongTimeout), "+PONG\r\n");
+  // A bad pair refuses the whole batch before any of it is applied.
+  EXPECT_THROW(proxy.cut_many({{"c0", "n1"}, {"c1", ""}}), std::invalid_argument);
+  RedisConn d = connect(c0, kLongTimeout);
+  EXPECT_TRUE(ping(d.get()));
+}
+
+// A proxy thread that is behind (here: a classifier that takes 1.5 s at accept, standing in for a loaded machine)
+// costs a batch one bounded wait, not one per pair: a partition of a 50-client run cut its ~150 links one call
+// at a time, each waiting its full bound, and took 1,005 s. What timed out is still applied once the thread
+// catches up.
+TEST_F(FaultProxyTest, ABatchOnABusyProxyThreadWaitsOnceAndIsAppliedLater) {
+  FaultProxyOptions options;
+  options.api_timeout_ms = 200ms;
+  FaultProxy proxy(1, options);
+  std::atomic<bool> slow{true};
+  proxy.set_source_classifier([&slow](const Endpoint&) {
+    if (slow.exchange(false)) std::this_thread::sleep_for(1500ms);
+    return std::string();
+  });
+  const Endpoint shared = proxy.add_shared_link("n1", server_.endpoint());
+  const Endpoint c0 = proxy.add_link("c0", "n1", server_.endpoint());
+  std::thread busy([&] { ping_from("127.0.0.1", shared, kLongTimeout); });  // holds the proxy thread 1.5 s
+  ASSERT_TRUE(eventually([&] { return !slow.load(); }, kLongTimeout));
+  LinkPairs pairs;
+  for (int i = 0; i < 100; ++i) pairs.emplace_back("c" + std::to_string(i), "n1");
+  const auto t0 = std::chrono::steady_clock::now();
+  EXPECT_THROW(proxy.cut_many(pairs), FaultProxyError);
+  const auto waited = std::chrono::steady_clock::now() - t0;
+  EXPECT_LT(waited, 1000ms) << "100 pairs waited " << std::chrono::duration_cast<std::chrono::milliseconds>(waited).count() << " ms";
+  busy.join();
+  RedisConn c = connect(c0, kShortTimeout);
+  EXPECT_FALSE(ping(c.get()));  // the batch was applied after the thread came back
+  proxy.heal_all();
+  EXPECT_EQ(read_raw(c->fd, 7, kLongTimeout), "+PONG\r\n");
 }
 
 TEST_F(FaultProxyTest, ConnectionsBeyondTheLimitAreClosed) {
