@@ -65,7 +65,8 @@ class FaultProxyError : public std::runtime_error {
 struct FaultProxyOptions {
   // Bytes one direction of one connection may hold (cut or delayed) before the proxy stops reading its source.
   size_t max_held_bytes_per_direction = size_t{16} << 20;
-  // Bytes per read from a socket (one chunk; delays apply per chunk).
+  // Bytes per read from a socket at most (one chunk; delays apply per chunk). A connection's read buffer starts at
+  // 2 KiB and doubles up to this when reads fill it: small requests cost small buffers.
   size_t read_chunk_bytes = size_t{64} << 10;
   // Open proxied connections over all links (each uses two file descriptors).
   size_t max_connections = 1024;
