@@ -5,6 +5,7 @@
 #include <map>
 
 #include <nlohmann/json.hpp>
+#include <simdjson.h>
 
 #include "core/huge_pages.h"
 
@@ -400,6 +401,22 @@ Op edn_op(EdnReader& r, int64_t position, EdnAtoms* atoms) {
 }  // namespace
 
 History import_edn(const std::string& text, const std::string& name) {
+  // EDN text is UTF-8; a string of other bytes could not be written out again (results.json, the report): say
+  // which line, as a HistoryError, before reading anything.
+  if (!simdjson::validate_utf8(text.data(), text.size())) {
+    size_t start = 0;
+    int64_t line = 1;
+    for (;;) {
+      const size_t end = std::min(text.find('\n', start), text.size());
+      if (!simdjson::validate_utf8(text.data() + start, end - start)) {
+        throw HistoryError(name + ":" + std::to_string(line) + ": not valid UTF-8");
+      }
+      if (end == text.size()) break;
+      start = end + 1;
+      ++line;
+    }
+    throw HistoryError(name + ": not valid UTF-8");  // a sequence cut by a newline
+  }
   EdnReader r(text, name);
   History h;
   // About 90 bytes an op as export_edn writes them; the reserve is address space, touched as ops come.
@@ -442,7 +459,7 @@ History import_porcupine(const std::string& text, const std::string& name) {
   json arr;
   try {
     arr = json::parse(text);
-  } catch (const json::parse_error& e) {
+  } catch (const json::exception& e) {  // parse_error, and out_of_range for a number like 1e400
     throw HistoryError(name + ": not valid JSON (" + e.what() + ")");
   }
   if (!arr.is_array()) throw HistoryError(name + ": expected a JSON array of Porcupine operations");

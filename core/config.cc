@@ -107,6 +107,9 @@ json get_field(const RunConfig& c) {
   }
 }
 
+// A value as JSON text for an error message, invalid UTF-8 replaced (dump() would throw on it).
+std::string dump_for_error(const json& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); }
+
 template <auto M>
 void set_field(RunConfig& c, const json& j, const std::string& name) {
   auto& v = c.*M;
@@ -121,11 +124,22 @@ void set_field(RunConfig& c, const json& j, const std::string& name) {
     } else if constexpr (std::is_same_v<T, json>) {
       if (!j.is_object()) throw ConfigError(name + ": must be an object of KEY: VALUE");
       v = j;
+    } else if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) {
+      // An integer in T's range, never a float (nlohmann would truncate 1.5 and convert -1e20 with undefined
+      // behaviour) nor a wider integer narrowed in silence.
+      if (!j.is_number_integer()) throw ConfigError(name + ": wrong type (" + dump_for_error(j) + ")");
+      const bool fits = j.is_number_unsigned()
+                            ? j.get<uint64_t>() <= static_cast<uint64_t>(std::numeric_limits<T>::max())
+                            : (std::is_unsigned_v<T> ? j.get<int64_t>() >= 0
+                                                     : j.get<int64_t>() >= static_cast<int64_t>(std::numeric_limits<T>::min()) &&
+                                                           j.get<int64_t>() <= static_cast<int64_t>(std::numeric_limits<T>::max()));
+      if (!fits) throw ConfigError(name + ": " + dump_for_error(j) + " is out of range");
+      v = j.get<T>();
     } else {
       v = j.get<T>();
     }
   } catch (const json::exception&) {
-    throw ConfigError(name + ": wrong type (" + j.dump() + ")");
+    throw ConfigError(name + ": wrong type (" + dump_for_error(j) + ")");
   }
 }
 

@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <boost/algorithm/string.hpp>
 #include <boost/program_options.hpp>
+#include <simdjson.h>
 #include <filesystem>
 #include <fstream>
 #include <iomanip>
@@ -115,8 +116,22 @@ void apply_run_flags(const po::variables_map& vm, RunConfig& c) {
 }
 
 // Parses args against desc with no positional arguments unless positional_name is given (then exactly one).
+// Every argument ends up in JSON (config.json, results.json, the report), which is UTF-8: refused here, by
+// position, rather than failing as an internal error when it is written.
+void require_utf8(const std::vector<std::string>& args) {
+  for (size_t i = 0; i < args.size(); ++i) {
+    if (simdjson::validate_utf8(args[i].data(), args[i].size())) continue;
+    throw ConfigError("argument " + std::to_string(i + 1) +
+                      (i > 0 && args[i - 1].rfind("--", 0) == 0 && simdjson::validate_utf8(args[i - 1].data(), args[i - 1].size())
+                           ? " (the value of " + args[i - 1] + ")"
+                           : std::string()) +
+                      " is not valid UTF-8");
+  }
+}
+
 po::variables_map parse(const std::vector<std::string>& args, const po::options_description& desc,
                         const char* positional_name = nullptr, std::string* positional = nullptr) {
+  require_utf8(args);
   po::options_description all(desc);
   po::positional_options_description pos;
   if (positional_name) {
@@ -136,6 +151,7 @@ po::variables_map parse(const std::vector<std::string>& args, const po::options_
 // Parses args against desc with any number of positional folders into *dirs (merge, trend).
 po::variables_map parse_dirs(const std::vector<std::string>& args, const po::options_description& desc,
                              std::vector<std::string>* dirs) {
+  require_utf8(args);
   po::options_description all(desc);
   all.add_options()("dirs", po::value(dirs), "");
   po::positional_options_description pos;

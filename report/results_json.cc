@@ -91,7 +91,7 @@ json parse_json_file(const std::string& path, bool* exists) {
   if (!*exists) return json::object();
   try {
     return json::parse(text);
-  } catch (const json::parse_error& e) {
+  } catch (const json::exception& e) {  // parse_error, and out_of_range for a number like 1e400
     throw ReportError(path + ": not valid JSON (" + e.what() + ")");
   }
 }

@@ -140,6 +140,24 @@ TEST(ImportPorcupine, RejectsMalformedOperations) {
                HistoryError);
 }
 
+// Fuzzing (fuzz/import_edn.cc) found an EDN history whose keyword held a byte that is not UTF-8: it was imported,
+// and writing it out as JSON threw nlohmann's type_error (exit 3). Refused, naming the line.
+TEST(ImportEdn, FuzzInvalidUtf8IsAHistoryErrorNamingTheLine) {
+  const std::string edn = "[{:type :invoke, :f :acquire, :process 0, :time 1}\n {:type :ok, :f :acq\xa1, :process 0, :time 2}]";
+  try {
+    import_edn(edn, "h.edn");
+    ADD_FAILURE() << "imported";
+  } catch (const HistoryError& e) {
+    EXPECT_STREQ(e.what(), "h.edn:2: not valid UTF-8");
+  }
+}
+
+// Fuzzing (fuzz/import_porcupine.cc) found a number beyond a double's range (1e400): nlohmann threw out_of_range,
+// which the importer did not catch (it caught parse_error only), so `check --format porcupine` ended in exit 3.
+TEST(ImportPorcupine, FuzzNumberOverflowIsAHistoryError) {
+  EXPECT_THROW(import_porcupine("[{\"client_id\":1,\"call\":1e400}]", "p.json"), HistoryError);
+}
+
 // The mutex verdict survives both round trips, on generated histories with info ops, crashed clients and
 // injected double grants, with and without retirement after info.
 TEST(ImportRoundTrip, MutexVerdictIsUnchanged) {

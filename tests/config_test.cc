@@ -58,6 +58,24 @@ TEST(ConfigFieldsTest, UnknownFieldsAndWrongTypesNameTheField) {
   EXPECT_THROW(from_json({{"topology", "ring"}}, c), ConfigError);
 }
 
+// Fuzzing (fuzz/config_json.cc) found "work_ms": -118446744073709551616 in a config.json: nlohmann reads it as a
+// double and converted it to int64 with undefined behaviour (UBSan). An integer field takes integers in its
+// range only: not a float (1.5 was truncated in silence), not a wider integer narrowed.
+TEST(ConfigFieldsTest, FuzzAnIntegerFieldOutOfItsRangeOrAFloatIsRefused) {
+  RunConfig c;
+  std::string error = config_error([&] { from_json(nlohmann::json::parse(R"({"work_ms": -118446744073709551616})"), c); });
+  EXPECT_NE(error.find("config field \"work_ms\": wrong type"), std::string::npos) << error;
+  error = config_error([&] { from_json({{"ttl_ms", 1.5}}, c); });
+  EXPECT_NE(error.find("config field \"ttl_ms\": wrong type (1.5)"), std::string::npos) << error;
+  error = config_error([&] { from_json({{"nodes", int64_t{1} << 40}}, c); });
+  EXPECT_NE(error.find("config field \"nodes\": 1099511627776 is out of range"), std::string::npos) << error;
+  error = config_error([&] { from_json({{"seed", -1}}, c); });
+  EXPECT_NE(error.find("config field \"seed\": -1 is out of range"), std::string::npos) << error;
+  EXPECT_NO_THROW(from_json({{"ttl_ms", 2000}, {"seed", uint64_t{18446744073709551615u}}}, c));
+  EXPECT_EQ(c.ttl_ms, 2000);
+  EXPECT_EQ(c.seed, 18446744073709551615u);
+}
+
 TEST(ConfigFieldsTest, EveryFlagIsInRunHelpAndParsesFromText) {
   std::ostringstream out, err;
   ASSERT_EQ(cli_main({"run", "--help"}, out, err), 0);

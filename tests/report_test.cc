@@ -383,6 +383,14 @@ TEST(ReportTest, WriteReportNamesTheMalformedFile) {
     EXPECT_THROW(write_report(dir.str()), ReportError);
   }
   {
+    // A number beyond a double's range: nlohmann's out_of_range, not a parse_error (found by fuzzing the trend
+    // reader's target, which shares the pattern).
+    TempDir dir;
+    write_run(dir.str(), report_test::sample_config(), report_test::overlap_history(), report_test::overlap_results());
+    write_text(dir.file("results.json"), "{\"valid\": 1e400}");
+    EXPECT_THROW(write_report(dir.str()), ReportError);
+  }
+  {
     TempDir dir;
     write_run(dir.str(), report_test::sample_config(), report_test::overlap_history(), report_test::overlap_results());
     write_text(dir.file("history.jsonl"), history_jsonl(report_test::valid_history()) + "{\"index\": 99}\n");
