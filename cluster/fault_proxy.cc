@@ -489,6 +489,23 @@ class FaultProxy::Impl {
     });
   }
 
+  void set_delays(const std::vector<LinkDelay>& delays) {
+    for (const auto& d : delays) {
+      check_parties(d.a, d.b, "set_delay");
+      if (d.delay.count() < 0 || d.jitter.count() < 0) {
+        throw std::invalid_argument("FaultProxy::set_delay: negative delay or jitter on " + d.a + "<->" + d.b);
+      }
+    }
+    call([this, delays] {
+      for (const auto& d : delays) {
+        PairFault& f = fault(d.a, d.b);
+        f.delay = d.delay;
+        f.jitter = d.jitter;
+      }
+      return 0;  // applies to chunks read from now on; nothing to wake
+    });
+  }
+
   void heal_all() {
     call([this] {
       for (auto& entry : faults_) *entry.second = PairFault{};
@@ -754,6 +771,7 @@ void FaultProxy::cut(const std::string& a, const std::string& b) { impl_->cut(a,
 void FaultProxy::heal(const std::string& a, const std::string& b) { impl_->heal(a, b); }
 void FaultProxy::cut_many(const LinkPairs& pairs) { impl_->cut_many(pairs); }
 void FaultProxy::heal_many(const LinkPairs& pairs) { impl_->heal_many(pairs); }
+void FaultProxy::set_delays(const std::vector<LinkDelay>& delays) { impl_->set_delays(delays); }
 void FaultProxy::heal_all() { impl_->heal_all(); }
 void FaultProxy::set_delay(const std::string& a, const std::string& b, std::chrono::microseconds delay,
                            std::chrono::microseconds jitter) {

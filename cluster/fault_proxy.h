@@ -128,6 +128,8 @@ class FaultProxy {
   // batch, not each pair). Throw as cut / heal, before anything is applied when a pair is bad.
   void cut_many(const LinkPairs& pairs);
   void heal_many(const LinkPairs& pairs);
+  // set_delay of every link in one call, likewise.
+  void set_delays(const std::vector<LinkDelay>& delays);
   void set_delay(const std::string& a, const std::string& b, std::chrono::microseconds delay,
                  std::chrono::microseconds jitter);
 

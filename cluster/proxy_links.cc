@@ -66,6 +66,14 @@ void ProxiedCluster::heal_links(const LinkPairs& pairs) {
   apply_proxy_fault(proxy_.get(), describe_links("heal", pairs), [&](FaultProxy& p) { p.heal_many(pairs); });
 }
 
+void ProxiedCluster::set_delays(const std::vector<LinkDelay>& delays) {
+  if (delays.empty()) return;
+  apply_proxy_fault(proxy_.get(),
+                    "delay " + std::to_string(delays.size()) + " link" + (delays.size() == 1 ? "" : "s") + " (" +
+                        delays.front().a + "<->" + delays.front().b + (delays.size() > 1 ? ", ...)" : ")"),
+                    [&](FaultProxy& p) { p.set_delays(delays); });
+}
+
 void ProxiedCluster::heal_all() {
   if (proxy_) proxy_->heal_all();
 }

@@ -46,6 +46,7 @@ class ProxiedCluster : public Cluster {
   void heal_all() override;
   void cut_links(const LinkPairs& pairs) override;  // one proxy call for all of them
   void heal_links(const LinkPairs& pairs) override;
+  void set_delays(const std::vector<LinkDelay>& delays) override;
   void set_delay(const std::string& a, const std::string& b, std::chrono::milliseconds delay,
                  std::chrono::milliseconds jitter) override;
 

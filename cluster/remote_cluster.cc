@@ -760,6 +760,7 @@ void RemoteCluster::heal(const std::string& a, const std::string& b) { links_.he
 void RemoteCluster::heal_all() { links_.heal_all(); }
 void RemoteCluster::cut_links(const LinkPairs& pairs) { links_.cut_many(pairs); }
 void RemoteCluster::heal_links(const LinkPairs& pairs) { links_.heal_many(pairs); }
+void RemoteCluster::set_delays(const std::vector<LinkDelay>& delays) { links_.set_delays(delays); }
 void RemoteCluster::set_delay(const std::string& a, const std::string& b, milliseconds delay, milliseconds jitter) {
   links_.set_delay(a, b, delay, jitter);
 }

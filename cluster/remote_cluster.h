@@ -194,6 +194,7 @@ class RemoteCluster : public Cluster, private PeerLinks {
   void heal_all() override;
   void cut_links(const LinkPairs& pairs) override;
   void heal_links(const LinkPairs& pairs) override;
+  void set_delays(const std::vector<LinkDelay>& delays) override;
   void set_delay(const std::string& a, const std::string& b, std::chrono::milliseconds delay,
                  std::chrono::milliseconds jitter) override;
 

@@ -8,6 +8,8 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "cluster/fault_proxy.h"
 #include "core/assert.h"
@@ -67,14 +69,19 @@ class SplitNetwork {
     if (!error.empty()) throw ClusterError(error);
   }
   void cut_many(const LinkPairs& pairs) {
-    route_many(
-        pairs, "cut", [&](const LinkPairs& p) { proxy_->cut_many(p); },
-        [&](const std::string& a, const std::string& b) { peers_->cut_peers(a, b); });
+    route_many<std::pair<std::string, std::string>>(
+        pairs, "cut", pair_ends, [&](const LinkPairs& p) { proxy_->cut_many(p); },
+        [&](const std::pair<std::string, std::string>& p) { peers_->cut_peers(p.first, p.second); });
   }
   void heal_many(const LinkPairs& pairs) {
-    route_many(
-        pairs, "heal", [&](const LinkPairs& p) { proxy_->heal_many(p); },
-        [&](const std::string& a, const std::string& b) { peers_->heal_peers(a, b); });
+    route_many<std::pair<std::string, std::string>>(
+        pairs, "heal", pair_ends, [&](const LinkPairs& p) { proxy_->heal_many(p); },
+        [&](const std::pair<std::string, std::string>& p) { peers_->heal_peers(p.first, p.second); });
+  }
+  void set_delays(const std::vector<LinkDelay>& delays) {
+    route_many<LinkDelay>(
+        delays, "delay", delay_ends, [&](const std::vector<LinkDelay>& d) { proxy_->set_delays(d); },
+        [&](const LinkDelay& d) { peers_->delay_peers(d.a, d.b, d.delay, d.jitter); });
   }
   void set_delay(const std::string& a, const std::string& b, std::chrono::milliseconds delay,
                  std::chrono::milliseconds jitter) {
@@ -131,24 +138,27 @@ class SplitNetwork {
         return;
     }
   }
-  // Many links: the proxy's in one call (one bounded wait), the peer links one by one; every pair is tried and
-  // the first error thrown.
-  void route_many(const LinkPairs& pairs, const char* verb, const std::function<void(const LinkPairs&)>& via_proxy,
-                  const std::function<void(const std::string&, const std::string&)>& via_peers) {
+  // Many links: the proxy's in one call (one bounded wait), the peer links one by one; every link is tried and
+  // the first error thrown. ends(item) gives an item's two parties.
+  template <typename Item, typename Ends>
+  void route_many(const std::vector<Item>& items, const char* verb, Ends ends,
+                  const std::function<void(const std::vector<Item>&)>& via_proxy,
+                  const std::function<void(const Item&)>& via_peers) {
     LOCKCHECK_ASSERT(peers_ != nullptr, "SplitNetwork without peer links");
     peers_->require_running();
-    LinkPairs proxied;
+    std::vector<Item> proxied;
     std::string error;
-    for (const auto& p : pairs) {
+    for (const auto& item : items) {
+      const auto [a, b] = ends(item);
       try {
-        switch (carrier(p.first, p.second, verb)) {
+        switch (carrier(a, b, verb)) {
           case Carrier::kNone:
             break;
           case Carrier::kProxy:
-            proxied.push_back(p);
+            proxied.push_back(item);
             break;
           case Carrier::kPeers:
-            via_peers(p.first, p.second);
+            via_peers(item);
             break;
         }
       } catch (const ClusterError& e) {
@@ -166,6 +176,8 @@ class SplitNetwork {
     }
     if (!error.empty()) throw ClusterError(error);
   }
+  static std::pair<std::string, std::string> pair_ends(const std::pair<std::string, std::string>& p) { return p; }
+  static std::pair<std::string, std::string> delay_ends(const LinkDelay& d) { return {d.a, d.b}; }
 
   std::string backend_;
   size_t nodes_ = 0, sentinels_ = 0;

@@ -10,6 +10,7 @@
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -141,6 +142,11 @@ class NodeFaults {
 // client process p uses slot "c" + p % concurrency, so a retired process's replacement sees the same network).
 // Links are symmetric. Throw ClusterError for an unknown party or a link the backend cannot fault.
 using LinkPairs = std::vector<std::pair<std::string, std::string>>;  // links {a, b}, each unordered
+// The latency of one link {a, b} (0 and 0: none), as Network::set_delay takes it.
+struct LinkDelay {
+  std::string a, b;
+  std::chrono::milliseconds delay{0}, jitter{0};
+};
 
 class Network {
  public:
@@ -161,17 +167,25 @@ class Network {
   virtual void heal_links(const LinkPairs& pairs) {
     each_link(pairs, [this](const std::string& a, const std::string& b) { heal(a, b); });
   }
+  // set_delay of many links as one fault, likewise.
+  virtual void set_delays(const std::vector<LinkDelay>& delays) {
+    each_link(delays, [this](const LinkDelay& d) { set_delay(d.a, d.b, d.delay, d.jitter); });
+  }
   // Adds latency (+ uniform jitter in [0, jitter]) to each chunk on a<->b, order preserved; 0 removes it.
   virtual void set_delay(const std::string& a, const std::string& b, std::chrono::milliseconds delay,
                          std::chrono::milliseconds jitter) = 0;
 
  protected:
-  template <typename F>
-  static void each_link(const LinkPairs& pairs, F&& f) {
+  template <typename Items, typename F>
+  static void each_link(const Items& items, F&& f) {
     std::string first_error;
-    for (const auto& p : pairs) {
+    for (const auto& item : items) {
       try {
-        f(p.first, p.second);
+        if constexpr (std::is_invocable_v<F, decltype(item)>) {
+          f(item);
+        } else {
+          f(item.first, item.second);
+        }
       } catch (const ClusterError& e) {
         if (first_error.empty()) first_error = e.what();
       }

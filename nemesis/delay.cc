@@ -98,12 +98,14 @@ class Delay : public Nemesis {
       const auto d = std::chrono::milliseconds(detail.value("delay_ms", 0));
       const auto j = std::chrono::milliseconds(detail.value("jitter_ms", 0));
       std::string error;
+      std::vector<LinkFaults::Pair> pairs;
       for (const auto& l : detail.value("links", json::array())) {
-        try {
-          links.delay(env.cluster, name(), l.at(0).get<std::string>(), l.at(1).get<std::string>(), d, j);
-        } catch (const ClusterError& e) {
-          if (error.empty()) error = e.what();
-        }
+        pairs.emplace_back(l.at(0).get<std::string>(), l.at(1).get<std::string>());
+      }
+      try {
+        links.delay_many(env.cluster, name(), pairs, d, j);  // one fault, one bounded wait
+      } catch (const ClusterError& e) {
+        error = e.what();
       }
       return u::complete(op, error.empty() ? OpType::kOk : OpType::kInfo, op.value.value("targets", json::array()),
                          detail, error);

@@ -40,13 +40,14 @@ std::vector<LinkFaults::Pair> LinkFaults::uncut_all(Network& c, const std::strin
   } catch (const std::exception& e) {
     first_error = e.what();
   }
+  std::vector<LinkDelay> still;
   for (const auto& p : heal) {
-    if (delays_.count(p) == 0) continue;
-    try {
-      apply_delay(c, p);  // ... which another nemesis may still want
-    } catch (const std::exception& e) {
-      if (first_error.empty()) first_error = e.what();
-    }
+    if (delays_.count(p) != 0) still.push_back(wanted_delay(p));  // ... which another nemesis may still want
+  }
+  try {
+    if (!still.empty()) c.set_delays(still);
+  } catch (const std::exception& e) {
+    if (first_error.empty()) first_error = e.what();
   }
   if (!first_error.empty()) throw ClusterError(first_error);
   return mine;
@@ -54,44 +55,53 @@ std::vector<LinkFaults::Pair> LinkFaults::uncut_all(Network& c, const std::strin
 
 void LinkFaults::delay(Network& c, const std::string& owner, const std::string& a, const std::string& b,
                        std::chrono::milliseconds delay, std::chrono::milliseconds jitter) {
+  delay_many(c, owner, {Pair{a, b}}, delay, jitter);
+}
+
+void LinkFaults::delay_many(Network& c, const std::string& owner, const std::vector<Pair>& pairs,
+                            std::chrono::milliseconds delay, std::chrono::milliseconds jitter) {
   std::lock_guard<std::mutex> lock(mu_);
-  const Pair p = pair(a, b);
-  delays_[p][owner] = Delay{delay, jitter, ++order_};
-  apply_delay(c, p);
+  std::vector<LinkDelay> apply;
+  for (const auto& x : pairs) {
+    const Pair p = pair(x.first, x.second);
+    delays_[p][owner] = Delay{delay, jitter, ++order_};
+    apply.push_back(wanted_delay(p));
+  }
+  c.set_delays(apply);
 }
 
 std::vector<LinkFaults::Pair> LinkFaults::undelay_all(Network& c, const std::string& owner) {
   std::lock_guard<std::mutex> lock(mu_);
   std::vector<Pair> mine;
-  std::string first_error;
   for (auto it = delays_.begin(); it != delays_.end();) {
     if (!it->second.erase(owner)) {
       ++it;
       continue;
     }
     mine.push_back(it->first);
-    try {
-      apply_delay(c, it->first);
-    } catch (const std::exception& e) {
-      if (first_error.empty()) first_error = e.what();
-    }
     it = it->second.empty() ? delays_.erase(it) : std::next(it);
   }
-  if (!first_error.empty()) throw ClusterError(first_error);
+  std::vector<LinkDelay> apply;
+  for (const auto& p : mine) apply.push_back(wanted_delay(p));
+  try {
+    c.set_delays(apply);
+  } catch (const std::exception& e) {
+    throw ClusterError(e.what());
+  }
   return mine;
 }
 
-void LinkFaults::apply_delay(Network& c, const Pair& p) {
+LinkDelay LinkFaults::wanted_delay(const Pair& p) const {
+  LinkDelay d{p.first, p.second, std::chrono::milliseconds(0), std::chrono::milliseconds(0)};
   auto it = delays_.find(p);
-  if (it == delays_.end() || it->second.empty()) {
-    c.set_delay(p.first, p.second, std::chrono::milliseconds(0), std::chrono::milliseconds(0));
-    return;
-  }
+  if (it == delays_.end() || it->second.empty()) return d;
   const Delay* newest = nullptr;
   for (const auto& kv : it->second) {
     if (!newest || kv.second.order > newest->order) newest = &kv.second;
   }
-  c.set_delay(p.first, p.second, newest->delay, newest->jitter);
+  d.delay = newest->delay;
+  d.jitter = newest->jitter;
+  return d;
 }
 
 void LinkFaults::heal_all(Network& c) noexcept {

@@ -36,7 +36,12 @@ class LinkFaults {
   // Delays a<->b on behalf of owner.
   void delay(Network& c, const std::string& owner, const std::string& a, const std::string& b,
              std::chrono::milliseconds delay, std::chrono::milliseconds jitter);
-  // Drops every delay of owner; a pair keeps another owner's delay if there is one. Returns owner's pairs.
+  // Delays every pair on behalf of owner as one fault (Network::set_delays: one bounded wait on the fault proxy);
+  // the delays are owner's even when the cluster threw. Throws ClusterError after trying every pair.
+  void delay_many(Network& c, const std::string& owner, const std::vector<Pair>& pairs, std::chrono::milliseconds delay,
+                  std::chrono::milliseconds jitter);
+  // Drops every delay of owner; a pair keeps another owner's delay if there is one. Returns owner's pairs. The
+  // changes are one Network::set_delays.
   std::vector<Pair> undelay_all(Network& c, const std::string& owner);
 
   // Everything healed: Cluster::heal_all and no state left. Never throws.
@@ -52,7 +57,8 @@ class LinkFaults {
     std::chrono::milliseconds delay{0}, jitter{0};
     uint64_t order = 0;  // when it was set: the newest wins
   };
-  void apply_delay(Network& c, const Pair& p);  // REQUIRES: mu_ held
+  // The delay pair p should have now: the newest of its owners', or none. REQUIRES: mu_ held.
+  LinkDelay wanted_delay(const Pair& p) const;
 
   mutable std::mutex mu_;
   std::map<Pair, std::set<std::string>> cuts_;

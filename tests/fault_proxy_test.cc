@@ -338,6 +338,18 @@ TEST_F(FaultProxyTest, CutManyAndHealManyActOnEveryPairTogether) {
   EXPECT_THROW(proxy.cut_many({{"c0", "n1"}, {"c1", ""}}), std::invalid_argument);
   RedisConn d = connect(c0, kLongTimeout);
   EXPECT_TRUE(ping(d.get()));
+  // Delays likewise: both links slow (only the lower bound is checked: a loaded machine may slow any ping).
+  proxy.set_delays({{"c0", "n1", 150ms, 0ms}, {"n1", "c1", 150ms, 0ms}});
+  auto round_trip = [](redisContext* ctx) {
+    const auto t0 = std::chrono::steady_clock::now();
+    EXPECT_TRUE(ping(ctx));
+    return std::chrono::steady_clock::now() - t0;
+  };
+  RedisConn e = connect(c1, kLongTimeout);
+  EXPECT_GE(round_trip(d.get()), 150ms);
+  EXPECT_GE(round_trip(e.get()), 150ms);
+  proxy.set_delays({{"c0", "n1", 0ms, 0ms}, {"c1", "n1", 0ms, 0ms}});
+  EXPECT_THROW(proxy.set_delays({{"c0", "n1", -1ms, 0ms}}), std::invalid_argument);
 }
 
 // A proxy thread that is behind (here: a classifier that takes 1.5 s at accept, standing in for a loaded machine)
