@@ -161,6 +161,19 @@ Night read_night(const std::string& dir) {
   return night_from_json(j, dir);
 }
 
+namespace {
+// A count in summary.json: a non-negative integer (nlohmann's get<size_t> of a float such as 3.9e19 is undefined
+// behaviour, found by fuzzing the trend reader).
+size_t count_field(const nlohmann::json& e, const char* name) {
+  const nlohmann::json& v = e.at(name);
+  if (!v.is_number_integer() || (!v.is_number_unsigned() && v.get<int64_t>() < 0)) {
+    throw std::runtime_error(std::string("\"") + name + "\" must be a non-negative integer, not " +
+                             v.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+  }
+  return v.get<size_t>();
+}
+}  // namespace
+
 Night night_from_json(const nlohmann::json& j, const std::string& dir) {
   if (!j.is_object()) not_a_night(dir, "summary.json is not an object");
   if (j.contains("shard") && !j.contains("entries")) {
@@ -184,8 +197,8 @@ Night night_from_json(const nlohmann::json& j, const std::string& dir) {
       NightEntry ne;
       ne.name = e.at("name").get<std::string>();
       ne.settings = e.value("settings", nlohmann::json::object());
-      ne.n = e.at("n").get<size_t>();
-      ne.found = e.at("found").get<size_t>();
+      ne.n = count_field(e, "n");
+      ne.found = count_field(e, "found");
       ne.met = e.at("met").get<bool>();
       ne.error = e.value("error", false);
       ne.first_anomaly_s = e.value("first_anomaly_s", std::vector<double>{});

@@ -190,6 +190,21 @@ TEST(TrendTest, BadInputInCompute) {
   EXPECT_THROW(compute_trend({c}, 0.05), ConfigError);
 }
 
+// Fuzzing (fuzz/trend_summary.cc) found "n": 3.9e19 in a summary.json: nlohmann's get<size_t> of that double is
+// undefined behaviour (UBSan). A count is a non-negative integer, or the night is refused naming the field.
+TEST(TrendTest, FuzzACountThatIsNotANonNegativeIntegerIsRefused) {
+  for (const char* n : {"3.92234e19", "2.5", "-1", "\"10\""}) {
+    const auto j = nlohmann::json::parse(std::string(R"({"matrix": "m", "started_at": "2026-12-04T03:00:00Z",
+        "entries": [{"name": "a", "n": )") + n + R"(, "found": 0, "met": true}]})");
+    try {
+      night_from_json(j, "night1");
+      ADD_FAILURE() << n << " accepted";
+    } catch (const ConfigError& e) {
+      EXPECT_NE(std::string(e.what()).find("\"n\" must be a non-negative integer"), std::string::npos) << e.what();
+    }
+  }
+}
+
 TEST(TrendTest, PageIsDeterministicEscapedAndHasTheGrid) {
   auto t = compute_trend({night("2026-12-04T03:00:00Z", {entry("<b>x</b>", 10, 10, true)}, {{"redis", "<7>"}}),
                           night("2026-12-05T03:00:00Z", {entry("<b>x</b>", 2, 10, false)})},
