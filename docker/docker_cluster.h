@@ -2,6 +2,9 @@
 // private bridge network of its run, as in Jepsen's docker environment. Selected with `--cluster docker`.
 // With --server etcd each node's container runs an etcd member instead (client port 2379, peer port 2380; the
 // image carries etcd and etcdctl from this host's Debian packages: cluster/remote_cluster.h, etcd_remote_kind).
+// With --server zookeeper each node's container runs a ZooKeeper member (client port 2181, quorum 2888, election
+// 3888), a JVM from an image lockcheck-zookeeper:<hash> that adds this host's JRE and Debian's ZooKeeper jars to
+// the node image (docker/node_image.h; zookeeper_remote_kind).
 //
 // The backend is the Remote seam's docker side (cluster/remote.h: a command is `docker exec CONTAINER ARGV`, a
 // file goes with `docker cp`) under the one implementation of starting, faulting and tearing down

@@ -29,6 +29,7 @@
 #include "tests/support/ci.h"
 #include "tests/support/etcd_remote_checks.h"
 #include "tests/support/etcd_test_cluster.h"
+#include "tests/support/zookeeper_test_cluster.h"
 
 namespace lockcheck {
 namespace {
@@ -240,6 +241,59 @@ TEST(DockerImageTest, EtcdIsCarriedWhenPresentAndRequiredOnlyForEtcd) {
     ADD_FAILURE() << "an etcd image was planned without etcd";
   } catch (const ClusterError& e) {
     EXPECT_NE(std::string(e.what()).find("etcd-server"), std::string::npos) << e.what();
+  }
+}
+
+// The JRE and ZooKeeper's jars go in only for a ZooKeeper run (require_zookeeper): a Redis or etcd image has
+// neither. With them: java at kImageJava (a symlink into the JRE copied at its host path), libjvm, the runtime's
+// modules, the jars a member opens, the zlib ldd names for java. Without java: an error naming the package.
+// (Planning only: no engine needed.)
+TEST(DockerImageTest, TheJreAndZooKeeperJarsGoInOnlyWhenRequired) {
+  docker::NodeImageInputs inputs;
+  inputs.clock_shim = clock_shim_library();
+  auto has = [](const docker::ImagePlan& p, const std::string& needle) {
+    for (const auto& e : p.entries) {
+      if (e.dest.find(needle) != std::string::npos) return true;
+    }
+    return false;
+  };
+  const docker::ImagePlan plain = docker::plan_node_image(inputs);
+  EXPECT_FALSE(has(plain, docker::kImageJava));
+  EXPECT_FALSE(has(plain, "libjvm.so"));
+  EXPECT_FALSE(has(plain, "/usr/share/java/"));
+  inputs.require_zookeeper = true;
+  if (testing_util::zookeeper_installed()) {
+    const auto t0 = std::chrono::steady_clock::now();
+    const docker::ImagePlan zk = docker::plan_node_image(inputs);
+    std::cout << "[ image    ] ZooKeeper plan: " << zk.total_bytes / 1000000 << " MB of files ("
+              << plain.total_bytes / 1000000 << " MB without the JRE and jars), planned and hashed in "
+              << std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0).count()
+              << " ms\n";
+    EXPECT_NE(zk.hash, plain.hash);
+    EXPECT_GT(zk.total_bytes, plain.total_bytes);
+    bool java_link = false;
+    for (const auto& e : zk.entries) {
+      if (e.dest == docker::kImageJava) {
+        java_link = e.kind == docker::ImageEntry::Kind::kSymlink && e.source.find("/bin/java") != std::string::npos;
+      }
+      EXPECT_EQ(e.dest.find(".."), std::string::npos) << e.dest;
+    }
+    EXPECT_TRUE(java_link);
+    EXPECT_TRUE(has(zk, "/lib/server/libjvm.so"));
+    EXPECT_TRUE(has(zk, "/lib/modules"));
+    EXPECT_TRUE(has(zk, "libz.so"));
+    EXPECT_TRUE(has(zk, kZooKeeperJar));
+    EXPECT_TRUE(has(zk, kSlf4jSimpleJar));
+    EXPECT_TRUE(has(zk, "/usr/share/java/zookeeper-jute.jar"));
+    EXPECT_FALSE(has(zk, "/jmods/"));  // a JDK's, not a JRE's
+    EXPECT_FALSE(has(zk, "src.zip"));
+  }
+  inputs.java = "/nonexistent/lockcheck-test/java";
+  try {
+    docker::plan_node_image(inputs);
+    ADD_FAILURE() << "a ZooKeeper image was planned without java";
+  } catch (const ClusterError& e) {
+    EXPECT_NE(std::string(e.what()).find("default-jdk-headless"), std::string::npos) << e.what();
   }
 }
 
