@@ -172,9 +172,8 @@ TEST(DockerRunTest, EtcdLockOnDockerHealthyIsValidAndUnderKillsCompletes) {
 TEST(DockerRunTest, ZooKeeperKazooOnDockerHealthyIsValidAndUnderKillsCompletes) {
   LOCKCHECK_NEED(docker_engine_available(), "no Docker engine answered (`docker version`)");
   LOCKCHECK_NEED_ZOOKEEPER();
-  LOCKCHECK_NEED(::access(LOCKCHECK_CLIENTS_DIR "/kazoo-lock.py", R_OK) == 0 && find_program("python3"),
-                 "the kazoo adapter is not built (scripts/build-clients) or python3 is missing: "
-                     << LOCKCHECK_CLIENTS_DIR);
+  LOCKCHECK_NEED(testing_util::kazoo_adapter_built(LOCKCHECK_CLIENTS_DIR),
+                 testing_util::kNoKazoo << ": " << LOCKCHECK_CLIENTS_DIR);
   for (const bool faults : {false, true}) {
     TempDir dir;
     RunConfig c = docker_run_config(dir, "kazoo");

@@ -429,8 +429,8 @@ TEST_F(SshClusterTest, EtcdLockRunsOnTheHostsAndLeavesNothing) {
 // ZooKeeper: the same after a killed run: clean finds the members by zookeeper.pid (a java process) and kills them.
 TEST_F(SshClusterTest, CleanRemovesTheZooKeeperMembersOfAKilledRun) {
   LOCKCHECK_NEED_ZOOKEEPER();
-  LOCKCHECK_NEED(::access(LOCKCHECK_CLIENTS_DIR "/kazoo-lock.py", R_OK) == 0,
-                 "the kazoo adapter is not built (scripts/build-clients): " << LOCKCHECK_CLIENTS_DIR);
+  LOCKCHECK_NEED(testing_util::kazoo_adapter_built(LOCKCHECK_CLIENTS_DIR),
+                 testing_util::kNoKazoo << ": " << LOCKCHECK_CLIENTS_DIR);
   const std::string out = clean_after_killed_run(hosts_, {"--server", "zookeeper", "--lock", "kazoo"}, leftovers);
   EXPECT_NE(out.find("killed"), std::string::npos) << out;
 }
@@ -531,8 +531,8 @@ TEST_F(SshClusterTest, ZooKeeperMembersStartFaultAndStopLeavingNothing) {
 // completes, every fault undone; nothing is left.
 TEST_F(SshClusterTest, ZooKeeperKazooRunsOnTheHostsAndLeavesNothing) {
   LOCKCHECK_NEED_ZOOKEEPER();
-  LOCKCHECK_NEED(::access(LOCKCHECK_CLIENTS_DIR "/kazoo-lock.py", R_OK) == 0,
-                 "the kazoo adapter is not built (scripts/build-clients): " << LOCKCHECK_CLIENTS_DIR);
+  LOCKCHECK_NEED(testing_util::kazoo_adapter_built(LOCKCHECK_CLIENTS_DIR),
+                 testing_util::kNoKazoo << ": " << LOCKCHECK_CLIENTS_DIR);
   for (const bool faults : {false, true}) {
     TempDir results;
     std::ostringstream out, err;
