@@ -132,9 +132,11 @@ class RemoteServerKind {
 // Background start for servers that do not daemonize (etcd, a ZooKeeper JVM): `sh -c kRemoteBackgroundScript sh
 // PIDFILE LOG PROGRAM ARGS...`. setsid puts the server in a session of its own (no hangup when the ssh or docker
 // exec session ends; setsid execs in place, so $! is the server's pid), its output is appended to LOG (a restart
-// continues it) and its pid written to PIDFILE.
+// continues it) and its pid written to PIDFILE. A PROGRAM the host cannot run fails the start at once (exit 127,
+// "PROGRAM: not found on this host"), rather than the readiness wait timing out on a server that never ran.
 inline constexpr const char* kRemoteBackgroundScript =
-    "p=$1; l=$2; shift 2; setsid \"$@\" >>\"$l\" 2>&1 </dev/null & echo $! >\"$p\"";
+    "p=$1; l=$2; shift 2; command -v \"$1\" >/dev/null || { echo \"$1: not found on this host\" >&2; exit 127; }; "
+    "setsid \"$@\" >>\"$l\" 2>&1 </dev/null & echo $! >\"$p\"";
 
 // Polls why() every `every` until it returns "" (returns ""), the timeout passes (returns the last reason) or
 // stopping() (throws ClusterError(stopping_message)): the bounded wait of the server kinds' after_start.
