@@ -110,21 +110,29 @@ std::vector<std::string> jar_manifests(const std::vector<std::string>& jars) {
 
 }  // namespace
 
-std::vector<std::string> zookeeper_classpath_jars(const std::string& classpath) {
-  std::vector<std::string> out, level;
-  std::set<std::string> seen;
+std::vector<std::string> split_classpath(const std::string& classpath) {
+  std::vector<std::string> out;
   for (size_t start = 0; start <= classpath.size();) {
     const size_t end = std::min(classpath.find(':', start), classpath.size());
-    const std::string jar = classpath.substr(start, end - start);
-    if (!jar.empty()) {
-      if (::access(jar.c_str(), R_OK) != 0) {
-        throw ClusterError("ZooKeeper's classpath names " + jar +
-                           ", which is not here (--server zookeeper needs Debian's zookeeper package)");
-      }
-      level.push_back(jar);
-    }
+    if (end > start) out.push_back(classpath.substr(start, end - start));
     start = end + 1;
   }
+  return out;
+}
+
+void check_zookeeper_classpath(const std::string& classpath) {
+  for (const auto& jar : split_classpath(classpath)) {
+    if (::access(jar.c_str(), R_OK) != 0) {
+      throw ClusterError("ZooKeeper's classpath names " + jar +
+                         ", which is not here (--server zookeeper needs Debian's zookeeper package)");
+    }
+  }
+}
+
+std::vector<std::string> zookeeper_classpath_jars(const std::string& classpath) {
+  check_zookeeper_classpath(classpath);
+  std::vector<std::string> out, level = split_classpath(classpath);
+  std::set<std::string> seen;
   // Breadth first, one manifest read per level; bounded (a manifest cycle ends at `seen` anyway).
   for (int depth = 0; depth < 16 && !level.empty(); ++depth) {
     std::vector<std::string> fresh;

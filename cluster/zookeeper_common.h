@@ -83,6 +83,11 @@ std::string zookeeper_default_classpath();  // kZooKeeperJar:kSlf4jSimpleJar
 // jars that exist, plus slf4j-simple.jar (/proc/PID/fd). Reads the manifests with python3's zipfile, one call a
 // level (throws ClusterError naming python3 when it is missing; ClusterError when a classpath jar itself is not here).
 std::vector<std::string> zookeeper_classpath_jars(const std::string& classpath);
+// The jars of a ':'-separated classpath, in order (empty entries dropped).
+std::vector<std::string> split_classpath(const std::string& classpath);
+// Throws ClusterError naming the first jar of the classpath that cannot be read here (and Debian's package): the
+// local backend's check before it starts members, and the image's before it is planned.
+void check_zookeeper_classpath(const std::string& classpath);
 // Pure: the Class-Path entries of a manifest's text (continuation lines joined), each made a path: an absolute
 // entry as is, a relative one against jar_dir (Class-Path entries are URLs relative to the jar's folder).
 std::vector<std::string> parse_manifest_class_path(const std::string& manifest, const std::string& jar_dir);
