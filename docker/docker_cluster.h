@@ -60,7 +60,8 @@ struct DockerClusterOptions : RemoteClusterOptions {
   // Use this image instead of building one (e.g. from docker/Dockerfile.redis7). It must provide the paths
   // of docker/node_image.h: /usr/bin/redis-server, /usr/bin/redis-sentinel, /usr/sbin/iptables-restore,
   // /usr/sbin/iptables, /usr/lib/lockcheck/libclockshim.so, and sh, sleep, cat, rm, mkdir, dd, tail, grep, env
-  // on PATH. Empty: build (or reuse) the offline image.
+  // on PATH (--server etcd: /usr/bin/etcd; --server zookeeper: /usr/bin/java and the jars of
+  // zookeeper_default_classpath(), with what their manifests name). Empty: build (or reuse) the offline image.
   std::string image;
   std::string redis_server = "redis-server";  // copied into the image (resolved on PATH)
   std::string iptables = "iptables";                // likewise
