@@ -29,6 +29,7 @@
 #include "tests/support/ci.h"
 #include "tests/support/etcd_remote_checks.h"
 #include "tests/support/etcd_test_cluster.h"
+#include "tests/support/zookeeper_remote_checks.h"
 #include "tests/support/zookeeper_test_cluster.h"
 
 namespace lockcheck {
@@ -686,6 +687,40 @@ TEST_F(DockerClusterTest, EtcdMembersStartFaultAndStopLeavingNothing) {
     std::ifstream log(n.log_path);
     std::string text((std::istreambuf_iterator<char>(log)), std::istreambuf_iterator<char>());
     EXPECT_NE(text.find("starting an etcd server"), std::string::npos) << n.name << ": " << n.log_path;
+  }
+}
+
+// --server zookeeper on Docker: a member per container (this machine's JRE and Debian's jars in the image), the
+// essentials of tests/support/zookeeper_remote_checks.h (a cut leader's quorum and election links are cut with
+// it), the logs fetched.
+TEST_F(DockerClusterTest, ZooKeeperMembersStartFaultAndStopLeavingNothing) {
+  LOCKCHECK_NEED_ZOOKEEPER();
+  RunConfig config;
+  config.cluster = "docker";
+  config.server = ServerKind::kZooKeeper;
+  config.nodes = 5;
+  config.concurrency = 2;
+  config.seed = 7;
+  cluster_ = std::make_unique<DockerCluster>(config, run_dir_);
+  const auto t0 = Clock::now();
+  cluster_->start();
+  std::cout << "[ zk       ] docker: 5 members started, one leader, all serving in "
+            << std::chrono::duration_cast<milliseconds>(Clock::now() - t0).count() << " ms\n";
+  EXPECT_EQ(cluster_->nodes()[0].endpoint.port, kZooKeeperClientPort);
+  EXPECT_EQ(cluster_->endpoint_for("c1", 0).host, "127.0.0.1");  // clients: through the fault proxy
+  EXPECT_NE(tcp_exchange(cluster_->endpoint_for("c1", 0), "srvr", milliseconds(2000)), std::nullopt);
+  const auto s = zookeeper_srvr(cluster_->nodes()[0].endpoint, milliseconds(2000));
+  ASSERT_TRUE(s.has_value());
+  EXPECT_EQ(s->version, server_program_version(ServerKind::kZooKeeper, zookeeper_default_classpath()));
+  testing_util::check_remote_zookeeper_essentials(*cluster_);
+  const auto t1 = Clock::now();
+  cluster_->stop();
+  std::cout << "[ zk       ] docker: stopped in " << std::chrono::duration_cast<milliseconds>(Clock::now() - t1).count()
+            << " ms\n";
+  for (const auto& n : cluster_->nodes()) {
+    std::ifstream log(n.log_path);
+    std::string text((std::istreambuf_iterator<char>(log)), std::istreambuf_iterator<char>());
+    EXPECT_NE(text.find("QuorumPeer"), std::string::npos) << n.name << ": " << n.log_path;
   }
 }
 

@@ -26,6 +26,7 @@
 #include "tests/support/etcd_remote_checks.h"
 #include "tests/support/etcd_test_cluster.h"
 #include "tests/support/test_util.h"
+#include "tests/support/zookeeper_remote_checks.h"
 #include "tests/support/zookeeper_test_cluster.h"
 
 namespace lockcheck {
@@ -435,20 +436,8 @@ TEST_F(SshClusterTest, CleanRemovesTheZooKeeperMembersOfAKilledRun) {
   EXPECT_NE(out.find("killed"), std::string::npos) << out;
 }
 
-// "" once every given member serves and one leads (bounded).
-std::string wait_zookeeper(const std::vector<Endpoint>& members, std::chrono::milliseconds bound) {
-  const auto deadline = std::chrono::steady_clock::now() + bound;
-  std::string why;
-  while (!(why = zookeeper_ready_error(members, std::chrono::milliseconds(1000))).empty() &&
-         std::chrono::steady_clock::now() < deadline) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(200));
-  }
-  return why;
-}
-
-// --server zookeeper on the hosts: one member per host (the hosts' java and Debian jars), a leader; kill and
-// restart, pause and resume; a member cut from the four others stops serving while they keep a leader, and serves
-// again once healed; stopped, nothing is left and the logs are fetched.
+// --server zookeeper on the hosts: one member per host (the hosts' java and Debian jars), the essentials of
+// tests/support/zookeeper_remote_checks.h, each member's RSS printed, the logs fetched, nothing left.
 TEST_F(SshClusterTest, ZooKeeperMembersStartFaultAndStopLeavingNothing) {
   LOCKCHECK_NEED_ZOOKEEPER();
   TempDir run;
@@ -470,8 +459,6 @@ TEST_F(SshClusterTest, ZooKeeperMembersStartFaultAndStopLeavingNothing) {
     std::vector<Endpoint> all;
     for (const auto& n : c.nodes()) all.push_back(n.endpoint);
     EXPECT_EQ(c.nodes()[1].endpoint, (Endpoint{"10.213.0.12", kZooKeeperClientPort}));
-    EXPECT_EQ(zookeeper_ready_error(all, std::chrono::milliseconds(2000)), "");
-    EXPECT_TRUE(c.leader().has_value());
     // Each member's JVM (the hosts are namespaces of this machine: their processes are in its /proc).
     for (size_t n = 0; n < all.size(); ++n) {
       const std::string k = std::to_string(n + 1);  // node nK on host hK
@@ -489,29 +476,7 @@ TEST_F(SshClusterTest, ZooKeeperMembersStartFaultAndStopLeavingNothing) {
     const auto s = zookeeper_srvr(all[0], std::chrono::milliseconds(2000));
     ASSERT_TRUE(s.has_value());
     EXPECT_EQ(s->version, server_program_version(ServerKind::kZooKeeper, zookeeper_default_classpath()));
-    EXPECT_THROW(c.set_clock_offset(0, std::chrono::seconds(60)), ClusterError);  // refused, as locally
-
-    c.kill(1);
-    EXPECT_FALSE(zookeeper_srvr(all[1], std::chrono::milliseconds(500)).has_value());
-    c.restart(1);
-    EXPECT_EQ(wait_zookeeper(all, std::chrono::milliseconds(30000)), "");
-    c.pause(2);
-    EXPECT_FALSE(zookeeper_srvr(all[2], std::chrono::milliseconds(500)).has_value()) << "a paused member answered";
-    c.resume(2);
-    EXPECT_EQ(wait_zookeeper(all, std::chrono::milliseconds(30000)), "");
-
-    // n5 cut from the four others: its quorum and election links go by the hosts' addresses, so it stops serving
-    // (within syncLimit ticks); the four keep a leader.
-    for (const char* peer : {"n1", "n2", "n3", "n4"}) c.cut("n5", peer);
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
-    while (zookeeper_srvr(all[4], std::chrono::milliseconds(1000)).has_value() &&
-           std::chrono::steady_clock::now() < deadline) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(200));
-    }
-    EXPECT_FALSE(zookeeper_srvr(all[4], std::chrono::milliseconds(1000)).has_value()) << "n5 still serves, cut off";
-    EXPECT_EQ(wait_zookeeper({all[0], all[1], all[2], all[3]}, std::chrono::milliseconds(30000)), "");
-    c.heal_all();
-    EXPECT_EQ(wait_zookeeper(all, std::chrono::milliseconds(30000)), "");
+    testing_util::check_remote_zookeeper_essentials(c);
     t0 = std::chrono::steady_clock::now();
     c.stop();
     std::cout << "[ zk       ] ssh: stopped in "

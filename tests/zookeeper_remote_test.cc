@@ -23,6 +23,7 @@
 #include "tests/support/loopback_cluster.h"
 #include "tests/support/redis_test_server.h"
 #include "tests/support/temp_dir.h"
+#include "tests/support/zookeeper_remote_checks.h"
 #include "tests/support/zookeeper_test_cluster.h"
 
 namespace lockcheck {
@@ -58,16 +59,6 @@ std::vector<int> member_ports(size_t n) {
     out.push_back(p);
   }
   return out;
-}
-
-std::string wait_ready(const std::vector<Endpoint>& members, milliseconds bound) {
-  const auto deadline = std::chrono::steady_clock::now() + bound;
-  std::string why;
-  while (!(why = zookeeper_ready_error(members, milliseconds(1000))).empty() &&
-         std::chrono::steady_clock::now() < deadline) {
-    std::this_thread::sleep_for(milliseconds(200));
-  }
-  return why;
 }
 
 TEST(ZooKeeperRemoteTest, MembersOnALocalRemoteStartFaultAndAreRemovedAtStop) {
@@ -119,14 +110,14 @@ TEST(ZooKeeperRemoteTest, MembersOnALocalRemoteStartFaultAndAreRemovedAtStop) {
     for (size_t n = 0; n < all.size(); ++n) {
       if (n != *leader) others.push_back(all[n]);
     }
-    EXPECT_EQ(wait_ready(others, milliseconds(30000)), "");
+    EXPECT_EQ(testing_util::wait_zookeeper_ready(others, milliseconds(30000)), "");
     c.restart(*leader);
-    EXPECT_EQ(wait_ready(all, milliseconds(30000)), "");
+    EXPECT_EQ(testing_util::wait_zookeeper_ready(all, milliseconds(30000)), "");
     const size_t p = (*leader + 1) % all.size();
     c.pause(p);
     EXPECT_FALSE(zookeeper_srvr(all[p], milliseconds(500)).has_value()) << "a paused member answered";
     c.resume(p);
-    EXPECT_EQ(wait_ready(all, milliseconds(30000)), "");
+    EXPECT_EQ(testing_util::wait_zookeeper_ready(all, milliseconds(30000)), "");
     try {
       c.set_clock_offset(0, std::chrono::seconds(60));
       ADD_FAILURE() << "a clock fault reached a ZooKeeper member";
