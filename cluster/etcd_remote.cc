@@ -13,11 +13,6 @@ namespace {
 
 using std::chrono::milliseconds;
 
-// Background: $1 pid file, $2 log file, then the command. etcd does not daemonize: setsid puts it in a session
-// of its own (no hangup when the ssh or docker exec session ends; setsid execs in place, so $! is etcd's pid),
-// its output is appended to the log (a restart continues it) and its pid written.
-constexpr const char* kEtcdBackgroundScript =
-    "p=$1; l=$2; shift 2; setsid \"$@\" >>\"$l\" 2>&1 </dev/null & echo $! >\"$p\"";
 constexpr auto kEtcdQueryTimeout = milliseconds(2000);  // one etcdctl call
 
 class EtcdKind final : public RemoteServerKind {
@@ -52,7 +47,7 @@ class EtcdKind final : public RemoteServerKind {
     a.peer_advertise = peer_of(s, hosts);
     a.initial_cluster = etcd_initial_cluster(names, peers);
     a.seed = config_.seed;
-    std::vector<std::string> argv = {"sh", "-c", kEtcdBackgroundScript, "sh", s.dir + "/" + pid_file(),
+    std::vector<std::string> argv = {"sh", "-c", kRemoteBackgroundScript, "sh", s.dir + "/" + pid_file(),
                                      s.dir + "/" + log_file()};
     for (auto& x : etcd_member_argv(a)) argv.push_back(std::move(x));
     return argv;
@@ -70,19 +65,14 @@ class EtcdKind final : public RemoteServerKind {
                    const std::function<bool()>& stopping) const override {
     std::vector<Endpoint> all;
     for (const auto& s : servers) all.push_back(s.info.endpoint);
-    const auto deadline = std::chrono::steady_clock::now() + timeout;
-    std::string why;
     std::vector<uint64_t> ids;
-    while (true) {
-      why = etcd_ready_error(options_.etcdctl, all, kEtcdQueryTimeout, &ids);
-      if (why.empty()) {
-        std::lock_guard<std::mutex> lock(mu_);
-        member_ids_ = ids;
-        return;
-      }
-      if (std::chrono::steady_clock::now() >= deadline) break;
-      if (stopping()) throw ClusterError("etcd: stopping (while waiting for a leader)");
-      std::this_thread::sleep_for(milliseconds(200));
+    const std::string why = wait_until_ready(
+        [&] { return etcd_ready_error(options_.etcdctl, all, kEtcdQueryTimeout, &ids); }, timeout, stopping,
+        "etcd: stopping (while waiting for a leader)");
+    if (why.empty()) {
+      std::lock_guard<std::mutex> lock(mu_);
+      member_ids_ = ids;
+      return;
     }
     throw ClusterError("the etcd cluster was not ready within " + std::to_string(timeout.count()) + " ms (" + why +
                        "); " + hint);

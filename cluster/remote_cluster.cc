@@ -96,6 +96,18 @@ void LocalRemote::download(const std::string& remote, const std::string& local, 
   if (sec) throw ClusterError(where() + ": cannot copy " + remote + " to " + local + ": " + sec.message());
 }
 
+std::string wait_until_ready(const std::function<std::string()>& why, milliseconds timeout,
+                             const std::function<bool()>& stopping, const std::string& stopping_message,
+                             milliseconds every) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (true) {
+    std::string reason = why();
+    if (reason.empty() || std::chrono::steady_clock::now() >= deadline) return reason;
+    if (stopping()) throw ClusterError(stopping_message);
+    std::this_thread::sleep_for(every);
+  }
+}
+
 namespace {
 
 // Remote helper scripts: constant text run as `sh -c SCRIPT sh ARGS...`; everything variable is a quoted
@@ -225,13 +237,9 @@ RemoteCluster::RemoteCluster(std::string backend, const RunConfig& config, std::
       options_(std::move(options)),
       run_id_(std::move(run_id)),
       chain_(std::move(chain)),
-      kind_(config_.server == ServerKind::kEtcd ? etcd_remote_kind(config_, options_)
-                                                 : redis_remote_kind(config_, options_)) {
-  // validate_fields refuses it with exit 2; this keeps a direct construction from running Redis instead.
-  if (config_.server == ServerKind::kZooKeeper) {
-    throw ClusterError(backend_ + ": --server zookeeper runs on the local backend only in this build");
-  }
-}
+      kind_(config_.server == ServerKind::kEtcd        ? etcd_remote_kind(config_, options_)
+            : config_.server == ServerKind::kZooKeeper ? zookeeper_remote_kind(config_, options_)
+                                                       : redis_remote_kind(config_, options_)) {}
 
 RemoteCluster::~RemoteCluster() { stop(); }
 

@@ -29,8 +29,8 @@
 //
 // A server kind (RemoteServerKind below) says what a server is: its files, its start command, its pid and log
 // files, what a restart must not find, when it is ready, what its topology waits for after start, its leader
-// and whether clock faults reach it: Redis (redis_remote_kind()) and etcd (etcd_remote_kind()), chosen from
-// config.server.
+// and whether clock faults reach it: Redis (redis_remote_kind()), etcd (etcd_remote_kind()) and ZooKeeper
+// (zookeeper_remote_kind()), chosen from config.server.
 // Thread-safety: one internal mutex; stop() from another thread cuts short a wait for readiness.
 #pragma once
 
@@ -129,6 +129,21 @@ class RemoteServerKind {
   }
 };
 
+// Background start for servers that do not daemonize (etcd, a ZooKeeper JVM): `sh -c kRemoteBackgroundScript sh
+// PIDFILE LOG PROGRAM ARGS...`. setsid puts the server in a session of its own (no hangup when the ssh or docker
+// exec session ends; setsid execs in place, so $! is the server's pid), its output is appended to LOG (a restart
+// continues it) and its pid written to PIDFILE. A PROGRAM the host cannot run fails the start at once (exit 127,
+// "PROGRAM: not found on this host"), rather than the readiness wait timing out on a server that never ran.
+inline constexpr const char* kRemoteBackgroundScript =
+    "p=$1; l=$2; shift 2; command -v \"$1\" >/dev/null || { echo \"$1: not found on this host\" >&2; exit 127; }; "
+    "setsid \"$@\" >>\"$l\" 2>&1 </dev/null & echo $! >\"$p\"";
+
+// Polls why() every `every` until it returns "" (returns ""), the timeout passes (returns the last reason) or
+// stopping() (throws ClusterError(stopping_message)): the bounded wait of the server kinds' after_start.
+std::string wait_until_ready(const std::function<std::string()>& why, std::chrono::milliseconds timeout,
+                             const std::function<bool()>& stopping, const std::string& stopping_message,
+                             std::chrono::milliseconds every = std::chrono::milliseconds(200));
+
 struct RemoteClusterOptions {
   std::string clock_shim;  // the local shim to upload; empty: clock_shim_library()
   int sentinels = 3;
@@ -140,6 +155,9 @@ struct RemoteClusterOptions {
   // etcd: a program of this machine uploaded with each host's folder (as <folder>/etcd) and run instead of the
   // host's own ("": the host's programs["etcd"]): how --server-version reaches SSH hosts.
   std::string etcd_upload;
+  // ZooKeeper: the bound on after_start's wait for every member serving and one leader (at least ready_timeout):
+  // five JVMs starting on two cores, as the local backend's start_timeout.
+  std::chrono::milliseconds zookeeper_start_timeout{90000};
 };
 
 // options with the etcd build --server-version resolves to (cluster/server_builds.h): its etcdctl for the
@@ -159,6 +177,18 @@ std::unique_ptr<RemoteServerKind> redis_remote_kind(const RunConfig& config, con
 // run here, options.etcdctl, against the members' addresses: the harness reaches them as it does Redis nodes).
 // Clock faults are refused as on the local backend. Program on a host: programs["etcd"].
 std::unique_ptr<RemoteServerKind> etcd_remote_kind(const RunConfig& config, const RemoteClusterOptions& options);
+// ZooKeeper (--server zookeeper): every node a member of one ensemble (cluster/zookeeper_common.h: zoo.cfg, the
+// JVM's command line, the `srvr` questions and the clock refusal are the local backend's). Its client port is the
+// node's port, its quorum and election ports zookeeper_quorum_port / zookeeper_election_port of it; its zoo.cfg
+// names every peer at its host's address, so a cut between two hosts (iptables, by address) cuts the quorum and
+// election links too. files(): zoo.cfg and data/myid. Started in the background (kRemoteBackgroundScript: the
+// JVM does not daemonize), data dir <server folder>/data (kept across a restart: the member rejoins as itself),
+// log zookeeper.log (slf4j-simple to stderr). Ready: the client port answers `srvr` (whatever it says: a member
+// cut off from a quorum answers that it is not serving); after_start: every member serving and exactly one
+// leader, bounded by max(timeout, options.zookeeper_start_timeout). Clock faults are refused as on the local
+// backend. Program on a host: programs["java"] ("java" on its PATH when not named), with Debian's jars at
+// zookeeper_default_classpath() (the docker image carries both).
+std::unique_ptr<RemoteServerKind> zookeeper_remote_kind(const RunConfig& config, const RemoteClusterOptions& options);
 
 class RemoteCluster : public Cluster, private PeerLinks {
  public:

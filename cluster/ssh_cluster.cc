@@ -130,7 +130,10 @@ SshCluster::SshCluster(const RunConfig& config, std::string run_dir, SshClusterO
     host.name = sh.name;
     host.address = sh.address;
     host.work_dir = sh.work_dir;
-    host.programs = {{"redis-server", sh.redis_server}, {"redis-sentinel", sh.redis_sentinel}, {"etcd", sh.etcd}};
+    host.programs = {{"redis-server", sh.redis_server},
+                     {"redis-sentinel", sh.redis_sentinel},
+                     {"etcd", sh.etcd},
+                     {"java", sh.java}};
     hosts.push_back(std::move(host));
   }
   const size_t H = hosts.size();
@@ -138,8 +141,10 @@ SshCluster::SshCluster(const RunConfig& config, std::string run_dir, SshClusterO
   for (int i = 0; i < config_.nodes; ++i) {
     const size_t h = static_cast<size_t>(i) % H;
     const int round = static_cast<int>(i / H);
-    nodes.push_back({h, config_.server == ServerKind::kEtcd ? file_.hosts[h].etcd_base_port + 2 * round
-                                                            : file_.hosts[h].base_port + round});
+    const SshHost& sh = file_.hosts[h];
+    nodes.push_back({h, config_.server == ServerKind::kEtcd        ? sh.etcd_base_port + 2 * round
+                        : config_.server == ServerKind::kZooKeeper ? sh.zookeeper_base_port + round
+                                                                   : sh.base_port + round});
     node_host_.push_back(h);
   }
   if (config_.topology == Topology::kReplicated) {
@@ -247,17 +252,20 @@ int ssh_clean(const std::string& hosts_file, std::ostream& out) {
         live_ids.insert(id);
         continue;
       }
-      // Its nodes: the pid files of its subfolders, if the process there is still a Redis.
+      // Its nodes: the pid files of its subfolders, if the process there is still a Redis, etcd or java (a
+      // ZooKeeper member).
       auto subs = call({"ls", "-1", "--", rdir});
       for (const auto& sub : remote_lines(subs.out)) {
-        // Redis (redis.pid) or etcd (etcd.pid), whichever the folder has.
-        auto pidr = call({"sh", "-c", "cat -- \"$1/redis.pid\" 2>/dev/null || cat -- \"$1/etcd.pid\"", "sh",
-                          rdir + "/" + sub});
+        // Redis (redis.pid), etcd (etcd.pid) or a ZooKeeper member (zookeeper.pid), whichever the folder has.
+        auto pidr = call({"sh", "-c",
+                          "cat -- \"$1/redis.pid\" 2>/dev/null || cat -- \"$1/etcd.pid\" 2>/dev/null || "
+                          "cat -- \"$1/zookeeper.pid\"",
+                          "sh", rdir + "/" + sub});
         const std::string p = remote_trim(pidr.out);
         if (!pidr.ok() || p.empty() || !std::all_of(p.begin(), p.end(), ::isdigit)) continue;
         auto comm = call({"ps", "-o", "comm=", "-p", p});
         const std::string name = remote_trim(comm.out);
-        if (comm.ok() && (name.find("redis") != std::string::npos || name == "etcd")) {
+        if (comm.ok() && (name.find("redis") != std::string::npos || name == "etcd" || name == "java")) {
           call({"kill", "-s", "CONT", p});
           call({"kill", "-s", "KILL", p});
           out << "killed " << host.name << ": " << sub << " (pid " << p << ", run " << id << ")\n";

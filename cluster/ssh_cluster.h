@@ -10,7 +10,8 @@
 //            through it; a master lost to a terminal's Ctrl-C only makes later calls connect anew)
 //   per host <work_dir>/lockcheck-<run id>/ (RemoteCluster), the iptables chain LC-<run id>
 // Placement: node i on host i % H, port base_port + i / H; Sentinels continue the round after the nodes. With
-// --server etcd, member i on host i % H, client port etcd_base_port + 2 * (i / H), peer port the next one up. Two
+// --server etcd, member i on host i % H, client port etcd_base_port + 2 * (i / H), peer port the next one up; with
+// --server zookeeper, client port zookeeper_base_port + i / H (quorum and election ports from it). Two
 // servers on one host cannot be cut from each other: give as many hosts as nodes for exact cuts.
 // `lockcheck clean --hosts FILE` removes what runs whose owner process is gone left on the hosts (and their
 // control-socket folders here).

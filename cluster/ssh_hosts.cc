@@ -55,8 +55,8 @@ SshHosts parse_ssh_hosts(const nlohmann::json& j, const std::string& path) {
     throw ConfigError(where + "hosts: must be a non-empty array of hosts");
   }
   static const std::set<std::string> known = {"name",     "address",   "port", "user", "key", "redis_server",
-                                              "redis_sentinel", "etcd", "work_dir", "base_port", "etcd_base_port",
-                                              "sudo"};
+                                              "redis_sentinel", "etcd", "java", "work_dir", "base_port", "etcd_base_port",
+                                              "zookeeper_base_port", "sudo"};
   std::set<std::string> names;
   for (size_t i = 0; i < hosts->size(); ++i) {
     const nlohmann::json& h = (*hosts)[i];
@@ -100,12 +100,15 @@ SshHosts parse_ssh_hosts(const nlohmann::json& j, const std::string& path) {
     str("redis_server", host.redis_server, false);
     str("redis_sentinel", host.redis_sentinel, false);
     str("etcd", host.etcd, false);
+    str("java", host.java, false);
     str("work_dir", host.work_dir, true);
     if (host.work_dir[0] != '/') throw ConfigError(at + ".work_dir: must be an absolute path");
     if (host.work_dir == "/") throw ConfigError(at + ".work_dir: must not be /");
     integer("port", host.port, 1, 65535);
     integer("base_port", host.base_port, 1, 65000);
     integer("etcd_base_port", host.etcd_base_port, 1, 65000);
+    // The election port is zookeeper_election_port(client) = client + 1707, one up for each further member.
+    integer("zookeeper_base_port", host.zookeeper_base_port, 1, 63000);
     if (h.contains("sudo")) {
       if (!h["sudo"].is_boolean()) throw ConfigError(at + ".sudo: must be true or false");
       host.sudo = h["sudo"].get<bool>();

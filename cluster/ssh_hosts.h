@@ -12,14 +12,19 @@
 //       "redis_server": "/usr/bin/redis-server",      // optional: redis-server path on the host
 //       "redis_sentinel": "/usr/bin/redis-sentinel",  // optional: for the replicated topology
 //       "etcd": "/usr/bin/etcd",                      // optional: etcd path on the host (--server etcd)
+//       "java": "/usr/bin/java",                      // optional: the JVM of ZooKeeper members (--server
+//                                                      //   zookeeper; Debian's zookeeper jars on the host)
 //       "work_dir": "/var/tmp/lockcheck",             // required: absolute; each run makes a folder in it
 //       "base_port": 6379,                             // optional: first Redis port on the host
 //       "etcd_base_port": 2379,                        // optional: first etcd client port (peer: +1)
+//       "zookeeper_base_port": 2181,                   // optional: first ZooKeeper client port (quorum
+//                                                      //   +707, election +1707: 2888 and 3888 at 2181)
 //       "sudo": false}]}                               // optional: prefix privileged commands with `sudo -n`
 // Nodes are placed round-robin: node i (0-based) on host i % H, port base_port + i / H; Sentinels continue the
 // round after the nodes (Sentinel s on host (nodes + s) % H, port 26379 + (nodes + s) / H). etcd members
 // (--server etcd) are placed the same way with two ports each: client etcd_base_port + 2 * (i / H), peer the
-// next one up. Network faults act
+// next one up. ZooKeeper members (--server zookeeper) likewise, client port zookeeper_base_port + i / H (quorum
+// and election ports from it: cluster/zookeeper_common.h). Network faults act
 // per host, so exact partitions need a host per node (and per Sentinel): N hosts >= nodes (+ Sentinels).
 //
 // Remote commands. OpenSSH hands the remote side one command string that the login shell interprets, so each
@@ -45,6 +50,8 @@ struct SshHost {
   std::string redis_sentinel = "redis-sentinel";
   std::string etcd = "etcd";
   int etcd_base_port = 2379;
+  std::string java = "java";
+  int zookeeper_base_port = 2181;
   std::string work_dir;
   int base_port = 6379;
   bool sudo = false;

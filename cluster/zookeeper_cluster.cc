@@ -1,7 +1,5 @@
 #include "cluster/zookeeper_cluster.h"
 
-#include <unistd.h>
-
 #include <boost/filesystem.hpp>
 
 #include "cluster/server_builds.h"
@@ -31,16 +29,7 @@ void ZooKeeperCluster::check_programs() const {
                        "' (--server zookeeper runs Debian's zookeeper on a JVM: apt-get install zookeeper "
                        "default-jdk-headless)");
   }
-  std::string cp = zk_.classpath;
-  for (size_t start = 0; start <= cp.size();) {
-    const size_t end = std::min(cp.find(':', start), cp.size());
-    const std::string jar = cp.substr(start, end - start);
-    if (!jar.empty() && ::access(jar.c_str(), R_OK) != 0) {
-      throw ClusterError("ZooKeeper's classpath names " + jar +
-                         ", which is not here (--server zookeeper needs Debian's zookeeper package)");
-    }
-    start = end + 1;
-  }
+  check_zookeeper_classpath(zk_.classpath);
 }
 
 void ZooKeeperCluster::write_member_files(size_t n) {

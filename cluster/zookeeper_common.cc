@@ -1,6 +1,9 @@
 #include "cluster/zookeeper_common.h"
 
+#include <unistd.h>
+
 #include <algorithm>
+#include <set>
 #include <sstream>
 
 #include "cluster/tcp_probe.h"
@@ -49,6 +52,104 @@ std::string zookeeper_zoo_cfg(const ZooKeeperMemberConfig& c) {
 }
 
 std::string zookeeper_default_classpath() { return std::string(kZooKeeperJar) + ":" + kSlf4jSimpleJar; }
+
+std::vector<std::string> parse_manifest_class_path(const std::string& manifest, const std::string& jar_dir) {
+  // Main attributes end at the first empty line; a line starting with one space continues the one before.
+  std::string value;
+  bool in_class_path = false;
+  std::istringstream in(manifest);
+  std::string line;
+  while (std::getline(in, line)) {
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    if (line.empty()) break;
+    if (line[0] == ' ') {
+      if (in_class_path) value += line.substr(1);
+      continue;
+    }
+    in_class_path = line.rfind("Class-Path:", 0) == 0;
+    if (in_class_path) value = line.substr(std::string("Class-Path:").size());
+  }
+  std::vector<std::string> out;
+  std::istringstream words(value);
+  std::string w;
+  while (words >> w) {
+    if (w.rfind("file:", 0) == 0) w = w.substr(5);
+    out.push_back(w[0] == '/' ? w : jar_dir + "/" + w);
+  }
+  return out;
+}
+
+namespace {
+
+// META-INF/MANIFEST.MF of each jar ("" for one without), in order: one python3 (zipfile: the manifest is
+// deflated) for all of them, the texts separated by NUL bytes.
+constexpr const char* kReadManifestsPy =
+    "import sys, zipfile\n"
+    "for j in sys.argv[1:]:\n"
+    "    with zipfile.ZipFile(j) as z:\n"
+    "        n = 'META-INF/MANIFEST.MF'\n"
+    "        sys.stdout.write((z.read(n).decode('utf-8', 'replace') if n in z.namelist() else '') + '\\0')\n";
+
+std::vector<std::string> jar_manifests(const std::vector<std::string>& jars) {
+  if (jars.empty()) return {};
+  if (!find_program("python3")) {
+    throw ClusterError("cannot read the manifests of ZooKeeper's jars: python3 not found (it reads their "
+                       "Class-Path; apt-get install python3)");
+  }
+  std::vector<std::string> argv = {"python3", "-c", kReadManifestsPy};
+  argv.insert(argv.end(), jars.begin(), jars.end());
+  const CommandResult r = run_command(argv, std::chrono::seconds(30));
+  if (!r.ok()) throw ClusterError("cannot read the manifests of " + jars[0] + " ...: " + r.err);
+  std::vector<std::string> out;
+  for (size_t start = 0, end; (end = r.out.find('\0', start)) != std::string::npos; start = end + 1) {
+    out.push_back(r.out.substr(start, end - start));
+  }
+  if (out.size() != jars.size()) throw ClusterError("cannot read the manifests of " + jars[0] + " ...: short answer");
+  return out;
+}
+
+}  // namespace
+
+std::vector<std::string> split_classpath(const std::string& classpath) {
+  std::vector<std::string> out;
+  for (size_t start = 0; start <= classpath.size();) {
+    const size_t end = std::min(classpath.find(':', start), classpath.size());
+    if (end > start) out.push_back(classpath.substr(start, end - start));
+    start = end + 1;
+  }
+  return out;
+}
+
+void check_zookeeper_classpath(const std::string& classpath) {
+  for (const auto& jar : split_classpath(classpath)) {
+    if (::access(jar.c_str(), R_OK) != 0) {
+      throw ClusterError("ZooKeeper's classpath names " + jar +
+                         ", which is not here (--server zookeeper needs Debian's zookeeper package)");
+    }
+  }
+}
+
+std::vector<std::string> zookeeper_classpath_jars(const std::string& classpath) {
+  check_zookeeper_classpath(classpath);
+  std::vector<std::string> out, level = split_classpath(classpath);
+  std::set<std::string> seen;
+  // Breadth first, one manifest read per level; bounded (a manifest cycle ends at `seen` anyway).
+  for (int depth = 0; depth < 16 && !level.empty(); ++depth) {
+    std::vector<std::string> fresh;
+    for (const auto& jar : level) {
+      if (::access(jar.c_str(), R_OK) == 0 && seen.insert(jar).second) fresh.push_back(jar);
+    }
+    out.insert(out.end(), fresh.begin(), fresh.end());
+    const std::vector<std::string> manifests = jar_manifests(fresh);
+    level.clear();
+    for (size_t i = 0; i < fresh.size(); ++i) {
+      const std::string& jar = fresh[i];
+      const std::string dir = jar.find('/') == std::string::npos ? "." : jar.substr(0, jar.rfind('/'));
+      for (auto& next : parse_manifest_class_path(manifests[i], dir.empty() ? "/" : dir)) level.push_back(next);
+    }
+  }
+  return out;
+}
 
 std::vector<std::string> zookeeper_member_argv(const std::string& java, const std::string& classpath,
                                                const std::string& zoo_cfg) {

@@ -29,6 +29,13 @@
 namespace lockcheck {
 
 constexpr int kZooKeeperClientPort = 2181;  // ZooKeeper's default client port; quorum 2888, election 3888
+
+// The peer ports of a member on the Docker and SSH backends (the Remote seam: cluster/zookeeper_remote.cc), from
+// its client port: ZooKeeper's defaults at 2181 (quorum 2888, election 3888), and one up each for every further
+// member on one host (ssh: client ports zookeeper_base_port + round). The local backend's members have their own
+// ports behind proxy links instead (cluster/local_ensemble.h).
+inline int zookeeper_quorum_port(int client_port) { return client_port + 707; }
+inline int zookeeper_election_port(int client_port) { return client_port + 1707; }
 constexpr const char* kZooKeeperJar = "/usr/share/java/zookeeper.jar";    // Debian's libzookeeper-java
 constexpr const char* kSlf4jSimpleJar = "/usr/share/java/slf4j-simple.jar";  // Debian's libslf4j-java
 constexpr const char* kZooKeeperMain = "org.apache.zookeeper.server.quorum.QuorumPeerMain";
@@ -68,6 +75,22 @@ std::string zookeeper_zoo_cfg(const ZooKeeperMemberConfig& c);
 std::vector<std::string> zookeeper_member_argv(const std::string& java, const std::string& classpath,
                                                const std::string& zoo_cfg);
 std::string zookeeper_default_classpath();  // kZooKeeperJar:kSlf4jSimpleJar
+
+// Every jar a JVM with this classpath may open: the classpath's jars, then, transitively, the jars their
+// manifests' Class-Path names that exist here (a jar named there but missing is skipped, as the JVM skips it:
+// Debian's zookeeper.jar names jline.jar, which no package here installs). Paths as named (not resolved), breadth
+// first, without duplicates. Measured: a member of the local backend opens exactly zookeeper.jar's Class-Path
+// jars that exist, plus slf4j-simple.jar (/proc/PID/fd). Reads the manifests with python3's zipfile, one call a
+// level (throws ClusterError naming python3 when it is missing; ClusterError when a classpath jar itself is not here).
+std::vector<std::string> zookeeper_classpath_jars(const std::string& classpath);
+// The jars of a ':'-separated classpath, in order (empty entries dropped).
+std::vector<std::string> split_classpath(const std::string& classpath);
+// Throws ClusterError naming the first jar of the classpath that cannot be read here (and Debian's package): the
+// local backend's check before it starts members, and the image's before it is planned.
+void check_zookeeper_classpath(const std::string& classpath);
+// Pure: the Class-Path entries of a manifest's text (continuation lines joined), each made a path: an absolute
+// entry as is, a relative one against jar_dir (Class-Path entries are URLs relative to the jar's folder).
+std::vector<std::string> parse_manifest_class_path(const std::string& manifest, const std::string& jar_dir);
 
 // What `srvr` says of one member; nullopt when it did not answer (down, paused, cut, or not serving).
 struct ZooKeeperStatus {

@@ -349,9 +349,6 @@ namespace {
 void validate_consensus_fields(const RunConfig& c) {
   const std::string kind = to_string(c.server);
   const bool etcd = c.server == ServerKind::kEtcd;
-  if (!etcd && c.cluster != "local") {
-    throw ConfigError("--cluster " + c.cluster + ": --server zookeeper runs on the local backend only in this build");
-  }
   if (c.topology != Topology::kIndependent) {
     throw ConfigError(std::string("--topology ") + to_string(c.topology) + ": a Redis topology; --server " + kind +
                       " runs one " + (etcd ? "etcd cluster" : "ZooKeeper ensemble") +

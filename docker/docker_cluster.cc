@@ -18,6 +18,7 @@
 #include "cluster/etcd_common.h"
 #include "cluster/remote.h"
 #include "cluster/server_builds.h"
+#include "cluster/zookeeper_common.h"
 #include "core/party.h"
 #include "docker/node_image.h"
 
@@ -147,15 +148,19 @@ DockerCluster::DockerCluster(const RunConfig& config, std::string run_dir, Docke
     host.work_dir_exists = true;
     host.programs = {{"redis-server", docker::kImageRedisServer},
                      {"redis-sentinel", docker::kImageRedisSentinel},
-                     {"etcd", docker::kImageEtcd}};
+                     {"etcd", docker::kImageEtcd},
+                     {"java", docker::kImageJava}};
     host.clock_shim = docker::kImageClockShim;
     host.power_shim = docker::kImagePowerShim;
     host.can_filter = node;  // only the nodes' containers have CAP_NET_ADMIN
     host.can_delay = false;  // no tc netem in the image
     host.ephemeral = true;   // removed with the run
     host.shares_harness_clock = true;  // a container reads this machine's CLOCK_REALTIME
-    // etcd: client 2379 and peer 2380 (etcd_peer_port) in each container, as etcd's defaults.
-    const int node_port = config_.server == ServerKind::kEtcd ? kEtcdClientPort : kRedisPort;
+    // etcd: client 2379 and peer 2380 (etcd_peer_port) in each container, as etcd's defaults; ZooKeeper: client
+    // 2181, quorum 2888 and election 3888 (zookeeper_quorum_port, zookeeper_election_port), ZooKeeper's defaults.
+    const int node_port = config_.server == ServerKind::kEtcd        ? kEtcdClientPort
+                          : config_.server == ServerKind::kZooKeeper ? kZooKeeperClientPort
+                                                                     : kRedisPort;
     (node ? nodes : sentinels).push_back({static_cast<size_t>(h), node ? node_port : kSentinelPort});
     hosts.push_back(std::move(host));
   }
@@ -201,6 +206,10 @@ void DockerCluster::provision() {
       inputs.etcd = build.server;
       inputs.etcdctl = build.ctl;
     }
+    // ZooKeeper: a JRE and Debian's jars go in; an image of their own (another repository), so that the Redis and
+    // etcd image neither grows nor is rebuilt each time runs of both kinds alternate.
+    inputs.require_zookeeper = config_.server == ServerKind::kZooKeeper;
+    if (inputs.require_zookeeper) inputs.repository = "lockcheck-zookeeper";
     image_tag_ = docker::ensure_node_image(cli_, inputs, docker_options_.build_timeout).tag;
   }
   create_network();

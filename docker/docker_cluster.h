@@ -2,6 +2,9 @@
 // private bridge network of its run, as in Jepsen's docker environment. Selected with `--cluster docker`.
 // With --server etcd each node's container runs an etcd member instead (client port 2379, peer port 2380; the
 // image carries etcd and etcdctl from this host's Debian packages: cluster/remote_cluster.h, etcd_remote_kind).
+// With --server zookeeper each node's container runs a ZooKeeper member (client port 2181, quorum 2888, election
+// 3888), a JVM from an image lockcheck-zookeeper:<hash> that adds this host's JRE and Debian's ZooKeeper jars to
+// the node image (docker/node_image.h; zookeeper_remote_kind).
 //
 // The backend is the Remote seam's docker side (cluster/remote.h: a command is `docker exec CONTAINER ARGV`, a
 // file goes with `docker cp`) under the one implementation of starting, faulting and tearing down
@@ -57,7 +60,8 @@ struct DockerClusterOptions : RemoteClusterOptions {
   // Use this image instead of building one (e.g. from docker/Dockerfile.redis7). It must provide the paths
   // of docker/node_image.h: /usr/bin/redis-server, /usr/bin/redis-sentinel, /usr/sbin/iptables-restore,
   // /usr/sbin/iptables, /usr/lib/lockcheck/libclockshim.so, and sh, sleep, cat, rm, mkdir, dd, tail, grep, env
-  // on PATH. Empty: build (or reuse) the offline image.
+  // on PATH (--server etcd: /usr/bin/etcd; --server zookeeper: /usr/bin/java and the jars of
+  // zookeeper_default_classpath(), with what their manifests name). Empty: build (or reuse) the offline image.
   std::string image;
   std::string redis_server = "redis-server";  // copied into the image (resolved on PATH)
   std::string iptables = "iptables";                // likewise

@@ -5,6 +5,10 @@
 // library they load (found with ldd) and the dynamic loader; and the few tools the Remote seam's commands use
 // inside a container (cluster/remote_cluster.h): a POSIX shell (dash, as /bin/sh), sleep, cat, rm, mkdir, dd,
 // tail, grep, env and setsid; and etcd and etcdctl when the host has them (--server etcd). No package manager.
+// With NodeImageInputs::require_zookeeper (--server zookeeper) it also holds this host's JRE (the JAVA_HOME that
+// `java` resolves to: bin/java, lib/ and conf/, symlinks resolved, plus what ldd names for the libraries a
+// member's JVM maps) and Debian's ZooKeeper jars at their own paths (zookeeper_classpath_jars: the classpath
+// and the jars its manifests' Class-Path names); without it neither, so the Redis and etcd image does not grow.
 //
 // The image is tagged by a SHA-1 of everything that goes into it (each file's path, mode and bytes, and the
 // Dockerfile): `lockcheck-redis:<12 hex>`. ensure_node_image() builds it only when the engine does not
@@ -16,6 +20,7 @@
 #include <string>
 #include <vector>
 
+#include "cluster/zookeeper_common.h"
 #include "docker/docker_cli.h"
 
 namespace lockcheck {
@@ -32,6 +37,9 @@ constexpr const char* kImagePowerShim = "/usr/lib/lockcheck/libpowershim.so";  /
 // the host has both (so that one image serves Redis and etcd runs), required when NodeImageInputs::require_etcd.
 constexpr const char* kImageEtcd = "/usr/bin/etcd";
 constexpr const char* kImageEtcdctl = "/usr/bin/etcdctl";
+// java (--server zookeeper): a symlink to bin/java of the JRE copied at its host path (the launcher finds its
+// JAVA_HOME from /proc/self/exe).
+constexpr const char* kImageJava = "/usr/bin/java";
 constexpr const char* kImageSleep = "/usr/bin/sleep";  // a container's first process: `sleep infinity`
 // The tools copied from this host into /usr/bin (and dash as /bin/sh): what the remote scripts run.
 // setsid: etcd does not daemonize; its start command puts it in a session of its own (cluster/etcd_remote.cc).
@@ -52,6 +60,11 @@ struct NodeImageInputs {
   std::string etcd = "etcd";                   // a name on PATH or a path; copied when found (with etcdctl)
   std::string etcdctl = "etcdctl";
   bool require_etcd = false;  // true: etcd or etcdctl missing is a ClusterError naming the Debian packages
+  // true: the JRE of `java` and the jars of zookeeper_classpath go in (ClusterError naming the Debian packages
+  // when either is missing); false: neither.
+  bool require_zookeeper = false;
+  std::string java = "java";                                        // a name on PATH or a path
+  std::string zookeeper_classpath = zookeeper_default_classpath();
   std::string repository = "lockcheck-redis";  // the image name; the tag is the inputs' hash
 };
 

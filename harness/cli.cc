@@ -567,7 +567,8 @@ int cmd_list(const std::vector<std::string>& args, std::ostream& out) {
       << "  " << std::setw(20) << to_string(ServerKind::kEtcd)
       << "an etcd cluster (Debian etcd-server 3.4; local, docker and ssh backends), for --lock etcd\n"
       << "  " << std::setw(20) << to_string(ServerKind::kZooKeeper)
-      << "a ZooKeeper ensemble (Debian zookeeper 3.8 on java; tickTime from --ttl-ms), for ZooKeeper locks\n";
+      << "a ZooKeeper ensemble (Debian zookeeper 3.8 on java; local, docker and ssh backends; tickTime from "
+         "--ttl-ms), for ZooKeeper locks\n";
   out << "server versions on this machine (--server-version; default: the first of each):\n";
   for (const ServerKind kind : {ServerKind::kRedis, ServerKind::kEtcd, ServerKind::kZooKeeper}) {
     RunConfig probe;

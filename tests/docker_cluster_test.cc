@@ -29,6 +29,8 @@
 #include "tests/support/ci.h"
 #include "tests/support/etcd_remote_checks.h"
 #include "tests/support/etcd_test_cluster.h"
+#include "tests/support/zookeeper_remote_checks.h"
+#include "tests/support/zookeeper_test_cluster.h"
 
 namespace lockcheck {
 namespace {
@@ -240,6 +242,59 @@ TEST(DockerImageTest, EtcdIsCarriedWhenPresentAndRequiredOnlyForEtcd) {
     ADD_FAILURE() << "an etcd image was planned without etcd";
   } catch (const ClusterError& e) {
     EXPECT_NE(std::string(e.what()).find("etcd-server"), std::string::npos) << e.what();
+  }
+}
+
+// The JRE and ZooKeeper's jars go in only for a ZooKeeper run (require_zookeeper): a Redis or etcd image has
+// neither. With them: java at kImageJava (a symlink into the JRE copied at its host path), libjvm, the runtime's
+// modules, the jars a member opens, the zlib ldd names for java. Without java: an error naming the package.
+// (Planning only: no engine needed.)
+TEST(DockerImageTest, TheJreAndZooKeeperJarsGoInOnlyWhenRequired) {
+  docker::NodeImageInputs inputs;
+  inputs.clock_shim = clock_shim_library();
+  auto has = [](const docker::ImagePlan& p, const std::string& needle) {
+    for (const auto& e : p.entries) {
+      if (e.dest.find(needle) != std::string::npos) return true;
+    }
+    return false;
+  };
+  const docker::ImagePlan plain = docker::plan_node_image(inputs);
+  EXPECT_FALSE(has(plain, docker::kImageJava));
+  EXPECT_FALSE(has(plain, "libjvm.so"));
+  EXPECT_FALSE(has(plain, "/usr/share/java/"));
+  inputs.require_zookeeper = true;
+  if (testing_util::zookeeper_installed()) {
+    const auto t0 = std::chrono::steady_clock::now();
+    const docker::ImagePlan zk = docker::plan_node_image(inputs);
+    std::cout << "[ image    ] ZooKeeper plan: " << zk.total_bytes / 1000000 << " MB of files ("
+              << plain.total_bytes / 1000000 << " MB without the JRE and jars), planned and hashed in "
+              << std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0).count()
+              << " ms\n";
+    EXPECT_NE(zk.hash, plain.hash);
+    EXPECT_GT(zk.total_bytes, plain.total_bytes);
+    bool java_link = false;
+    for (const auto& e : zk.entries) {
+      if (e.dest == docker::kImageJava) {
+        java_link = e.kind == docker::ImageEntry::Kind::kSymlink && e.source.find("/bin/java") != std::string::npos;
+      }
+      EXPECT_EQ(e.dest.find(".."), std::string::npos) << e.dest;
+    }
+    EXPECT_TRUE(java_link);
+    EXPECT_TRUE(has(zk, "/lib/server/libjvm.so"));
+    EXPECT_TRUE(has(zk, "/lib/modules"));
+    EXPECT_TRUE(has(zk, "libz.so"));
+    EXPECT_TRUE(has(zk, kZooKeeperJar));
+    EXPECT_TRUE(has(zk, kSlf4jSimpleJar));
+    EXPECT_TRUE(has(zk, "/usr/share/java/zookeeper-jute.jar"));
+    EXPECT_FALSE(has(zk, "/jmods/"));  // a JDK's, not a JRE's
+    EXPECT_FALSE(has(zk, "src.zip"));
+  }
+  inputs.java = "/nonexistent/lockcheck-test/java";
+  try {
+    docker::plan_node_image(inputs);
+    ADD_FAILURE() << "a ZooKeeper image was planned without java";
+  } catch (const ClusterError& e) {
+    EXPECT_NE(std::string(e.what()).find("default-jdk-headless"), std::string::npos) << e.what();
   }
 }
 
@@ -632,6 +687,40 @@ TEST_F(DockerClusterTest, EtcdMembersStartFaultAndStopLeavingNothing) {
     std::ifstream log(n.log_path);
     std::string text((std::istreambuf_iterator<char>(log)), std::istreambuf_iterator<char>());
     EXPECT_NE(text.find("starting an etcd server"), std::string::npos) << n.name << ": " << n.log_path;
+  }
+}
+
+// --server zookeeper on Docker: a member per container (this machine's JRE and Debian's jars in the image), the
+// essentials of tests/support/zookeeper_remote_checks.h (a cut leader's quorum and election links are cut with
+// it), the logs fetched.
+TEST_F(DockerClusterTest, ZooKeeperMembersStartFaultAndStopLeavingNothing) {
+  LOCKCHECK_NEED_ZOOKEEPER();
+  RunConfig config;
+  config.cluster = "docker";
+  config.server = ServerKind::kZooKeeper;
+  config.nodes = 5;
+  config.concurrency = 2;
+  config.seed = 7;
+  cluster_ = std::make_unique<DockerCluster>(config, run_dir_);
+  const auto t0 = Clock::now();
+  cluster_->start();
+  std::cout << "[ zk       ] docker: 5 members started, one leader, all serving in "
+            << std::chrono::duration_cast<milliseconds>(Clock::now() - t0).count() << " ms\n";
+  EXPECT_EQ(cluster_->nodes()[0].endpoint.port, kZooKeeperClientPort);
+  EXPECT_EQ(cluster_->endpoint_for("c1", 0).host, "127.0.0.1");  // clients: through the fault proxy
+  EXPECT_NE(tcp_exchange(cluster_->endpoint_for("c1", 0), "srvr", milliseconds(2000)), std::nullopt);
+  const auto s = zookeeper_srvr(cluster_->nodes()[0].endpoint, milliseconds(2000));
+  ASSERT_TRUE(s.has_value());
+  EXPECT_EQ(s->version, server_program_version(ServerKind::kZooKeeper, zookeeper_default_classpath()));
+  testing_util::check_remote_zookeeper_essentials(*cluster_);
+  const auto t1 = Clock::now();
+  cluster_->stop();
+  std::cout << "[ zk       ] docker: stopped in " << std::chrono::duration_cast<milliseconds>(Clock::now() - t1).count()
+            << " ms\n";
+  for (const auto& n : cluster_->nodes()) {
+    std::ifstream log(n.log_path);
+    std::string text((std::istreambuf_iterator<char>(log)), std::istreambuf_iterator<char>());
+    EXPECT_NE(text.find("QuorumPeer"), std::string::npos) << n.name << ": " << n.log_path;
   }
 }
 

@@ -2,7 +2,10 @@
 // container, network or volume with the run's label remains.
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
 #include <cstdlib>
+#include <fstream>
 #include <sstream>
 
 #include "core/exit_codes.h"
@@ -14,6 +17,7 @@
 #include "tests/support/ci.h"
 #include "tests/support/etcd_test_cluster.h"
 #include "tests/support/test_util.h"
+#include "tests/support/zookeeper_test_cluster.h"
 
 namespace lockcheck {
 namespace {
@@ -158,6 +162,54 @@ TEST(DockerRunTest, EtcdLockOnDockerHealthyIsValidAndUnderKillsCompletes) {
       EXPECT_GT(started, 0u) << out.str();
       EXPECT_EQ(undone, started) << "a kill was not undone (its member restarted): " << out.str();
     }
+    expect_nothing_left();
+  }
+}
+
+// --server zookeeper on Docker with kazoo's lock (the adapter runs here, through the run's proxy links to the
+// members' containers): a short healthy run is valid; one under member kills and partitions completes, every
+// fault undone, and leaves nothing on the engine.
+TEST(DockerRunTest, ZooKeeperKazooOnDockerHealthyIsValidAndUnderKillsCompletes) {
+  LOCKCHECK_NEED(docker_engine_available(), "no Docker engine answered (`docker version`)");
+  LOCKCHECK_NEED_ZOOKEEPER();
+  LOCKCHECK_NEED(testing_util::kazoo_adapter_built(LOCKCHECK_CLIENTS_DIR),
+                 testing_util::kNoKazoo << ": " << LOCKCHECK_CLIENTS_DIR);
+  for (const bool faults : {false, true}) {
+    TempDir dir;
+    RunConfig c = docker_run_config(dir, "kazoo");
+    c.server = ServerKind::kZooKeeper;
+    if (faults) {
+      c.nemesis = {"kill", "partition"};
+      c.nemesis_interval_s = 2;
+    }
+    c.time_limit_s = faults ? 12 : 8;
+    c.ttl_ms = 2000;
+    std::ostringstream out;
+    RunOutcome o = run_test(c, out);
+    ASSERT_FALSE(o.run_dir.empty()) << out.str();
+    if (!faults) {
+      EXPECT_EQ(o.exit_code, kExitValid) << out.str();
+    } else {
+      EXPECT_TRUE(o.exit_code == kExitValid || o.exit_code == kExitInvalid || o.exit_code == kExitUnknown)
+          << out.str();
+    }
+    History h = read_history(o.run_dir + "/history.jsonl");
+    size_t acquires = 0, started = 0, undone = 0;
+    for (const auto& op : h) {
+      acquires += op.f == "acquire" && op.is_ok();
+      if (op.process == kNemesis && op.is_ok() && op.value.is_object()) {
+        started += op.value.value("phase", "") == "start";
+        undone += op.value.value("phase", "") == "stop";
+      }
+    }
+    EXPECT_GT(acquires, faults ? 0u : 3u) << out.str();
+    if (faults) {
+      EXPECT_GT(started, 0u) << out.str();
+      EXPECT_EQ(undone, started) << "a fault was not undone: " << out.str();
+    }
+    std::ifstream log(o.run_dir + "/nodes/n1.log");
+    const std::string text((std::istreambuf_iterator<char>(log)), std::istreambuf_iterator<char>());
+    EXPECT_NE(text.find("QuorumPeer"), std::string::npos) << "n1's log was not fetched";
     expect_nothing_left();
   }
 }

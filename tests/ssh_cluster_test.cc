@@ -1,6 +1,7 @@
 // The ssh backend on the namespace test bed (scripts/ssh-testbed): the cluster's primitives, a redlock run under
-// partitions and kill through the CLI, the same for --server etcd (five members, etcd's lock), and nothing left
-// afterwards (no namespace, no sshd, no iptables rule, no Redis or etcd, no remote folder). Needs root; skipped with a message otherwise, except under CI=true, where it fails.
+// partitions and kill through the CLI, the same for --server etcd (five members, etcd's lock) and --server
+// zookeeper (five JVMs, kazoo's lock), and nothing left afterwards (no namespace, no sshd, no iptables rule, no
+// Redis, etcd or JVM, no remote folder). Needs root; skipped with a message otherwise, except under CI=true, where it fails.
 #include "cluster/ssh_cluster.h"
 
 #include <signal.h>
@@ -25,6 +26,8 @@
 #include "tests/support/etcd_remote_checks.h"
 #include "tests/support/etcd_test_cluster.h"
 #include "tests/support/test_util.h"
+#include "tests/support/zookeeper_remote_checks.h"
+#include "tests/support/zookeeper_test_cluster.h"
 
 namespace lockcheck {
 namespace {
@@ -414,6 +417,96 @@ TEST_F(SshClusterTest, EtcdLockRunsOnTheHostsAndLeavesNothing) {
     if (kill) args.insert(args.end(), {"--nemesis", "kill", "--nemesis-interval", "2"});
     const int code = cli_main(args, out, err);
     if (kill) {
+      EXPECT_TRUE(code == kExitValid || code == kExitInvalid || code == kExitUnknown) << code << "\n"
+                                                                                      << out.str() << err.str();
+      EXPECT_NE(out.str().find("faults        valid"), std::string::npos) << out.str() << err.str();
+    } else {
+      EXPECT_EQ(code, kExitValid) << out.str() << err.str();
+    }
+    EXPECT_EQ(leftovers(), "");
+  }
+}
+
+// ZooKeeper: the same after a killed run: clean finds the members by zookeeper.pid (a java process) and kills them.
+TEST_F(SshClusterTest, CleanRemovesTheZooKeeperMembersOfAKilledRun) {
+  LOCKCHECK_NEED_ZOOKEEPER();
+  LOCKCHECK_NEED(testing_util::kazoo_adapter_built(LOCKCHECK_CLIENTS_DIR),
+                 testing_util::kNoKazoo << ": " << LOCKCHECK_CLIENTS_DIR);
+  const std::string out = clean_after_killed_run(hosts_, {"--server", "zookeeper", "--lock", "kazoo"}, leftovers);
+  EXPECT_NE(out.find("killed"), std::string::npos) << out;
+}
+
+// --server zookeeper on the hosts: one member per host (the hosts' java and Debian jars), the essentials of
+// tests/support/zookeeper_remote_checks.h, each member's RSS printed, the logs fetched, nothing left.
+TEST_F(SshClusterTest, ZooKeeperMembersStartFaultAndStopLeavingNothing) {
+  LOCKCHECK_NEED_ZOOKEEPER();
+  TempDir run;
+  RunConfig cfg;
+  cfg.cluster = "ssh";
+  cfg.server = ServerKind::kZooKeeper;
+  cfg.hosts = hosts_;
+  cfg.nodes = 5;
+  cfg.concurrency = 2;
+  std::string work_dir;
+  {
+    SshCluster c(cfg, run.str());
+    auto t0 = std::chrono::steady_clock::now();
+    c.start();
+    std::cout << "[ zk       ] ssh: 5 members started, one leader, all serving in "
+              << std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0).count()
+              << " ms\n";
+    work_dir = c.host_of(0).work_dir;
+    std::vector<Endpoint> all;
+    for (const auto& n : c.nodes()) all.push_back(n.endpoint);
+    EXPECT_EQ(c.nodes()[1].endpoint, (Endpoint{"10.213.0.12", kZooKeeperClientPort}));
+    // Each member's JVM (the hosts are namespaces of this machine: their processes are in its /proc).
+    for (size_t n = 0; n < all.size(); ++n) {
+      const std::string k = std::to_string(n + 1);  // node nK on host hK
+      std::ifstream pidf((fs::path(work_dir).parent_path().parent_path() / ("h" + k) / "work" /
+                          ("lockcheck-" + c.run_id()) / ("n" + k) / "zookeeper.pid")
+                             .string());
+      std::string pid;
+      std::ifstream status;
+      if (pidf >> pid) status.open("/proc/" + pid + "/status");
+      std::string line;
+      while (std::getline(status, line)) {
+        if (line.rfind("VmRSS:", 0) == 0) std::cout << "[ zk       ] ssh: n" << n + 1 << " " << line << "\n";
+      }
+    }
+    const auto s = zookeeper_srvr(all[0], std::chrono::milliseconds(2000));
+    ASSERT_TRUE(s.has_value());
+    EXPECT_EQ(s->version, server_program_version(ServerKind::kZooKeeper, zookeeper_default_classpath()));
+    testing_util::check_remote_zookeeper_essentials(c);
+    t0 = std::chrono::steady_clock::now();
+    c.stop();
+    std::cout << "[ zk       ] ssh: stopped in "
+              << std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0).count()
+              << " ms\n";
+  }
+  EXPECT_EQ(leftovers(), "");
+  for (const char* n : {"n1", "n2", "n3", "n4", "n5"}) {
+    std::ifstream log(run.str() + "/nodes/" + n + ".log");
+    std::string text((std::istreambuf_iterator<char>(log)), std::istreambuf_iterator<char>());
+    EXPECT_NE(text.find("QuorumPeer"), std::string::npos) << n;
+  }
+  for (auto& e : fs::directory_iterator(work_dir)) ADD_FAILURE() << "left on the host: " << e.path();
+}
+
+// kazoo's lock on the hosts through the CLI: healthy is valid; under member kills and partitions the run
+// completes, every fault undone; nothing is left.
+TEST_F(SshClusterTest, ZooKeeperKazooRunsOnTheHostsAndLeavesNothing) {
+  LOCKCHECK_NEED_ZOOKEEPER();
+  LOCKCHECK_NEED(testing_util::kazoo_adapter_built(LOCKCHECK_CLIENTS_DIR),
+                 testing_util::kNoKazoo << ": " << LOCKCHECK_CLIENTS_DIR);
+  for (const bool faults : {false, true}) {
+    TempDir results;
+    std::ostringstream out, err;
+    std::vector<std::string> args = {"run",    "--server", "zookeeper", "--cluster",     "ssh",       "--hosts",
+                                     hosts_,   "--lock",   "kazoo",     "--time-limit",  "10",        "--ttl-ms",
+                                     "2000",   "--seed",   "7",         "--no-progress", "--results", results.str()};
+    if (faults) args.insert(args.end(), {"--nemesis", "kill,partition", "--nemesis-interval", "2"});
+    const int code = cli_main(args, out, err);
+    if (faults) {
       EXPECT_TRUE(code == kExitValid || code == kExitInvalid || code == kExitUnknown) << code << "\n"
                                                                                       << out.str() << err.str();
       EXPECT_NE(out.str().find("faults        valid"), std::string::npos) << out.str() << err.str();

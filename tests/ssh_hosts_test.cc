@@ -66,6 +66,8 @@ TEST(SshHostsTest, DefaultsForOptionalFields) {
   EXPECT_EQ(h.hosts[0].redis_server, "redis-server");
   EXPECT_EQ(h.hosts[0].etcd, "etcd");
   EXPECT_EQ(h.hosts[0].etcd_base_port, 2379);
+  EXPECT_EQ(h.hosts[0].java, "java");
+  EXPECT_EQ(h.hosts[0].zookeeper_base_port, 2181);
   EXPECT_FALSE(h.hosts[0].user.empty());
   EXPECT_FALSE(h.hosts[0].sudo);
   EXPECT_TRUE(h.known_hosts.empty());
@@ -235,6 +237,35 @@ TEST(SshHostsTest, NodesAndSentinelsArePlacedRoundRobin) {
   // Not started: faults say so instead of reaching for a host.
   EXPECT_THROW(replicated.kill(0), ClusterError);
   EXPECT_THROW(replicated.cut("n1", "n2"), ClusterError);
+}
+
+// ZooKeeper members: round-robin as Redis nodes, client ports from zookeeper_base_port (the quorum and election
+// ports follow from them); java and the base port are read from the file.
+TEST(SshHostsTest, ZooKeeperMembersArePlacedRoundRobin) {
+  TempDir dir;
+  const std::string file = dir.str() + "/hosts.json";
+  std::ofstream(file) << R"({"hosts": [{"address": "10.0.0.1", "key": "/k", "work_dir": "/w", "java": "/opt/jre/java",
+                                        "zookeeper_base_port": 12181},
+                                       {"address": "10.0.0.2", "key": "/k", "work_dir": "/w"}]})";
+  const SshHosts parsed = load_ssh_hosts(file);
+  EXPECT_EQ(parsed.hosts[0].java, "/opt/jre/java");
+  EXPECT_EQ(parsed.hosts[0].zookeeper_base_port, 12181);
+  RunConfig c;
+  c.cluster = "ssh";
+  c.hosts = file;
+  c.server = ServerKind::kZooKeeper;
+  c.nodes = 3;
+  EXPECT_NO_THROW(validate_fields(c));
+  SshCluster three(c, dir.str() + "/run");
+  ASSERT_EQ(three.nodes().size(), 3u);
+  EXPECT_EQ(three.nodes()[0].endpoint, (Endpoint{"10.0.0.1", 12181}));
+  EXPECT_EQ(three.nodes()[1].endpoint, (Endpoint{"10.0.0.2", 2181}));
+  EXPECT_EQ(three.nodes()[2].endpoint, (Endpoint{"10.0.0.1", 12182}));
+  EXPECT_EQ(three.server(), ServerKind::kZooKeeper);
+  EXPECT_NE(error_of(json::parse(R"({"hosts": [{"address": "a", "key": "/k", "work_dir": "/w",
+                                                "zookeeper_base_port": 64000}]})"))
+                .find("hosts[0].zookeeper_base_port: must be an integer from 1 to 63000"),
+            std::string::npos);
 }
 
 }  // namespace

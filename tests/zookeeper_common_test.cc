@@ -1,11 +1,18 @@
 // What the ZooKeeper backends share, without ZooKeeper (label unit): the tickTime rule (a session of --ttl-ms
 // is within [minSessionTimeout, maxSessionTimeout]), a member's zoo.cfg (its own entry 0.0.0.0, its peers at the
-// addresses given), reading `srvr`, and what --server zookeeper refuses (exit 2).
+// addresses given), reading `srvr`, what --server zookeeper refuses (exit 2), the Remote seam's port plan and the
+// jars a member's JVM opens (manifests' Class-Path).
 #include <gtest/gtest.h>
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <set>
 
 #include "cluster/zookeeper_common.h"
 #include "core/config.h"
 #include "harness/plan.h"
+#include "sys/process.h"
 
 namespace lockcheck {
 namespace {
@@ -82,6 +89,10 @@ TEST(ZooKeeperConfig, WhatZooKeeperRefuses) {
   from_json(j, back);
   EXPECT_EQ(back.server, ServerKind::kZooKeeper);
   EXPECT_EQ(config_error(c), "");
+  // Every backend: the Docker and SSH ones through the Remote seam's ZooKeeper kind.
+  c.cluster = "docker";
+  EXPECT_EQ(config_error(c), "");
+  c.cluster = "local";
 
   c.nemesis = {"clock"};
   EXPECT_NE(config_error(c).find("nanoTime"), std::string::npos) << config_error(c);
@@ -105,6 +116,57 @@ TEST(ZooKeeperConfig, WhatZooKeeperRefuses) {
   c.topology = Topology::kIndependent;
   c.persistence = Persistence::kAofAlways;
   EXPECT_NE(config_error(c).find("--persistence"), std::string::npos);
+}
+
+// On Docker and SSH a member's peer ports follow from its client port: ZooKeeper's defaults at 2181, one up for
+// each further member on a host.
+TEST(ZooKeeperRemote, PeerPortsFollowTheClientPort) {
+  EXPECT_EQ(zookeeper_quorum_port(kZooKeeperClientPort), 2888);
+  EXPECT_EQ(zookeeper_election_port(kZooKeeperClientPort), 3888);
+  EXPECT_EQ(zookeeper_quorum_port(2182), 2889);
+  EXPECT_EQ(zookeeper_election_port(2182), 3889);
+}
+
+// A manifest's Class-Path: continuation lines joined (72-byte lines split a path anywhere), absolute entries as
+// they are, relative ones against the jar's folder; attributes after it and sections after the blank line are not
+// read.
+TEST(ZooKeeperClasspath, ManifestClassPathIsParsed) {
+  const std::string manifest =
+      "Manifest-Version: 1.0\r\n"
+      "Class-Path: /usr/share/java/commons-cli.jar /usr/share/java/jackson-dat\r\n"
+      " abind.jar lib/local.jar file:/opt/x.jar\r\n"
+      "Created-By: Maven\r\n"
+      "\r\n"
+      "Name: other\r\n"
+      "Class-Path: /not/this.jar\r\n";
+  EXPECT_EQ(parse_manifest_class_path(manifest, "/usr/share/java"),
+            (std::vector<std::string>{"/usr/share/java/commons-cli.jar", "/usr/share/java/jackson-databind.jar",
+                                      "/usr/share/java/lib/local.jar", "/opt/x.jar"}));
+  EXPECT_TRUE(parse_manifest_class_path("Manifest-Version: 1.0\n", "/x").empty());
+}
+
+// With Debian's zookeeper here: the jars a member opens (measured in /proc/PID/fd of a local member): the
+// classpath's two, zookeeper.jar's Class-Path that exists (zookeeper-jute, netty, jackson ...), nothing missing
+// (jline.jar is named but not installed). A classpath jar that is not here is a ClusterError naming it.
+TEST(ZooKeeperClasspath, TheJarsAMemberOpens) {
+  if (!find_program("python3") || ::access(kZooKeeperJar, R_OK) != 0 || ::access(kSlf4jSimpleJar, R_OK) != 0) {
+    GTEST_SKIP() << "Debian's zookeeper or python3 is not installed";
+  }
+  const auto jars = zookeeper_classpath_jars(zookeeper_default_classpath());
+  auto has = [&](const std::string& j) { return std::find(jars.begin(), jars.end(), j) != jars.end(); };
+  ASSERT_GE(jars.size(), 3u);
+  EXPECT_EQ(jars[0], kZooKeeperJar);
+  EXPECT_TRUE(has(kSlf4jSimpleJar));
+  EXPECT_TRUE(has("/usr/share/java/zookeeper-jute.jar"));
+  EXPECT_TRUE(has("/usr/share/java/slf4j-api.jar"));
+  for (const auto& j : jars) EXPECT_EQ(::access(j.c_str(), R_OK), 0) << j;
+  EXPECT_EQ(std::set<std::string>(jars.begin(), jars.end()).size(), jars.size());
+  try {
+    zookeeper_classpath_jars(std::string(kZooKeeperJar) + ":/nonexistent/lockcheck.jar");
+    ADD_FAILURE() << "a missing jar was accepted";
+  } catch (const ClusterError& e) {
+    EXPECT_NE(std::string(e.what()).find("/nonexistent/lockcheck.jar"), std::string::npos) << e.what();
+  }
 }
 
 // Every built-in lock speaks Redis: a ZooKeeper run with one is refused before anything starts.

@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <stdlib.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -27,6 +28,14 @@ inline bool zookeeper_installed() {
 }
 inline const char* kNoZooKeeper = "java or Debian's zookeeper is not installed (apt-get install zookeeper "
                                   "default-jdk-headless)";
+
+// True when the kazoo adapter (build/clients/kazoo-lock.py, from scripts/build-clients) is in clients_dir and
+// python3 is here; clients_dir becomes LOCKCHECK_CLIENTS_DIR for the runs of this process.
+inline bool kazoo_adapter_built(const std::string& clients_dir) {
+  ::setenv("LOCKCHECK_CLIENTS_DIR", clients_dir.c_str(), 1);
+  return ::access((clients_dir + "/kazoo-lock.py").c_str(), R_OK) == 0 && find_program("python3").has_value();
+}
+inline const char* kNoKazoo = "the kazoo adapter is not built (scripts/build-clients; needs python3-kazoo)";
 
 struct ZooKeeperTestCluster {
   // ttl_ms: the run's TTL the session timing follows (zookeeper_timing).
