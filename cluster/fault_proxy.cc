@@ -3,6 +3,7 @@
 #include <boost/asio.hpp>
 
 #include <algorithm>
+#include <atomic>
 #include <deque>
 #include <functional>
 #include <future>
@@ -735,8 +736,10 @@ class FaultProxy::Impl {
   asio::io_context io_;
   Shared shared_;
   asio::executor_work_guard<asio::io_context::executor_type> work_;
-  std::mutex api_mu_;  // serialises the public methods; guards run_state_
-  RunState run_state_ = RunState::kRunning;
+  std::mutex api_mu_;  // serialises the public methods; run_state_ is written under it
+  // Atomic: the proxy thread's handlers read it too (go_down, probe), while stop() writes it (a data race TSan
+  // found in FaultProxyNoServerTest).
+  std::atomic<RunState> run_state_{RunState::kRunning};
   std::map<PartyPair, std::unique_ptr<PairFault>> faults_;  // by unordered pair; proxy thread
   std::map<PartyPair, std::unique_ptr<Link>> links_;        // by (from, to); proxy thread
   std::map<asio::ip::address, std::string> sources_;        // source address -> party (shared links); proxy thread
