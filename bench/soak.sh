@@ -70,7 +70,7 @@ LOCKCHECK_RUN_DIR_FILE="$run_dir_file" "$build/lockcheck" run --lock "$lock" --n
   >"$results/run.out" 2>&1 &
 pid=$!
 start=$(date +%s)
-printf "t_s\trss_kib\tfds\tthreads\thistory_lines\n" >"$samples"
+printf "t_s\trss_kib\tfds\tthreads\thistory_lines\tphase\n" >"$samples"
 while kill -0 "$pid" 2>/dev/null; do
   if [ -r "/proc/$pid/status" ]; then
     rss=$(awk '/^VmRSS:/{print $2}' "/proc/$pid/status" 2>/dev/null || echo "")
@@ -79,7 +79,11 @@ while kill -0 "$pid" 2>/dev/null; do
     lines=0
     history="$(cat "$run_dir_file" 2>/dev/null)/history.jsonl"
     if [ -f "$history" ]; then lines=$(wc -l <"$history"); fi
-    [ -n "$rss" ] && printf "%d\t%s\t%s\t%s\t%s\n" $(($(date +%s) - start)) "$rss" "$fds" "$threads" "$lines" >>"$samples"
+    # The run's phase: "after" once its time limit has passed (teardown, then the check, which reads the whole
+    # history into memory: the checker's own figure, bench/README), "run" before.
+    phase=run
+    if [ $(($(date +%s) - start)) -gt "$limit" ]; then phase=after; fi
+    [ -n "$rss" ] && printf "%d\t%s\t%s\t%s\t%s\t%s\n" $(($(date +%s) - start)) "$rss" "$fds" "$threads" "$lines" "$phase" >>"$samples"
   fi
   # Every process the run started (nodes, adapters, the resource server), for the leftovers check.
   descendants "$pid" >>"$results/children"
@@ -126,8 +130,10 @@ with open(run_dir + "/history.jsonl") as f:
         op = json.loads(line)
         (nemesis if op["process"] == "nemesis" else client)[op["type"]] += 1
 rows = [l.rstrip("\n").split("\t") for l in open(samples)][1:]
-rows = [[int(x) for x in row] for row in rows if len(row) == 5]
+checking = [int(row[1]) for row in rows if len(row) == 6 and row[5] == "after"]
+rows = [[int(x) for x in row[:5]] for row in rows if len(row) == 6 and row[5] == "run"]
 failed = []
+print("Samples while the run ran (after its time limit, apart, below):\n")
 print("| t (s) | RSS (MiB) | open fds | threads | history lines |")
 print("| ---: | ---: | ---: | ---: | ---: |")
 step = max(1, len(rows) // 12)
@@ -155,6 +161,9 @@ if len(steady) >= 6:
         failed.append("open fds grew")
 else:
     print(f"\n{len(rows)} samples: too short a run to judge RSS and fds (6 after the first minute needed)")
+if checking:
+    print(f"after the time limit (teardown and the check): peak RSS {max(checking)/1024:.1f} MiB over "
+          f"{len(checking)} samples (the check reads the whole history into memory: the checker's figure)")
 co = r.get("client_ops")
 print(f"client ops counted by the clients: {co}")
 print(f"client ops in history.jsonl:       {dict(client)}; nemesis ops {sum(nemesis.values())}")
