@@ -562,6 +562,40 @@ class LineScanner {
   AtomCaches* atoms_;
 };
 
+// text with every integer literal (outside strings) that no 64-bit integer holds replaced by 0; nullopt when
+// there is none. JSON allows such integers; simdjson refuses them with NUMBER_ERROR, as it refuses a malformed
+// number: parsing the replaced text again tells the two apart.
+std::optional<std::string> without_big_integers(std::string_view text) {
+  std::string out;
+  bool any = false;
+  size_t copied = 0;
+  for (size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (c == '"') {  // skip the string, escapes included
+      for (++i; i < text.size() && text[i] != '"'; ++i) {
+        if (text[i] == '\\') ++i;
+      }
+      continue;
+    }
+    if (c != '-' && (c < '0' || c > '9')) continue;
+    const size_t from = i + (c == '-' ? 1 : 0);
+    size_t j = from;
+    while (j < text.size() && text[j] >= '0' && text[j] <= '9') ++j;
+    const bool integer = j == text.size() || (text[j] != '.' && text[j] != 'e' && text[j] != 'E');
+    const std::string_view digits = text.substr(from, j - from), limit = c == '-' ? "9223372036854775808"
+                                                                                   : "18446744073709551615";
+    if (integer && (digits.size() > limit.size() || (digits.size() == limit.size() && digits > limit))) {
+      out.append(text.substr(copied, i - copied)).append("0");
+      copied = j;
+      any = true;
+    }
+    i = j - 1;
+  }
+  if (!any) return std::nullopt;
+  out.append(text.substr(copied));
+  return out;
+}
+
 // Parses one JSON line into op with simdjson's DOM parser (which picks the fastest kernel the CPU has at run
 // time). Returns the reason when it fails; *not_json tells whether the line is not JSON at all.
 // REQUIRES: p[0 .. len + simdjson::SIMDJSON_PADDING) is readable.
@@ -573,8 +607,16 @@ std::string parse_op(simdjson::dom::parser& parser, const char* p, size_t len, O
   dom::element doc;
   simdjson::error_code e = parser.parse(p, len, false).get(doc);
   if (e) {
-    *not_json = true;
-    return std::string("not valid JSON (") + simdjson::error_message(e) + ")";
+    // An integer beyond 64 bits is JSON that this reader does not take (simdjson says NUMBER_ERROR): a last line
+    // holding one is refused, not skipped as torn. Anything else is not JSON.
+    bool big = false;
+    if (e == simdjson::NUMBER_ERROR) {
+      const std::optional<std::string> replaced = without_big_integers(std::string_view(p, len));
+      dom::element ignored;
+      big = replaced && !parser.parse(*replaced).get(ignored);
+    }
+    *not_json = !big;
+    return std::string(big ? "an integer beyond 64 bits (" : "not valid JSON (") + simdjson::error_message(e) + ")";
   }
   dom::object obj;
   if (doc.get_object().get(obj)) return "an op must be a JSON object";
@@ -589,8 +631,18 @@ std::string parse_op(simdjson::dom::parser& parser, const char* p, size_t len, O
   };
   enum : unsigned { kIndex = 1, kTime = 2, kProcess = 4, kType = 8, kF = 16 };
   unsigned seen = 0;
+  // A known field given twice is refused (JSON leaves duplicate names to the reader; taking the first or the
+  // last would each hide a malformed line).
+  static constexpr std::string_view kKnown[] = {"index", "time",  "process",     "type",  "f",
+                                                "key",   "error", "validity_ms", "token", "value"};
+  unsigned given = 0;
   for (dom::key_value_pair kv : obj) {
     const std::string_view name = kv.key;
+    for (size_t i = 0; i < std::size(kKnown); ++i) {
+      if (name != kKnown[i]) continue;
+      if (given & (1u << i)) return "field \"" + std::string(name) + "\" given twice";
+      given |= 1u << i;
+    }
     const dom::element v = kv.value;
     const Type t = v.type();
     if (name == "index" || name == "time") {

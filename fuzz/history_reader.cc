@@ -2,9 +2,11 @@
 // scanner, the any-order scanner, then simdjson's DOM for the rest), the same reader with its fast paths off, and
 // a plain nlohmann reading of the documented format (below) must agree on every input: the same ops, or all
 // three an error (the first two also the same message, since a fast path that gives up hands the line on).
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <limits>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -91,6 +93,38 @@ std::string reference_op(const nlohmann::json& j, Op* op) {
   return "";
 }
 
+// Whether the line holds an integer literal beyond 64 bits (outside strings): JSON, but not what the format takes
+// (its integers are 64-bit; nlohmann would read one as a double).
+bool has_big_integer(const std::string& line) {
+  bool in_string = false;
+  for (size_t i = 0; i < line.size(); ++i) {
+    const char c = line[i];
+    if (in_string) {
+      if (c == '\\') ++i;
+      else if (c == '"') in_string = false;
+      continue;
+    }
+    if (c == '"') {
+      in_string = true;
+      continue;
+    }
+    if (c != '-' && (c < '0' || c > '9')) continue;
+    size_t j = i + (c == '-' ? 1 : 0);
+    const size_t digits_from = j;
+    while (j < line.size() && line[j] >= '0' && line[j] <= '9') ++j;
+    const bool integer = j == line.size() || (line[j] != '.' && line[j] != 'e' && line[j] != 'E');
+    const std::string digits = line.substr(digits_from, j - digits_from);
+    const std::string limit = c == '-' ? "9223372036854775808" : "18446744073709551615";
+    if (integer && (digits.size() > limit.size() || (digits.size() == limit.size() && digits > limit))) return true;
+    i = j;
+  }
+  return false;
+}
+
+// The known fields (the format's), each at most once in a line's object.
+const char* const kKnownFields[] = {"index", "time", "process", "type", "f", "key", "error", "token", "validity_ms",
+                                    "value"};
+
 Outcome reference(const std::string& text) {
   Outcome o;
   size_t pos = 0;
@@ -106,13 +140,39 @@ Outcome reference(const std::string& text) {
     if (lead == line.size()) continue;
     nlohmann::json j;
     try {
+      // A raw NUL byte is not JSON anywhere in a line (inside a string it must be escaped), but nlohmann's lexer
+      // takes it for the end of its input and reads "1\0..." as 1: refused here as the format says.
+      if (line.find('\0') != std::string::npos) throw std::invalid_argument("a NUL byte");
       j = nlohmann::json::parse(line);
-    } catch (const nlohmann::json::exception& e) {  // parse_error, and out_of_range for a number like 1e400
+    } catch (const std::exception& e) {  // parse_error, out_of_range for a number like 1e400, a NUL byte
       if (!has_newline) {
         o.warnings.push_back("torn");
         break;
       }
       o.error = std::string("not JSON: ") + e.what();
+      return o;
+    }
+    if (has_big_integer(line)) {
+      o.error = "an integer beyond 64 bits";
+      return o;
+    }
+    std::string twice;
+    {
+      // Duplicate known names at the top level (nlohmann keeps the last one silently).
+      std::vector<std::string> names;
+      nlohmann::json::parse(line, [&](int depth, nlohmann::json::parse_event_t event, nlohmann::json& parsed) {
+        if (event == nlohmann::json::parse_event_t::key && depth == 1) {
+          const std::string name = parsed.get<std::string>();
+          for (const char* k : kKnownFields) {
+            if (name == k && std::find(names.begin(), names.end(), name) != names.end()) twice = name;
+          }
+          names.push_back(name);
+        }
+        return true;
+      });
+    }
+    if (!twice.empty()) {
+      o.error = "field " + twice + " given twice";
       return o;
     }
     Op op;

@@ -336,6 +336,35 @@ TEST(HistoryReaderTest, FuzzInvalidUtf8InAStringIsRefusedByEveryPath) {
   EXPECT_EQ(h[0].key.str(), "l\xc3\xa9-0\xe2\x82\xac");
 }
 
+// Found by fuzz/history_reader.cc against its plain-JSON reading of the format: (1) a line giving a known field
+// twice ("key":1 ... "key":"lock-0") was refused for its first value by the reader and read with its last by a
+// JSON library; a known field given twice is now refused, whatever the values. (2) A last line without a newline
+// holding a 63-digit integer is JSON (not an object), but simdjson's number error made the reader skip it as a
+// torn write; an integer beyond 64 bits is now refused as such, never skipped.
+TEST(HistoryReaderTest, FuzzAFieldGivenTwiceAndABigIntegerAreRefusedNotReadOrSkipped) {
+  const std::string twice =
+      "{\"index\":0,\"time\":1,\"process\":1,\"type\":\"invoke\",\"f\":\"acquire\",\"key\":\"a\",\"key\":\"b\"}\n";
+  for (auto read : {&parse_history, &parse_history_general}) {
+    try {
+      read(twice, "h", nullptr);
+      ADD_FAILURE() << "read";
+    } catch (const HistoryError& e) {
+      EXPECT_STREQ(e.what(), "h:1: field \"key\" given twice");
+    }
+    std::vector<std::string> warnings;
+    try {
+      read(std::string(63, '4') + "1", "h", &warnings);
+      ADD_FAILURE() << "skipped as torn";
+    } catch (const HistoryError& e) {
+      EXPECT_NE(std::string(e.what()).find("h:1: an integer beyond 64 bits"), std::string::npos) << e.what();
+    }
+    // A last line cut inside a number is still torn.
+    warnings.clear();
+    EXPECT_TRUE(read("{\"index\":0,\"time\":1.", "h", &warnings).empty());
+    EXPECT_EQ(warnings.size(), 1u);
+  }
+}
+
 TEST(HistoryReaderTest, LineScanAgreesWithTheJsonParser) {
   std::mt19937_64 rng(14);
   const std::vector<std::string> numbers = {"0",
