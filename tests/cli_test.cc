@@ -143,7 +143,8 @@ TEST(CliTest, ReproduceAndScheduleFlagsNameTheFlag) {
   expect_usage_error({"reproduce", "/tmp", "--budget", "-3"}, "--budget");
   expect_usage_error({"reproduce", "/tmp", "--frobnicate"}, "--frobnicate");
   // A folder that is not an INVALID run: nothing to reproduce.
-  const std::string run = ::testing::TempDir() + "/cli_test_valid_run";
+  TempDir files;  // removed with everything in it at the end (the schedule files below too)
+  const std::string run = files.file("cli_test_valid_run");
   std::filesystem::create_directories(run);
   std::ofstream(run + "/config.json") << "{}";
   std::ofstream(run + "/history.jsonl") << "";
@@ -154,12 +155,12 @@ TEST(CliTest, ReproduceAndScheduleFlagsNameTheFlag) {
   std::filesystem::remove_all(run);
   expect_usage_error({"run", "--schedule", "/nonexistent/schedule.json"}, "--schedule: ");
   expect_usage_error({"run", "--schedule", "/nonexistent/schedule.json"}, "cannot open");
-  const std::string bad = ::testing::TempDir() + "/cli_test_bad_schedule.json";
+  const std::string bad = files.file("cli_test_bad_schedule.json");
   std::ofstream(bad) << "{\"plan\": [{\"at_ms\": -1}]}";
   expect_usage_error({"run", "--schedule", bad}, "plan[0].at_ms");
   std::ofstream(bad, std::ios::trunc) << "not json";
   expect_usage_error({"run", "--schedule", bad}, "--schedule: ");
-  const std::string other = ::testing::TempDir() + "/cli_test_kill_schedule.json";
+  const std::string other = files.file("cli_test_kill_schedule.json");
   std::ofstream(other) << "{\"nemesis\": [\"kill\"], \"plan\": []}";
   std::ofstream(bad, std::ios::trunc)
       << "{\"plan\": [{\"at_ms\": 5, \"nemesis\": \"kill\", \"phase\": \"start\", \"f\": \"kill\", "
