@@ -450,23 +450,8 @@ class FaultProxy::Impl {
     });
   }
 
-  void cut(const std::string& a, const std::string& b) {
-    check_parties(a, b, "cut");
-    call([this, a, b] {
-      fault(a, b).state = LinkState::kCut;
-      return 0;
-    });
-  }
-
-  void heal(const std::string& a, const std::string& b) {
-    check_parties(a, b, "heal");
-    call([this, a, b] {
-      PairFault& f = fault(a, b);
-      f = PairFault{};
-      notify(&f);
-      return 0;
-    });
-  }
+  void cut(const std::string& a, const std::string& b) { cut_many({{a, b}}); }
+  void heal(const std::string& a, const std::string& b) { heal_many({{a, b}}); }
 
   // Many pairs in one call on the proxy thread: one wait, however many links (a partition of 50 clients' slots
   // cuts hundreds).

@@ -49,28 +49,28 @@ void ProxiedCluster::heal(const std::string& a, const std::string& b) {
 }
 
 namespace {
-std::string describe_links(const char* verb, const LinkPairs& pairs) {
-  std::string s = std::string(verb) + " " + std::to_string(pairs.size()) + " link" + (pairs.size() == 1 ? "" : "s");
-  if (!pairs.empty()) s += " (" + pairs.front().first + "<->" + pairs.front().second + (pairs.size() > 1 ? ", ..." : "") + ")";
-  return s;
+// "cut 3 links (c0<->n1, ...)": a batch in an error message. a and b: the first link's two parties.
+std::string describe_links(const char* verb, size_t n, const std::string& a, const std::string& b) {
+  return std::string(verb) + " " + std::to_string(n) + " link" + (n == 1 ? "" : "s") + " (" + a + "<->" + b +
+         (n > 1 ? ", ..." : "") + ")";
 }
 }  // namespace
 
 void ProxiedCluster::cut_links(const LinkPairs& pairs) {
   if (pairs.empty()) return;
-  apply_proxy_fault(proxy_.get(), describe_links("cut", pairs), [&](FaultProxy& p) { p.cut_many(pairs); });
+  apply_proxy_fault(proxy_.get(), describe_links("cut", pairs.size(), pairs.front().first, pairs.front().second),
+                    [&](FaultProxy& p) { p.cut_many(pairs); });
 }
 
 void ProxiedCluster::heal_links(const LinkPairs& pairs) {
   if (pairs.empty()) return;
-  apply_proxy_fault(proxy_.get(), describe_links("heal", pairs), [&](FaultProxy& p) { p.heal_many(pairs); });
+  apply_proxy_fault(proxy_.get(), describe_links("heal", pairs.size(), pairs.front().first, pairs.front().second),
+                    [&](FaultProxy& p) { p.heal_many(pairs); });
 }
 
 void ProxiedCluster::set_delays(const std::vector<LinkDelay>& delays) {
   if (delays.empty()) return;
-  apply_proxy_fault(proxy_.get(),
-                    "delay " + std::to_string(delays.size()) + " link" + (delays.size() == 1 ? "" : "s") + " (" +
-                        delays.front().a + "<->" + delays.front().b + (delays.size() > 1 ? ", ...)" : ")"),
+  apply_proxy_fault(proxy_.get(), describe_links("delay", delays.size(), delays.front().a, delays.front().b),
                     [&](FaultProxy& p) { p.set_delays(delays); });
 }
 

@@ -10,7 +10,6 @@
 #include <optional>
 #include <stdexcept>
 #include <string>
-#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -162,10 +161,10 @@ class Network {
   // proxy is waited for once, so a loaded proxy thread costs one bounded wait per fault, not one per link).
   // Every pair is tried; the first error is thrown after the others were tried.
   virtual void cut_links(const LinkPairs& pairs) {
-    each_link(pairs, [this](const std::string& a, const std::string& b) { cut(a, b); });
+    each_link(pairs, [this](const auto& p) { cut(p.first, p.second); });
   }
   virtual void heal_links(const LinkPairs& pairs) {
-    each_link(pairs, [this](const std::string& a, const std::string& b) { heal(a, b); });
+    each_link(pairs, [this](const auto& p) { heal(p.first, p.second); });
   }
   // set_delay of many links as one fault, likewise.
   virtual void set_delays(const std::vector<LinkDelay>& delays) {
@@ -181,11 +180,7 @@ class Network {
     std::string first_error;
     for (const auto& item : items) {
       try {
-        if constexpr (std::is_invocable_v<F, decltype(item)>) {
-          f(item);
-        } else {
-          f(item.first, item.second);
-        }
+        f(item);
       } catch (const ClusterError& e) {
         if (first_error.empty()) first_error = e.what();
       }

@@ -629,12 +629,12 @@ std::string parse_op(simdjson::dom::parser& parser, const char* p, size_t len, O
            : v.type() == Type::UINT64 ? !v.get_int64().get(*out)
                                       : false;
   };
-  enum : unsigned { kIndex = 1, kTime = 2, kProcess = 4, kType = 8, kF = 16 };
-  unsigned seen = 0;
-  // A known field given twice is refused (JSON leaves duplicate names to the reader; taking the first or the
-  // last would each hide a malformed line).
+  // The known fields; bit i of `given` says kKnown[i] was given. A known field given twice is refused (JSON leaves
+  // duplicate names to the reader; taking the first or the last would each hide a malformed line). The required
+  // ones come first, so their bits are kIndex .. kF.
   static constexpr std::string_view kKnown[] = {"index", "time",  "process",     "type",  "f",
                                                 "key",   "error", "validity_ms", "token", "value"};
+  enum : unsigned { kIndex = 1, kTime = 2, kProcess = 4, kType = 8, kF = 16 };
   unsigned given = 0;
   for (dom::key_value_pair kv : obj) {
     const std::string_view name = kv.key;
@@ -648,13 +648,7 @@ std::string parse_op(simdjson::dom::parser& parser, const char* p, size_t len, O
     if (name == "index" || name == "time") {
       int64_t x = 0;
       if (!as_int(v, &x)) return must(name, "an integer");
-      if (name == "index") {
-        op->index = x;
-        seen |= kIndex;
-      } else {
-        op->time_ns = x;
-        seen |= kTime;
-      }
+      (name == "index" ? op->index : op->time_ns) = x;
     } else if (name == "process") {
       int64_t x = -1;
       if (t == Type::STRING && std::string_view(v) == "nemesis") {
@@ -664,17 +658,14 @@ std::string parse_op(simdjson::dom::parser& parser, const char* p, size_t len, O
       } else {
         return must(name, "a non-negative integer or \"nemesis\"");
       }
-      seen |= kProcess;
     } else if (name == "type") {
       const std::optional<OpType> type =
           op_type_from_string(t == Type::STRING ? std::string_view(v) : std::string_view());
       if (!type) return must(name, "one of invoke, ok, fail, info");
       op->type = *type;
-      seen |= kType;
     } else if (name == "f") {
       if (t != Type::STRING) return must(name, "a string");
       op->f = atoms->f.get(std::string_view(v), false);
-      seen |= kF;
     } else if (name == "key" || name == "error") {
       Atom& out = name == "key" ? op->key : op->error;
       if (t == Type::NULL_VALUE) {
@@ -705,11 +696,11 @@ std::string parse_op(simdjson::dom::parser& parser, const char* p, size_t len, O
     }
     // Other fields are ignored (written by a newer lockcheck).
   }
-  if (!(seen & kIndex)) return "missing field \"index\"";
-  if (!(seen & kTime)) return "missing field \"time\"";
-  if (!(seen & kProcess)) return "missing field \"process\"";
-  if (!(seen & kType)) return "missing field \"type\"";
-  if (!(seen & kF)) return "missing field \"f\"";
+  if (!(given & kIndex)) return "missing field \"index\"";
+  if (!(given & kTime)) return "missing field \"time\"";
+  if (!(given & kProcess)) return "missing field \"process\"";
+  if (!(given & kType)) return "missing field \"type\"";
+  if (!(given & kF)) return "missing field \"f\"";
   return std::string();
 }
 
