@@ -584,8 +584,11 @@ std::optional<std::string> without_big_integers(std::string_view text) {
     const bool integer = j == text.size() || (text[j] != '.' && text[j] != 'e' && text[j] != 'E');
     const std::string_view digits = text.substr(from, j - from), limit = c == '-' ? "9223372036854775808"
                                                                                    : "18446744073709551615";
-    if (integer && (digits.size() > limit.size() || (digits.size() == limit.size() && digits > limit))) {
-      out.append(text.substr(copied, i - copied)).append("0");
+    // A JSON integer of more than one digit never starts with 0 ("0123" is not JSON, and stays not JSON).
+    if (integer && (digits.size() > limit.size() || (digits.size() == limit.size() && digits > limit)) &&
+        digits[0] != '0') {
+      // Spaced, so that the 0 never joins a token next to it ("44-0444..." must stay two tokens, not JSON).
+      out.append(text.substr(copied, i - copied)).append(" 0 ");
       copied = j;
       any = true;
     }
