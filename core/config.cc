@@ -128,11 +128,15 @@ void set_field(RunConfig& c, const json& j, const std::string& name) {
       // An integer in T's range, never a float (nlohmann would truncate 1.5 and convert -1e20 with undefined
       // behaviour) nor a wider integer narrowed in silence.
       if (!j.is_number_integer()) throw ConfigError(name + ": wrong type (" + dump_for_error(j) + ")");
-      const bool fits = j.is_number_unsigned()
-                            ? j.get<uint64_t>() <= static_cast<uint64_t>(std::numeric_limits<T>::max())
-                            : (std::is_unsigned_v<T> ? j.get<int64_t>() >= 0
-                                                     : j.get<int64_t>() >= static_cast<int64_t>(std::numeric_limits<T>::min()) &&
-                                                           j.get<int64_t>() <= static_cast<int64_t>(std::numeric_limits<T>::max()));
+      bool fits = false;
+      if (j.is_number_unsigned()) {
+        fits = j.get<uint64_t>() <= static_cast<uint64_t>(std::numeric_limits<T>::max());
+      } else if (const int64_t x = j.get<int64_t>(); std::is_unsigned_v<T>) {
+        fits = x >= 0;
+      } else {
+        fits = x >= static_cast<int64_t>(std::numeric_limits<T>::min()) &&
+               x <= static_cast<int64_t>(std::numeric_limits<T>::max());
+      }
       if (!fits) throw ConfigError(name + ": " + dump_for_error(j) + " is out of range");
       v = j.get<T>();
     } else {
