@@ -8,6 +8,7 @@
 #include <set>
 
 #include "core/config.h"
+#include "core/json_int.h"
 
 namespace lockcheck {
 
@@ -79,11 +80,12 @@ SshHosts parse_ssh_hosts(const nlohmann::json& j, const std::string& path) {
     auto integer = [&](const char* field, int& dst, int lo, int hi) {
       auto f = h.find(field);
       if (f == h.end()) return;
-      if (!f->is_number_integer() || f->get<int64_t>() < lo || f->get<int64_t>() > hi) {
+      const std::optional<int> v = json_integer<int>(*f);
+      if (!v || *v < lo || *v > hi) {
         throw ConfigError(at + "." + field + ": must be an integer from " + std::to_string(lo) + " to " +
                           std::to_string(hi));
       }
-      dst = f->get<int>();
+      dst = *v;
     };
     SshHost host;
     host.name = "h" + std::to_string(i + 1);

@@ -1,7 +1,6 @@
 #include "core/config.h"
 
 #include <algorithm>
-
 #include <cctype>
 #include <cerrno>
 #include <cstdlib>
@@ -9,6 +8,8 @@
 #include <limits>
 #include <set>
 #include <type_traits>
+
+#include "core/json_int.h"
 
 namespace lockcheck {
 
@@ -125,20 +126,11 @@ void set_field(RunConfig& c, const json& j, const std::string& name) {
       if (!j.is_object()) throw ConfigError(name + ": must be an object of KEY: VALUE");
       v = j;
     } else if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) {
-      // An integer in T's range, never a float (nlohmann would truncate 1.5 and convert -1e20 with undefined
-      // behaviour) nor a wider integer narrowed in silence.
+      // An integer in T's range, never a float nor a wider integer narrowed in silence (core/json_int.h).
       if (!j.is_number_integer()) throw ConfigError(name + ": wrong type (" + dump_for_error(j) + ")");
-      bool fits = false;
-      if (j.is_number_unsigned()) {
-        fits = j.get<uint64_t>() <= static_cast<uint64_t>(std::numeric_limits<T>::max());
-      } else if (const int64_t x = j.get<int64_t>(); std::is_unsigned_v<T>) {
-        fits = x >= 0;
-      } else {
-        fits = x >= static_cast<int64_t>(std::numeric_limits<T>::min()) &&
-               x <= static_cast<int64_t>(std::numeric_limits<T>::max());
-      }
-      if (!fits) throw ConfigError(name + ": " + dump_for_error(j) + " is out of range");
-      v = j.get<T>();
+      const std::optional<T> x = json_integer<T>(j);
+      if (!x) throw ConfigError(name + ": " + dump_for_error(j) + " is out of range");
+      v = *x;
     } else {
       v = j.get<T>();
     }

@@ -7,6 +7,7 @@
 #include <set>
 
 #include "core/config.h"
+#include "core/json_int.h"
 #include "harness/matrix.h"
 #include "harness/night.h"
 
@@ -98,8 +99,12 @@ std::vector<JobRecord> read_job_records(const std::string& dir) {
       nlohmann::json j = nlohmann::json::parse(line);
       JobRecord r;
       r.entry = j.at("entry").get<std::string>();
-      r.seed = j.at("seed").get<uint64_t>();
-      r.exit_code = j.at("exit_code").get<int>();
+      const std::optional<uint64_t> seed = json_integer<uint64_t>(j.at("seed"));
+      const std::optional<int> exit_code = json_integer<int>(j.at("exit_code"));
+      if (!seed) throw std::runtime_error("\"seed\" is not an integer >= 0");
+      if (!exit_code) throw std::runtime_error("\"exit_code\" is not an integer");
+      r.seed = *seed;
+      r.exit_code = *exit_code;
       r.seconds = j.at("seconds").get<double>();
       const std::string rel = j.at("run_dir").get<std::string>();
       if (!rel.empty()) r.run_dir = (fs::path(dir) / rel).lexically_normal().string();

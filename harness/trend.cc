@@ -11,6 +11,7 @@
 #include <sstream>
 
 #include "core/config.h"
+#include "core/json_int.h"
 #include "harness/night.h"
 #include "report/assets.h"
 #include "report/html.h"
@@ -166,11 +167,12 @@ namespace {
 // behaviour, found by fuzzing the trend reader).
 size_t count_field(const nlohmann::json& e, const char* name) {
   const nlohmann::json& v = e.at(name);
-  if (!v.is_number_integer() || (!v.is_number_unsigned() && v.get<int64_t>() < 0)) {
+  const std::optional<size_t> n = json_integer<size_t>(v);
+  if (!n) {
     throw std::runtime_error(std::string("\"") + name + "\" must be a non-negative integer, not " +
                              v.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
   }
-  return v.get<size_t>();
+  return *n;
 }
 }  // namespace
 

@@ -5,16 +5,14 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/json_int.h"
+
 namespace lockcheck {
 
 namespace {
 
-// A JSON integer that fits int64_t (nlohmann keeps integers above INT64_MAX as unsigned, and get<int64_t>() would
-// wrap them to negative numbers).
-bool fits_int64(const nlohmann::json& v) {
-  if (v.is_number_unsigned()) return v.get<uint64_t>() <= static_cast<uint64_t>(std::numeric_limits<int64_t>::max());
-  return v.is_number_integer();
-}
+// A JSON integer that fits int64_t (core/json_int.h).
+bool fits_int64(const nlohmann::json& v) { return json_integer<int64_t>(v).has_value(); }
 
 nlohmann::json parse_or_null(const std::string& line, bool* is_json) {
   try {

@@ -6,6 +6,7 @@
 #include <map>
 #include <stdexcept>
 
+#include "core/json_int.h"
 #include "core/party.h"
 #include "core/random.h"
 
@@ -167,7 +168,11 @@ Schedule schedule_from_json(const nlohmann::json& j, const std::string& source) 
   };
   Schedule s;
   try {
-    if (j.contains("seed") && j["seed"].is_number_unsigned()) s.seed = j["seed"].get<uint64_t>();
+    if (j.contains("seed")) {
+      const std::optional<uint64_t> seed = json_integer<uint64_t>(j["seed"]);
+      if (!seed) throw field_error("seed", "not an integer >= 0");
+      s.seed = *seed;
+    }
     s.targeting = j.value("targeting", std::string("random"));
     s.interval_s = j.value("interval_s", 0.0);
     s.time_limit_s = j.value("time_limit_s", 0.0);
@@ -187,9 +192,9 @@ Schedule schedule_from_json(const nlohmann::json& j, const std::string& source) 
     if (!e.is_object()) throw field_error(where, "not an object");
     ScheduleEntry entry;
     try {
-      if (!e.contains("at_ms") || !e["at_ms"].is_number_integer() || e["at_ms"].get<int64_t>() < 0)
-        throw field_error(where + ".at_ms", "missing or not an integer >= 0");
-      entry.at_ms = e["at_ms"].get<int64_t>();
+      const std::optional<int64_t> at_ms = e.contains("at_ms") ? json_integer<int64_t>(e["at_ms"]) : std::nullopt;
+      if (!at_ms || *at_ms < 0) throw field_error(where + ".at_ms", "missing or not an integer >= 0");
+      entry.at_ms = *at_ms;
       if (!e.contains("nemesis") || !e["nemesis"].is_string() || e["nemesis"].get<std::string>().empty())
         throw field_error(where + ".nemesis", "missing or not a nemesis name");
       entry.nemesis_name = e["nemesis"].get<std::string>();
@@ -204,10 +209,10 @@ Schedule schedule_from_json(const nlohmann::json& j, const std::string& source) 
         if (!entry.fault.targets.is_array()) throw field_error(where + ".targets", "not an array");
         entry.fault.detail = e.value("detail", nlohmann::json::object());
         if (!entry.fault.detail.is_object()) throw field_error(where + ".detail", "not an object");
-        if (!e.contains("duration_ms") || !e["duration_ms"].is_number_integer() ||
-            e["duration_ms"].get<int64_t>() < 0)
-          throw field_error(where + ".duration_ms", "missing or not an integer >= 0");
-        entry.fault.duration_ms = e["duration_ms"].get<int64_t>();
+        const std::optional<int64_t> duration =
+            e.contains("duration_ms") ? json_integer<int64_t>(e["duration_ms"]) : std::nullopt;
+        if (!duration || *duration < 0) throw field_error(where + ".duration_ms", "missing or not an integer >= 0");
+        entry.fault.duration_ms = *duration;
         entry.fault.stop_f = e.value("stop_f", std::string());
       }
     } catch (const nlohmann::json::exception& ex) {

@@ -7,6 +7,7 @@
 #include <set>
 #include <sstream>
 
+#include "core/json_int.h"
 #include "harness/cli.h"
 #include "harness/matrix.h"
 
@@ -74,6 +75,30 @@ TEST(ConfigFieldsTest, FuzzAnIntegerFieldOutOfItsRangeOrAFloatIsRefused) {
   EXPECT_NO_THROW(from_json({{"ttl_ms", 2000}, {"seed", uint64_t{18446744073709551615u}}}, c));
   EXPECT_EQ(c.ttl_ms, 2000);
   EXPECT_EQ(c.seed, 18446744073709551615u);
+}
+
+// The one reader of integers from untrusted JSON (core/json_int.h): an integer that fits T, nothing else.
+TEST(JsonIntegerTest, TakesOnlyAnIntegerThatFitsTheType) {
+  using nlohmann::json;
+  EXPECT_EQ(json_integer<int>(json(42)), 42);
+  EXPECT_EQ(json_integer<int>(json(-7)), -7);
+  EXPECT_EQ(json_integer<int>(json(2147483647)), 2147483647);
+  EXPECT_FALSE(json_integer<int>(json(int64_t{2147483648})));
+  EXPECT_FALSE(json_integer<int>(json(int64_t{-2147483649})));
+  EXPECT_FALSE(json_integer<int>(json(1.5)));
+  EXPECT_FALSE(json_integer<int>(json(2.0)));  // a float, even a whole one: the writer meant something else
+  EXPECT_FALSE(json_integer<int>(json("3")));
+  EXPECT_FALSE(json_integer<int>(json(true)));
+  EXPECT_FALSE(json_integer<int>(json(nullptr)));
+  EXPECT_FALSE(json_integer<int64_t>(json::parse("9223372036854775808")));  // kept as unsigned by nlohmann
+  EXPECT_EQ(json_integer<int64_t>(json::parse("9223372036854775807")), INT64_MAX);
+  EXPECT_EQ(json_integer<int64_t>(json::parse("-9223372036854775808")), INT64_MIN);
+  EXPECT_FALSE(json_integer<int64_t>(json::parse("3.9e19")));
+  EXPECT_FALSE(json_integer<uint64_t>(json(-1)));
+  EXPECT_EQ(json_integer<uint64_t>(json::parse("18446744073709551615")), UINT64_MAX);
+  EXPECT_FALSE(json_integer<size_t>(json::parse("-118446744073709551616")));  // a double to nlohmann
+  EXPECT_FALSE(json_integer<uint16_t>(json(65536)));
+  EXPECT_EQ(json_integer<uint16_t>(json(65535)), 65535);
 }
 
 TEST(ConfigFieldsTest, EveryFlagIsInRunHelpAndParsesFromText) {

@@ -392,6 +392,19 @@ TEST(ReproduceScheduleTest, MalformedSchedulesNameTheField) {
                 .find("'pause' is not in the schedule's \"nemesis\" list"),
             std::string::npos);
   EXPECT_NE(error_of({{"targeting", "everyone"}, {"plan", json::array()}}).find("targeting"), std::string::npos);
+  // Integers: a seed that is not one was ignored in silence (the run took another seed), an at_ms or duration_ms
+  // above INT64_MAX was wrapped to a negative number.
+  EXPECT_NE(error_of({{"seed", -3}, {"plan", json::array()}}).find("s.json: seed: not an integer >= 0"),
+            std::string::npos);
+  EXPECT_NE(error_of({{"seed", "7"}, {"plan", json::array()}}).find("seed"), std::string::npos);
+  EXPECT_NE(error_of(json::parse(R"({"plan": [{"at_ms": 9223372036854775808, "nemesis": "kill", "phase": "start",
+                                             "f": "kill", "duration_ms": 5}]})"))
+                .find("plan[0].at_ms"),
+            std::string::npos);
+  EXPECT_NE(error_of({{"plan", {{{"at_ms", 5}, {"nemesis", "kill"}, {"phase", "start"}, {"f", "kill"},
+                                 {"duration_ms", 2.5}}}}})
+                .find("plan[0].duration_ms"),
+            std::string::npos);
   Schedule s = pauses(1);
   try {
     check_schedule_nemeses(s, {"kill"}, "--schedule");

@@ -402,5 +402,20 @@ TEST(TrendCommandTest, MergeWithHistoryComparesOnlyEarlierNights) {
       << out;
 }
 
+// A shard's jobs.jsonl from another machine: a seed or exit code that is not an integer of its type was taken
+// as another number (get<uint64_t>() of -1 wraps to 18446744073709551615; get<int>() truncates 2.5).
+TEST(TrendCommandTest, MergeRefusesAJobRecordWhoseIntegersAreNot) {
+  for (const char* bad : {R"("seed":-1,"exit_code":0)", R"("seed":1,"exit_code":2.5)",
+                          R"("seed":1,"exit_code":4294967296)"}) {
+    TempDir tmp;
+    write_recorded_shard(tmp.file("shard"), "2026-12-03T03:00:00Z", 0);
+    std::ofstream(tmp.file("shard") + "/jobs.jsonl", std::ios::app)
+        << "{\"entry\":\"e\"," << bad << R"(,"seconds":1.0,"run_dir":""})" << "\n";
+    std::string err;
+    EXPECT_EQ(run_cli({"merge", tmp.file("shard"), "--results", tmp.file("m")}, nullptr, &err), kExitUsage) << bad;
+    EXPECT_NE(err.find("jobs.jsonl:5: not a run record"), std::string::npos) << bad << ": " << err;
+  }
+}
+
 }  // namespace
 }  // namespace lockcheck
