@@ -8,6 +8,7 @@
 #include <simdjson.h>
 
 #include "core/huge_pages.h"
+#include "core/json_int.h"
 
 namespace lockcheck {
 
@@ -477,8 +478,10 @@ History import_porcupine(const std::string& text, const std::string& name) {
     const json& o = arr[i];
     const std::string where = name + ": operation " + std::to_string(i) + ": ";
     auto need_int = [&](const json& v, const char* what) {
-      if (!v.is_number_integer()) throw HistoryError(where + what + " must be an integer");
-      return v.get<int64_t>();
+      // Not get<int64_t>() alone: an integer above INT64_MAX is unsigned to nlohmann and would wrap to a negative.
+      const std::optional<int64_t> x = json_integer<int64_t>(v);
+      if (!x) throw HistoryError(where + what + " must be an integer" + (v.is_number_integer() ? " in int64 range" : ""));
+      return *x;
     };
     auto need_optional_int = [&](const json& v, const char* what) {
       const int64_t x = need_int(v, what);

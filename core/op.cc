@@ -5,6 +5,7 @@
 #include <unordered_map>
 
 #include "core/huge_pages.h"
+#include "core/json_int.h"
 
 namespace lockcheck {
 
@@ -141,9 +142,9 @@ const nlohmann::json& field(const nlohmann::json& j, const char* name) {
 }
 
 int64_t int_field(const nlohmann::json& j, const char* name) {
-  const auto& v = field(j, name);
-  if (!v.is_number_integer()) throw std::invalid_argument(std::string("field \"") + name + "\" must be an integer");
-  return v.get<int64_t>();
+  const std::optional<int64_t> v = json_integer<int64_t>(field(j, name));
+  if (!v) throw std::invalid_argument(std::string("field \"") + name + "\" must be an integer in int64 range");
+  return *v;
 }
 
 std::string string_field(const nlohmann::json& j, const char* name) {
@@ -155,8 +156,9 @@ std::string string_field(const nlohmann::json& j, const char* name) {
 std::optional<int64_t> optional_int(const nlohmann::json& j, const char* name) {
   auto it = j.find(name);
   if (it == j.end() || it->is_null()) return std::nullopt;
-  if (!it->is_number_integer()) throw std::invalid_argument(std::string("field \"") + name + "\" must be an integer");
-  const int64_t v = it->get<int64_t>();
+  const std::optional<int64_t> x = json_integer<int64_t>(*it);
+  if (!x) throw std::invalid_argument(std::string("field \"") + name + "\" must be an integer in int64 range");
+  const int64_t v = *x;
   if (v == OptionalInt::kAbsent) throw std::invalid_argument(std::string("field \"") + name + "\" is out of range");
   return v;
 }
@@ -170,8 +172,8 @@ void from_json(const nlohmann::json& j, Op& op) {
   const auto& p = field(j, "process");
   if (p.is_string() && p.get<std::string>() == "nemesis") {
     op.process = kNemesis;
-  } else if (p.is_number_integer() && p.get<int64_t>() >= 0) {
-    op.process = static_cast<Process>(p.get<int64_t>());
+  } else if (const std::optional<Process> x = json_integer<Process>(p); x && *x >= 0) {
+    op.process = *x;
   } else {
     throw std::invalid_argument("field \"process\" must be a non-negative integer or \"nemesis\"");
   }

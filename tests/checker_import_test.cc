@@ -137,7 +137,15 @@ TEST(ImportPorcupine, RejectsMalformedOperations) {
   EXPECT_THROW(import_porcupine("[{\"client_id\":1,\"input\":{\"f\":\"acquire\"},\"call\":5,\"return\":3}]", "p.json"),
                HistoryError);
   EXPECT_THROW(import_porcupine("[{\"client_id\":1,\"input\":{\"f\":\"grab\"},\"call\":5,\"return\":6}]", "p.json"),
-               HistoryError);
+               HistoryError);  // A time above INT64_MAX is unsigned to nlohmann: read with get<int64_t>() it wrapped to a negative time.
+  try {
+    import_porcupine("[{\"client_id\":1,\"input\":{\"f\":\"acquire\"},\"call\":18446744073709551615,"
+                     "\"return\":6}]",
+                     "p.json");
+    ADD_FAILURE() << "imported";
+  } catch (const HistoryError& e) {
+    EXPECT_NE(std::string(e.what()).find("call must be an integer in int64 range"), std::string::npos) << e.what();
+  }
 }
 
 // Fuzzing (fuzz/import_edn.cc) found an EDN history whose keyword held a byte that is not UTF-8: it was imported,
