@@ -505,8 +505,11 @@ History import_porcupine(const std::string& text, const std::string& name) {
     Op done = inv;
     done.token.reset();
     done.value = nullptr;
-    const std::string type = out.value("type", std::string("ok"));
-    const auto t = op_type_from_string(type);
+    // Not out.value("type", "ok"): that throws nlohmann's type_error for a type that is not a string (fuzzing).
+    const auto type_it = out.find("type");
+    const bool type_given = type_it != out.end();
+    if (type_given && !type_it->is_string()) throw HistoryError(where + "output.type must be ok, fail or info");
+    const auto t = op_type_from_string(type_given ? type_it->get<std::string>() : std::string("ok"));
     if (!t || *t == OpType::kInvoke) throw HistoryError(where + "output.type must be ok, fail or info");
     done.type = *t;
     done.time_ns = need_int(o.value("return", json()), "return");

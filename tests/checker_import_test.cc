@@ -166,6 +166,18 @@ TEST(ImportPorcupine, FuzzNumberOverflowIsAHistoryError) {
   EXPECT_THROW(import_porcupine("[{\"client_id\":1,\"call\":1e400}]", "p.json"), HistoryError);
 }
 
+// Fuzzing (fuzz/import_porcupine.cc) found an operation whose output.type was a number: out.value("type", "ok")
+// threw nlohmann's type_error (exit 3 from `check --format porcupine`). A HistoryError naming the operation.
+TEST(ImportPorcupine, FuzzAnOutputTypeThatIsNotAStringIsAHistoryError) {
+  try {
+    import_porcupine(R"([{"client_id":0,"input":{"f":"acquire","key":"k"},"call":1,"return":2,"output":{"type":887}}])",
+                     "p.json");
+    ADD_FAILURE() << "imported";
+  } catch (const HistoryError& e) {
+    EXPECT_STREQ(e.what(), "p.json: operation 0: output.type must be ok, fail or info");
+  }
+}
+
 // The mutex verdict survives both round trips, on generated histories with info ops, crashed clients and
 // injected double grants, with and without retirement after info.
 TEST(ImportRoundTrip, MutexVerdictIsUnchanged) {
