@@ -21,6 +21,7 @@ namespace u = nemesis_util;
 class ClientCrash : public Nemesis {
  public:
   std::string name() const override { return "client-crash"; }
+  std::vector<DetailField> detail_fields() const override { return {{"point", DetailType::kString}}; }
 
   bool select_mode(const std::string& mode) override {
     const auto& points = crash_points();

@@ -21,6 +21,9 @@ namespace u = nemesis_util;
 class ClientPause : public Nemesis {
  public:
   std::string name() const override { return "client-pause"; }
+  std::vector<DetailField> detail_fields() const override {
+    return {{"pause_ms", DetailType::kNonNegative}, {"any_slot_after_ms", DetailType::kNonNegative}};
+  }
 
   FaultPlan plan(const PlanContext& ctx, std::mt19937_64& rng) const override {
     FaultPlan p;

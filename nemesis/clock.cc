@@ -44,6 +44,12 @@ class Clock : public Nemesis {
   ~Clock() override { stop_strobe(); }
 
   std::string name() const override { return "clock"; }
+  std::vector<DetailField> detail_fields() const override {
+    return {{"delta_ms", DetailType::kInteger},
+            {"rate_ppm", DetailType::kInteger},
+            {"drawn", DetailType::kBool},
+            {"period_ms", DetailType::kNonNegative}};
+  }
 
   bool select_mode(const std::string& mode) override {
     if (mode != "drift" &&

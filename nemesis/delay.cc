@@ -43,6 +43,9 @@ json links_of(const PlanContext& ctx, const std::string& mode, const std::string
 class Delay : public Nemesis {
  public:
   std::string name() const override { return "delay"; }
+  std::vector<DetailField> detail_fields() const override {
+    return {{"delay_ms", DetailType::kNonNegative}, {"jitter_ms", DetailType::kNonNegative}, {"links", DetailType::kLinks}};
+  }
 
   bool select_mode(const std::string& mode) override {
     if (std::find(delay_modes().begin(), delay_modes().end(), mode) == delay_modes().end()) return false;

@@ -166,6 +166,12 @@ std::vector<size_t> cut_order(const Cluster& c, size_t master, const nlohmann::j
 class Failover : public Nemesis {
  public:
   std::string name() const override { return "failover"; }
+  std::vector<DetailField> detail_fields() const override {
+    return {{"wait_ms", DetailType::kNonNegative},
+            {"master", DetailType::kString},
+            {"replicas", DetailType::kStrings},
+            {"cut_at_release", DetailType::kBool}};
+  }
 
   bool select_mode(const std::string& mode) override {
     const std::string m = mode == "partition" ? "split-brain" : mode;  // the mode's former name

@@ -83,6 +83,25 @@ struct FaultPlan {
   std::string stop_f;                                // e.g. "heal", "restart", "clock-reset"
 };
 
+// A field of a fault's detail that its nemesis reads when it applies (or aims) the fault, and the JSON type it
+// must have. A schedule.json replayed with --schedule (rerun, reproduce; a user may edit one) is checked against
+// them before the run starts (check_schedule_nemeses): a wrong type is exit 2 naming the step and the field, not a
+// fault that fails, or applies another value, in the middle of the run. The fields any fault may carry (mode,
+// step, aimed, not_aimed_because, aimed_at) are checked for every nemesis; fields only recorded (what a fault did)
+// need no entry.
+enum class DetailType {
+  kInteger,      // an integer in int64 range
+  kNonNegative,  // an integer >= 0 (a duration in ms)
+  kString,
+  kBool,
+  kLinks,        // an array of [from, to] pairs of names
+  kStrings,      // an array of names
+};
+struct DetailField {
+  const char* name;
+  DetailType type;
+};
+
 class Nemesis {
  public:
   virtual ~Nemesis() = default;
@@ -103,6 +122,8 @@ class Nemesis {
   // holder's release where the fault's timing depends on it (failover on Redis Cluster, at most a hold plus
   // two op timeouts); the default keeps the plan.
   virtual void aim(NemesisEnv& env, FaultPlan& plan) const { (void)env, (void)plan; }
+  // The detail fields invoke and aim read, beyond the common ones (see DetailField).
+  virtual std::vector<DetailField> detail_fields() const { return {}; }
   // Restricts plan() to one of this nemesis's modes ("partition:client-split"). False for an unknown mode.
   virtual bool select_mode(const std::string& mode) {
     (void)mode;

@@ -174,6 +174,7 @@ json targets_of(const Grudge& g) {
 class Partition : public Nemesis {
  public:
   std::string name() const override { return "partition"; }
+  std::vector<DetailField> detail_fields() const override { return {{"links", DetailType::kLinks}}; }
 
   bool select_mode(const std::string& mode) override {
     if (std::find(partition_modes().begin(), partition_modes().end(), mode) == partition_modes().end()) return false;

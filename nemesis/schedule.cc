@@ -159,6 +159,11 @@ void renumber_schedule(std::vector<ScheduleEntry>& plan) {
   }
 }
 
+// An array of names (targets, a partition link's ends).
+bool is_names(const nlohmann::json& v) {
+  return v.is_array() && std::all_of(v.begin(), v.end(), [](const nlohmann::json& e) { return e.is_string(); });
+}
+
 }  // namespace
 
 Schedule schedule_from_json(const nlohmann::json& j, const std::string& source) {
@@ -206,7 +211,7 @@ Schedule schedule_from_json(const nlohmann::json& j, const std::string& source) 
       entry.fault.f = e["f"].get<std::string>();
       if (entry.phase == Phase::kStart) {
         entry.fault.targets = e.value("targets", nlohmann::json::array());
-        if (!entry.fault.targets.is_array()) throw field_error(where + ".targets", "not an array");
+        if (!is_names(entry.fault.targets)) throw field_error(where + ".targets", "not an array of names");
         entry.fault.detail = e.value("detail", nlohmann::json::object());
         if (!entry.fault.detail.is_object()) throw field_error(where + ".detail", "not an object");
         const std::optional<int64_t> duration =
@@ -248,13 +253,79 @@ Schedule read_schedule_file(const std::string& path) {
   return schedule_from_json(read_json_file(path), path);
 }
 
+namespace {
+
+// What a detail value of type t must be, or nullptr when v is one.
+const char* detail_type_error(const nlohmann::json& v, DetailType t) {
+  switch (t) {
+    case DetailType::kInteger: return json_integer<int64_t>(v) ? nullptr : "an integer";
+    case DetailType::kNonNegative: {
+      const std::optional<int64_t> x = json_integer<int64_t>(v);
+      return x && *x >= 0 ? nullptr : "an integer >= 0";
+    }
+    case DetailType::kString: return v.is_string() ? nullptr : "a string";
+    case DetailType::kBool: return v.is_boolean() ? nullptr : "true or false";
+    case DetailType::kStrings: return is_names(v) ? nullptr : "an array of names";
+    case DetailType::kLinks:
+      if (v.is_array() &&
+          std::all_of(v.begin(), v.end(), [](const nlohmann::json& l) { return is_names(l) && l.size() == 2; })) {
+        return nullptr;
+      }
+      return "an array of [from, to] pairs of names";
+  }
+  return "of a known type";
+}
+
+// The fields any fault's detail may hold (the driver's, the aiming's), with their types.
+const std::vector<DetailField>& common_detail_fields() {
+  static const std::vector<DetailField> kCommon = {{"mode", DetailType::kString},
+                                                   {"step", DetailType::kNonNegative},
+                                                   {"aimed", DetailType::kBool},
+                                                   {"not_aimed_because", DetailType::kString}};
+  return kCommon;
+}
+
+}  // namespace
+
+std::string fault_detail_error(const Nemesis& n, const nlohmann::json& detail) {
+  if (!detail.is_object()) return "detail must be an object";
+  auto check = [&](const std::vector<DetailField>& fields) -> std::string {
+    for (const DetailField& f : fields) {
+      auto it = detail.find(f.name);
+      if (it == detail.end()) continue;
+      if (const char* want = detail_type_error(*it, f.type)) return std::string("detail.") + f.name + " must be " + want;
+    }
+    return "";
+  };
+  if (std::string e = check(common_detail_fields()); !e.empty()) return e;
+  if (auto at = detail.find("aimed_at"); at != detail.end()) {
+    if (!at->is_object()) return "detail.aimed_at must be an object";
+    for (const char* k : {"key", "redis_key"}) {
+      if (at->contains(k) && !(*at)[k].is_string()) return std::string("detail.aimed_at.") + k + " must be a string";
+    }
+  }
+  return check(n.detail_fields());
+}
+
 void check_schedule_nemeses(const Schedule& s, const std::vector<std::string>& run_nemesis, const std::string& flag) {
+  std::map<std::string, std::unique_ptr<Nemesis>> made;
   for (const auto& e : s.plan) {
     if (std::find(run_nemesis.begin(), run_nemesis.end(), e.nemesis_name) == run_nemesis.end()) {
       std::string list;
       for (const auto& n : run_nemesis) list += (list.empty() ? "" : ",") + n;
       throw ConfigError(flag + ": step " + std::to_string(e.step) + " is a fault of nemesis '" + e.nemesis_name +
                         "', which the run does not have (--nemesis " + (list.empty() ? "none" : list) + ")");
+    }
+    if (e.phase != Phase::kStart) continue;
+    auto it = made.find(e.nemesis_name);
+    if (it == made.end()) it = made.emplace(e.nemesis_name, make_nemesis(e.nemesis_name)).first;
+    if (!it->second) {
+      throw ConfigError(flag + ": step " + std::to_string(e.step) + ": '" + e.nemesis_name + "' is not a nemesis");
+    }
+    const std::string why = fault_detail_error(*it->second, e.fault.detail);
+    if (!why.empty()) {
+      throw ConfigError(flag + ": step " + std::to_string(e.step) + " (" + e.nemesis_name + " " + e.fault.f + "): " +
+                        why);
     }
   }
 }

@@ -79,7 +79,10 @@ Schedule schedule_from_json(const nlohmann::json& j, const std::string& source);
 // Reads and parses a schedule.json file (ConfigError naming the file when it cannot be read).
 Schedule read_schedule_file(const std::string& path);
 
-// Checks that every nemesis the schedule names is in the run's nemesis list (ConfigError naming `flag`).
+// Why a fault's detail cannot be applied by n (a field of the wrong type), or "" when it can.
+std::string fault_detail_error(const Nemesis& n, const nlohmann::json& detail);
+// Checks that every nemesis the schedule names is in the run's nemesis list, and that every fault's detail has
+// the types its nemesis reads (DetailField): ConfigError naming `flag`, the step and the field.
 void check_schedule_nemeses(const Schedule& s, const std::vector<std::string>& run_nemesis, const std::string& flag);
 
 // The faults of a schedule: the indices of its start entries, in time order.

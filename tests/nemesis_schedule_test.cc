@@ -93,6 +93,55 @@ TEST(NemesisContractTest, EveryRegisteredNemesisPlansFaultsEachWithItsStop) {
   }
 }
 
+// Every registered nemesis's detail fields (DetailField) against what it plans: every planned fault passes the
+// replay's check (so a run's own schedule.json always replays), and each declared field, and each common one,
+// given a value of another type is refused naming the field (so an edited schedule.json is exit 2 before the run,
+// not a fault that fails in its middle).
+TEST(NemesisContractTest, EveryPlannedDetailPassesTheReplayCheckAndAWrongTypeIsNamed) {
+  const json wrong_for[] = {"x", -1, 1.5, true, json::array({1, 2}), json::object()};
+  for (const auto& info : nemesis_registry()) {
+    SCOPED_TRACE(info.name);
+    auto made = make_nemesis(info.name);
+    ASSERT_TRUE(made);
+    for (Topology topology : {Topology::kIndependent, Topology::kReplicated}) {
+      for (uint64_t seed = 1; seed <= 8; ++seed) {
+        RunConfig c = config({info.name}, seed);
+        c.topology = topology;
+        const Schedule s = schedule_from_json(plan_json(c), "plan");
+        EXPECT_NO_THROW(check_schedule_nemeses(s, c.nemesis, "--schedule")) << seed;
+      }
+    }
+    RunConfig c = config({info.name});
+    if (std::string(info.name) == "failover") c.topology = Topology::kReplicated;
+    const Schedule s = schedule_from_json(plan_json(c), "plan");
+    ASSERT_FALSE(s.plan.empty());
+    ASSERT_EQ(s.plan[0].phase, Phase::kStart);
+    std::vector<DetailField> fields = made->detail_fields();
+    fields.push_back({"mode", DetailType::kString});
+    fields.push_back({"step", DetailType::kNonNegative});
+    fields.push_back({"aimed", DetailType::kBool});
+    for (const DetailField& f : fields) {
+      int refused = 0;
+      for (const json& bad : wrong_for) {
+        Schedule edited = s;
+        edited.plan[0].fault.detail[f.name] = bad;
+        if (fault_detail_error(*made, edited.plan[0].fault.detail).empty()) continue;  // bad is of the right type
+        ++refused;
+        try {
+          check_schedule_nemeses(edited, c.nemesis, "--schedule");
+          ADD_FAILURE() << f.name << " = " << bad.dump() << " passed";
+        } catch (const ConfigError& e) {
+          EXPECT_NE(std::string(e.what()).find("--schedule: step 0 (" + std::string(info.name)), std::string::npos)
+              << e.what();
+          EXPECT_NE(std::string(e.what()).find(std::string("detail.") + f.name + " must be"), std::string::npos)
+              << e.what();
+        }
+      }
+      EXPECT_GE(refused, 4) << f.name << ": most values of other types are refused";
+    }
+  }
+}
+
 TEST(NemesisScheduleTest, SameSeedSameSchedule) {
   EXPECT_EQ(plan_json(config(kAll, 7)), plan_json(config(kAll, 7)));
   EXPECT_NE(plan_json(config(kAll, 7))["plan"], plan_json(config(kAll, 8))["plan"]);

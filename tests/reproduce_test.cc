@@ -405,6 +405,11 @@ TEST(ReproduceScheduleTest, MalformedSchedulesNameTheField) {
                                  {"duration_ms", 2.5}}}}})
                 .find("plan[0].duration_ms"),
             std::string::npos);
+  // Targets are names: a number among them was dropped in silence when the fault was applied.
+  EXPECT_NE(error_of({{"plan", {{{"at_ms", 5}, {"nemesis", "kill"}, {"phase", "start"}, {"f", "kill"},
+                                 {"duration_ms", 5}, {"targets", {"n1", 2}}}}}})
+                .find("s.json: plan[0].targets: not an array of names"),
+            std::string::npos);
   Schedule s = pauses(1);
   try {
     check_schedule_nemeses(s, {"kill"}, "--schedule");
