@@ -480,7 +480,9 @@ History import_porcupine(const std::string& text, const std::string& name) {
     auto need_int = [&](const json& v, const char* what) {
       // Not get<int64_t>() alone: an integer above INT64_MAX is unsigned to nlohmann and would wrap to a negative.
       const std::optional<int64_t> x = json_integer<int64_t>(v);
-      if (!x) throw HistoryError(where + what + " must be an integer" + (v.is_number_integer() ? " in int64 range" : ""));
+      if (!x) {
+        throw HistoryError(where + what + " must be an integer" + (v.is_number_integer() ? " in int64 range" : ""));
+      }
       return *x;
     };
     auto need_optional_int = [&](const json& v, const char* what) {

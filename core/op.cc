@@ -156,9 +156,7 @@ std::string string_field(const nlohmann::json& j, const char* name) {
 std::optional<int64_t> optional_int(const nlohmann::json& j, const char* name) {
   auto it = j.find(name);
   if (it == j.end() || it->is_null()) return std::nullopt;
-  const std::optional<int64_t> x = json_integer<int64_t>(*it);
-  if (!x) throw std::invalid_argument(std::string("field \"") + name + "\" must be an integer in int64 range");
-  const int64_t v = *x;
+  const int64_t v = int_field(j, name);
   if (v == OptionalInt::kAbsent) throw std::invalid_argument(std::string("field \"") + name + "\" is out of range");
   return v;
 }

@@ -88,8 +88,8 @@ void on_timer(evutil_socket_t, short, void*) {}  // only wakes the loop
 //    reply and re-added by hiredis, one epoll_ctl per reply (measured with strace: a third of the client's system
 //    calls);
 //  - the write event is armed lazily: hiredis asks for it when it queues a request (addWrite) and gives it up when
-//    the write is done (delWrite). Asking only records the wish; NodeFanout::arm_writes adds the event just before
-//    the loop waits, so a request that flush() writes at once never touches epoll. A partial write, or a
+//    the write is done (delWrite). Asking only records the wish; arm_write (from NodeFanout::wait) adds the event just
+//    before the loop waits, so a request that flush() writes at once never touches epoll. A partial write, or a
 //    connection still being made, keeps the wish and gets the event.
 // Every epoll_ctl happens when libevent is asked (no EVENT_BASE_FLAG_EPOLL_USE_CHANGELIST): hiredis runs the
 // cleanup hook and then closes the socket, so the events must leave epoll before the close. With the change list

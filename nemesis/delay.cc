@@ -44,7 +44,9 @@ class Delay : public Nemesis {
  public:
   std::string name() const override { return "delay"; }
   std::vector<DetailField> detail_fields() const override {
-    return {{"delay_ms", DetailType::kNonNegative}, {"jitter_ms", DetailType::kNonNegative}, {"links", DetailType::kLinks}};
+    return {{"delay_ms", DetailType::kNonNegative},
+            {"jitter_ms", DetailType::kNonNegative},
+            {"links", DetailType::kLinks}};
   }
 
   bool select_mode(const std::string& mode) override {

@@ -159,6 +159,12 @@ void renumber_schedule(std::vector<ScheduleEntry>& plan) {
   }
 }
 
+// An integer from 0 to INT64_MAX (a time or a duration in ms), or nullopt.
+std::optional<int64_t> non_negative(const nlohmann::json& v) {
+  const std::optional<int64_t> x = json_integer<int64_t>(v);
+  return x && *x >= 0 ? x : std::nullopt;
+}
+
 // An array of names (targets, a partition link's ends).
 bool is_names(const nlohmann::json& v) {
   return v.is_array() && std::all_of(v.begin(), v.end(), [](const nlohmann::json& e) { return e.is_string(); });
@@ -197,8 +203,8 @@ Schedule schedule_from_json(const nlohmann::json& j, const std::string& source) 
     if (!e.is_object()) throw field_error(where, "not an object");
     ScheduleEntry entry;
     try {
-      const std::optional<int64_t> at_ms = e.contains("at_ms") ? json_integer<int64_t>(e["at_ms"]) : std::nullopt;
-      if (!at_ms || *at_ms < 0) throw field_error(where + ".at_ms", "missing or not an integer >= 0");
+      const std::optional<int64_t> at_ms = e.contains("at_ms") ? non_negative(e["at_ms"]) : std::nullopt;
+      if (!at_ms) throw field_error(where + ".at_ms", "missing or not an integer >= 0");
       entry.at_ms = *at_ms;
       if (!e.contains("nemesis") || !e["nemesis"].is_string() || e["nemesis"].get<std::string>().empty())
         throw field_error(where + ".nemesis", "missing or not a nemesis name");
@@ -215,8 +221,8 @@ Schedule schedule_from_json(const nlohmann::json& j, const std::string& source) 
         entry.fault.detail = e.value("detail", nlohmann::json::object());
         if (!entry.fault.detail.is_object()) throw field_error(where + ".detail", "not an object");
         const std::optional<int64_t> duration =
-            e.contains("duration_ms") ? json_integer<int64_t>(e["duration_ms"]) : std::nullopt;
-        if (!duration || *duration < 0) throw field_error(where + ".duration_ms", "missing or not an integer >= 0");
+            e.contains("duration_ms") ? non_negative(e["duration_ms"]) : std::nullopt;
+        if (!duration) throw field_error(where + ".duration_ms", "missing or not an integer >= 0");
         entry.fault.duration_ms = *duration;
         entry.fault.stop_f = e.value("stop_f", std::string());
       }
@@ -259,10 +265,7 @@ namespace {
 const char* detail_type_error(const nlohmann::json& v, DetailType t) {
   switch (t) {
     case DetailType::kInteger: return json_integer<int64_t>(v) ? nullptr : "an integer";
-    case DetailType::kNonNegative: {
-      const std::optional<int64_t> x = json_integer<int64_t>(v);
-      return x && *x >= 0 ? nullptr : "an integer >= 0";
-    }
+    case DetailType::kNonNegative: return non_negative(v) ? nullptr : "an integer >= 0";
     case DetailType::kString: return v.is_string() ? nullptr : "a string";
     case DetailType::kBool: return v.is_boolean() ? nullptr : "true or false";
     case DetailType::kStrings: return is_names(v) ? nullptr : "an array of names";
@@ -293,7 +296,9 @@ std::string fault_detail_error(const Nemesis& n, const nlohmann::json& detail) {
     for (const DetailField& f : fields) {
       auto it = detail.find(f.name);
       if (it == detail.end()) continue;
-      if (const char* want = detail_type_error(*it, f.type)) return std::string("detail.") + f.name + " must be " + want;
+      if (const char* want = detail_type_error(*it, f.type)) {
+        return std::string("detail.") + f.name + " must be " + want;
+      }
     }
     return "";
   };

@@ -137,7 +137,8 @@ TEST(ImportPorcupine, RejectsMalformedOperations) {
   EXPECT_THROW(import_porcupine("[{\"client_id\":1,\"input\":{\"f\":\"acquire\"},\"call\":5,\"return\":3}]", "p.json"),
                HistoryError);
   EXPECT_THROW(import_porcupine("[{\"client_id\":1,\"input\":{\"f\":\"grab\"},\"call\":5,\"return\":6}]", "p.json"),
-               HistoryError);  // A time above INT64_MAX is unsigned to nlohmann: read with get<int64_t>() it wrapped to a negative time.
+               HistoryError);
+  // A time above INT64_MAX is unsigned to nlohmann: read with get<int64_t>() it wrapped to a negative time.
   try {
     import_porcupine("[{\"client_id\":1,\"input\":{\"f\":\"acquire\"},\"call\":18446744073709551615,"
                      "\"return\":6}]",
