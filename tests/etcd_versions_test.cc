@@ -9,7 +9,9 @@
 #include <gtest/gtest.h>
 #include <signal.h>
 
+#include <algorithm>
 #include <fstream>
+#include <functional>
 #include <sstream>
 #include <thread>
 
@@ -22,6 +24,7 @@
 #include "harness/runner.h"
 #include "locks/adapters.h"
 #include "nemesis/nemesis.h"
+#include "sys/process.h"
 #include "tests/support/etcd_remote_checks.h"
 #include "tests/support/etcd_test_cluster.h"
 #include "tests/support/lock_test_util.h"
@@ -253,31 +256,79 @@ TEST(EtcdVersions, LockRpcKeepsTheAdapterContract) {
   contract({{"client", "3.4"}, {"wait_ms", 500}, {"lock_rpc", true}});
 }
 
+// The keys under prefix in c, asked of its members with the machine's etcdctl (get --prefix --keys-only); nullopt
+// when etcdctl did not answer.
+std::optional<std::vector<std::string>> etcd_keys(const EtcdCluster& c, const std::string& prefix) {
+  std::string list;
+  for (const auto& n : c.nodes()) list += (list.empty() ? "" : ",") + n.endpoint.str();
+  const CommandResult r = run_command({"etcdctl", "--endpoints=" + list, "--dial-timeout=2000ms",
+                                       "--command-timeout=2000ms", "get", "--prefix", "--keys-only", prefix},
+                                      milliseconds(8000), {{"ETCDCTL_API", "3"}});
+  if (!r.ok()) return std::nullopt;
+  std::vector<std::string> keys;
+  std::istringstream in(r.out);
+  for (std::string line; std::getline(in, line);)
+    if (!line.empty()) keys.push_back(line);
+  return keys;
+}
+
+// Asks the keys under prefix until done(keys) holds (true) or timeout passes (false).
+bool wait_for_keys(const EtcdCluster& c, const std::string& prefix, milliseconds timeout,
+                   const std::function<bool(const std::vector<std::string>&)>& done) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  do {
+    if (const auto keys = etcd_keys(c, prefix); keys && done(*keys)) return true;
+    std::this_thread::sleep_for(milliseconds(100));
+  } while (std::chrono::steady_clock::now() < deadline);
+  return false;
+}
+
 // The seed's waiter, step by step: a holds the lock; b waits for it; b's client is stopped (SIGSTOP) until its
 // lease has expired and the server has deleted b's key; a releases; c takes the lock; b resumes. Whether b is
 // then told it holds the lock is the answer of the Mutex code that waited: the server's (the Lock RPC, run by
 // the server on the client's lease) says yes on 3.4.3 and, measured here, still on Debian's 3.4.23; the 3.4
 // client's own Mutex says yes on any server; the 3.5 client's reads its key after the wait and says no. Every
 // client answers as its library did (trust_wait).
+//
+// Each step waits for what the server shows, not for a fixed time, so that a loaded machine (the CI runs the
+// etcd, ZooKeeper, Docker and SSH tests side by side) changes only how long it takes: b is stopped once its key
+// is in etcd, a releases once b's key is gone. Only b's lease is short (2 s, the server's minimum with the default
+// election timeout); a's and c's are 10 s, so a keep-alive delayed by the load cannot end them (a 2 s lease for a
+// did, once, in CI: a's release found its key gone). b waits up to 60 s, more than every bound here together.
 bool waiter_told_it_holds(const std::string& etcd, const std::string& etcdctl, nlohmann::json opts) {
-  opts["wait_ms"] = 9000;
+  opts["wait_ms"] = 60000;
   opts["trust_wait"] = true;
   EtcdTestCluster c(5, true, etcd, etcdctl);
-  auto options = [&](const std::string& slot) { return c.adapter_options(opts, slot, false, 20000); };
+  auto options = [&](const std::string& slot) { return c.adapter_options(opts, slot, false, 75000); };
   auto a = make_lock("etcd", options("c0"));
   auto b = make_lock("etcd", options("c1"));
   auto w = make_lock("etcd", options("c2"));
-  const milliseconds ttl(2000);  // the lease: 2 s (the server's minimum with the default election timeout)
-  EXPECT_EQ(a->acquire("k", ttl).outcome, OpType::kOk);
+  const milliseconds held_ttl(10000), waiter_ttl(2000);
+  const LockResult first = a->acquire("k", held_ttl);
+  EXPECT_EQ(first.outcome, OpType::kOk) << first.error;
+  std::vector<std::string> a_keys;
+  EXPECT_TRUE(wait_for_keys(*c.cluster, "k/", milliseconds(10000), [&](const auto& keys) {
+    a_keys = keys;
+    return keys.size() == 1;
+  })) << "a's lock key is not in etcd";
   LockResult waited;
-  std::thread waiter([&] { waited = b->acquire("k", ttl); });
-  std::this_thread::sleep_for(milliseconds(1500));  // b's client started, its key made, waiting
+  std::thread waiter([&] { waited = b->acquire("k", waiter_ttl); });
+  std::string b_key;
+  EXPECT_TRUE(wait_for_keys(*c.cluster, "k/", milliseconds(20000), [&](const auto& keys) {
+    for (const auto& k : keys)
+      if (std::find(a_keys.begin(), a_keys.end(), k) == a_keys.end()) b_key = k;
+    return !b_key.empty();
+  })) << "b's key never appeared: b is not waiting";
   const auto pid = b->os_pid();
   EXPECT_TRUE(pid.has_value());
   if (pid) ::kill(*pid, SIGSTOP);
-  std::this_thread::sleep_for(milliseconds(4500));  // b's lease (2 s) expires; the leader revokes it
-  EXPECT_EQ(a->release("k").outcome, OpType::kOk);
-  const LockResult taken = w->acquire("k", ttl);
+  // b's lease (2 s) is no longer renewed; the leader revokes it and deletes b's key.
+  EXPECT_TRUE(wait_for_keys(*c.cluster, "k/", milliseconds(30000), [&](const auto& keys) {
+    return std::find(keys.begin(), keys.end(), b_key) == keys.end();
+  })) << "b's key " << b_key << " outlived its lease";
+  const LockResult released = a->release("k");
+  EXPECT_EQ(released.outcome, OpType::kOk) << released.error;
+  const LockResult taken = w->acquire("k", held_ttl);
   EXPECT_EQ(taken.outcome, OpType::kOk) << taken.error;
   if (pid) ::kill(*pid, SIGCONT);
   waiter.join();
