@@ -5,7 +5,6 @@
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
-#include <signal.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -79,9 +78,8 @@ LocalCluster::LocalCluster(LocalClusterOptions opts) : opts_(std::move(opts)) {
     nodes_.push_back(info);
     data_dirs_.push_back(opts_.nodes_dir + "/" + info.name);
   }
-  procs_.resize(nodes_.size());
+  members_.resize(nodes_.size());
   bus_.resize(nodes_.size());
-  paused_.assign(nodes_.size(), false);
   if (replicated) {
     for (int k = 0; k < opts_.sentinels; ++k) {
       NodeInfo info;
@@ -92,7 +90,7 @@ LocalCluster::LocalCluster(LocalClusterOptions opts) : opts_(std::move(opts)) {
       sentinels_.push_back(info);
       sentinel_dirs_.push_back(opts_.nodes_dir + "/" + info.name);
     }
-    sentinel_procs_.resize(sentinels_.size());
+    sentinel_members_.resize(sentinels_.size());
   }
 }
 
@@ -308,20 +306,15 @@ void LocalCluster::spawn(size_t n) {
   }
   spec.stdout_path = nodes_[n].log_path;  // anything redis-server prints before its log file is open
   spec.stderr_path = "=stdout";
-  try {
-    procs_[n] = std::make_unique<ChildProcess>(spec);
-  } catch (const SpawnError& e) {
-    throw ClusterError(std::string("cannot start node ") + nodes_[n].name + ": " + e.what());
-  }
-  paused_[n] = false;
+  members_.start(n, spec, "node " + nodes_[n].name);
   const auto deadline = std::chrono::steady_clock::now() + opts_.start_timeout;
   while (!wait_for_ping(nodes_[n].own_endpoint(), std::chrono::milliseconds(100))) {
-    if (!procs_[n]->running()) {
-      procs_[n].reset();
+    if (!members_.running(n)) {
+      members_.kill(n);
       throw ClusterError("node " + nodes_[n].name + " exited at start; see " + nodes_[n].log_path);
     }
     if (std::chrono::steady_clock::now() > deadline) {
-      procs_[n].reset();
+      members_.kill(n);
       throw ClusterError("node " + nodes_[n].name + " did not answer PING within " +
                          std::to_string(opts_.start_timeout.count()) + " ms; see " + nodes_[n].log_path);
     }
@@ -333,15 +326,11 @@ void LocalCluster::spawn_sentinel(size_t k) {
   spec.argv = {opts_.redis_server, config_path(opts_.nodes_dir, sentinels_[k].name), "--sentinel"};
   spec.stdout_path = sentinels_[k].log_path;
   spec.stderr_path = "=stdout";
-  try {
-    sentinel_procs_[k] = std::make_unique<ChildProcess>(spec);
-  } catch (const SpawnError& e) {
-    throw ClusterError(std::string("cannot start Sentinel ") + sentinels_[k].name + ": " + e.what());
-  }
+  sentinel_members_.start(k, spec, "Sentinel " + sentinels_[k].name);
   const auto deadline = std::chrono::steady_clock::now() + opts_.start_timeout;
   while (!wait_for_ping(sentinels_[k].own_endpoint(), std::chrono::milliseconds(100))) {
-    if (!sentinel_procs_[k]->running() || std::chrono::steady_clock::now() > deadline) {
-      sentinel_procs_[k].reset();
+    if (!sentinel_members_.running(k) || std::chrono::steady_clock::now() > deadline) {
+      sentinel_members_.kill(k);
       throw ClusterError("Sentinel " + sentinels_[k].name + " did not start; see " + sentinels_[k].log_path);
     }
   }
@@ -413,8 +402,8 @@ void LocalCluster::start() {
     if (opts_.topology == Topology::kReplicated) wait_until_replicated_ready();
     if (opts_.topology == Topology::kCluster) form_cluster();
   } catch (...) {
-    for (auto& p : sentinel_procs_) p.reset();
-    for (auto& p : procs_) p.reset();
+    sentinel_members_.kill_all();
+    members_.kill_all();
     throw;
   }
 }
@@ -422,14 +411,9 @@ void LocalCluster::start() {
 void LocalCluster::stop() noexcept {
   std::lock_guard<std::mutex> lock(mu_);
   // Sentinels first, so that they do not start a failover while the nodes go down.
-  for (auto& p : sentinel_procs_) {
-    if (p) p->kill_and_reap();
-    p.reset();
-  }
-  for (size_t n = 0; n < procs_.size(); ++n) {
-    if (procs_[n]) procs_[n]->kill_and_reap();
-    procs_[n].reset();
-    paused_[n] = false;
+  sentinel_members_.kill_all();
+  members_.kill_all();
+  for (size_t n = 0; n < nodes_.size(); ++n) {
     if (opts_.use_clock_shim) {
       try {
         write_clock_offset(data_dirs_[n] + "/clock", std::chrono::nanoseconds(0));
@@ -444,9 +428,7 @@ void LocalCluster::stop() noexcept {
 void LocalCluster::kill(size_t n) {
   LOCKCHECK_ASSERT(n < nodes_.size(), "node " + std::to_string(n) + " of " + std::to_string(nodes_.size()));
   std::lock_guard<std::mutex> lock(mu_);
-  if (procs_.at(n)) procs_[n]->kill_and_reap();
-  procs_[n].reset();
-  paused_[n] = false;
+  members_.kill(n);
   // Every proxy link to it refuses from now on, as the dead node would (not accept-then-close).
   if (proxy_) proxy_->upstream_down(nodes_[n].own_endpoint());
 }
@@ -464,12 +446,7 @@ PowerLossReport LocalCluster::power_loss(size_t n) {
 void LocalCluster::restart(size_t n) {
   LOCKCHECK_ASSERT(n < nodes_.size(), "node " + std::to_string(n) + " of " + std::to_string(nodes_.size()));
   std::lock_guard<std::mutex> lock(mu_);
-  if (procs_.at(n) && procs_[n]->running()) {
-    if (paused_[n]) procs_[n]->signal(SIGCONT);
-    paused_[n] = false;
-    return;  // already up
-  }
-  procs_[n].reset();
+  if (members_.continue_if_running(n)) return;  // already up
   spawn(n);
   if (proxy_) proxy_->upstream_up(nodes_[n].own_endpoint());
 }
@@ -477,17 +454,13 @@ void LocalCluster::restart(size_t n) {
 void LocalCluster::pause(size_t n) {
   LOCKCHECK_ASSERT(n < nodes_.size(), "node " + std::to_string(n) + " of " + std::to_string(nodes_.size()));
   std::lock_guard<std::mutex> lock(mu_);
-  if (!procs_.at(n)) throw ClusterError("cannot pause " + nodes_[n].name + ": it is down");
-  procs_[n]->signal(SIGSTOP);
-  paused_[n] = true;
+  members_.pause(n, nodes_[n].name);
 }
 
 void LocalCluster::resume(size_t n) {
   LOCKCHECK_ASSERT(n < nodes_.size(), "node " + std::to_string(n) + " of " + std::to_string(nodes_.size()));
   std::lock_guard<std::mutex> lock(mu_);
-  if (!procs_.at(n)) return;
-  procs_[n]->signal(SIGCONT);
-  paused_[n] = false;
+  members_.resume(n);
 }
 
 void LocalCluster::write_node_clock(size_t n, const char* what,
@@ -520,17 +493,17 @@ void LocalCluster::set_clock_offset(size_t n, std::chrono::nanoseconds offset) {
 
 bool LocalCluster::is_running(size_t n) const {
   std::lock_guard<std::mutex> lock(mu_);
-  return procs_.at(n) != nullptr && procs_[n]->running();
+  return members_.running(n);
 }
 
 pid_t LocalCluster::pid(size_t n) const {
   std::lock_guard<std::mutex> lock(mu_);
-  return procs_.at(n) ? procs_[n]->pid() : -1;
+  return members_.pid(n);
 }
 
 pid_t LocalCluster::sentinel_pid(size_t k) const {
   std::lock_guard<std::mutex> lock(mu_);
-  return sentinel_procs_.at(k) ? sentinel_procs_[k]->pid() : -1;
+  return sentinel_members_.pid(k);
 }
 
 }  // namespace lockcheck

@@ -43,6 +43,7 @@
 #include <vector>
 
 #include "cluster/fault_proxy.h"
+#include "cluster/local_members.h"
 #include "cluster/proxy_links.h"
 #include "cluster/redis_config.h"
 #include "core/cluster.h"
@@ -134,9 +135,8 @@ class LocalCluster : public ProxiedCluster {
   std::vector<NodeInfo> sentinels_;
   std::vector<std::string> sentinel_dirs_;
   mutable std::mutex mu_;
-  std::vector<std::unique_ptr<ChildProcess>> procs_;
-  std::vector<std::unique_ptr<ChildProcess>> sentinel_procs_;
-  std::vector<bool> paused_;
+  LocalMembers members_;           // the data nodes' redis-server processes
+  LocalMembers sentinel_members_;  // the Sentinels'
 };
 
 // A TCP port on 127.0.0.1 that was free a moment ago (bind to port 0, read it back, close).

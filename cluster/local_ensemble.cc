@@ -3,7 +3,6 @@
 #include <arpa/inet.h>
 #include <dirent.h>
 #include <netinet/in.h>
-#include <signal.h>
 #include <unistd.h>
 
 #include <boost/filesystem.hpp>
@@ -96,8 +95,7 @@ LocalEnsemble::LocalEnsemble(LocalEnsembleOptions opts, std::string kind, std::v
     nodes_.push_back(info);
     data_dirs_.push_back(fs::absolute(opts_.nodes_dir + "/" + info.name).string());
   }
-  procs_.resize(nodes_.size());
-  paused_.assign(nodes_.size(), false);
+  members_.resize(nodes_.size());
   pids_.assign(nodes_.size(), -1);
   peer_listen_.assign(nodes_.size(), std::vector<Endpoint>(peer_labels_.size()));
   peer_advertise_.assign(nodes_.size(), std::vector<Endpoint>(peer_labels_.size()));
@@ -112,14 +110,9 @@ void LocalEnsemble::spawn(size_t n) {
   spec.argv = member_argv(n);
   spec.stdout_path = nodes_[n].log_path;
   spec.stderr_path = "=stdout";
-  try {
-    procs_[n] = std::make_unique<ChildProcess>(spec);
-  } catch (const SpawnError& e) {
-    throw ClusterError("cannot start " + kind_ + " member " + nodes_[n].name + ": " + e.what());
-  }
-  paused_[n] = false;
+  const pid_t pid = members_.start(n, spec, kind_ + " member " + nodes_[n].name).pid();
   std::lock_guard<std::mutex> lock(pids_mu_);
-  pids_[n] = procs_[n]->pid();
+  pids_[n] = pid;
 }
 
 void LocalEnsemble::place_ports(size_t n) {
@@ -155,7 +148,7 @@ void LocalEnsemble::wait_until_ready() {
   std::string why = "no answer yet";
   while (std::chrono::steady_clock::now() < deadline) {
     for (size_t n = 0; n < nodes_.size(); ++n) {
-      if (procs_[n]->running()) continue;
+      if (members_.running(n)) continue;
       // A port drawn free can be taken before the member binds it (another run starting at the same time): its
       // peers name it by its proxy links, so it can start again on other ports, twice at most.
       if (proxy_ && respawns_[n] < 2 && log_says_port_taken(nodes_[n].log_path)) {
@@ -198,7 +191,7 @@ void LocalEnsemble::start() {
     for (size_t n = 0; n < nodes_.size(); ++n) spawn(n);
     wait_until_ready();
   } catch (...) {
-    for (auto& p : procs_) p.reset();
+    members_.kill_all();
     std::lock_guard<std::mutex> pids_lock(pids_mu_);
     pids_.assign(nodes_.size(), -1);
     throw;
@@ -207,11 +200,7 @@ void LocalEnsemble::start() {
 
 void LocalEnsemble::stop() noexcept {
   std::lock_guard<std::mutex> lock(mu_);
-  for (size_t n = 0; n < procs_.size(); ++n) {
-    if (procs_[n]) procs_[n]->kill_and_reap();
-    procs_[n].reset();
-    paused_[n] = false;
-  }
+  members_.kill_all();
   {
     std::lock_guard<std::mutex> pids_lock(pids_mu_);
     pids_.assign(nodes_.size(), -1);
@@ -228,9 +217,7 @@ void LocalEnsemble::stop() noexcept {
 void LocalEnsemble::kill(size_t n) {
   LOCKCHECK_ASSERT(n < nodes_.size(), "node " + std::to_string(n) + " of " + std::to_string(nodes_.size()));
   std::lock_guard<std::mutex> lock(mu_);
-  if (procs_.at(n)) procs_[n]->kill_and_reap();
-  procs_[n].reset();
-  paused_[n] = false;
+  members_.kill(n);
   {
     std::lock_guard<std::mutex> pids_lock(pids_mu_);
     pids_[n] = -1;
@@ -244,18 +231,13 @@ void LocalEnsemble::kill(size_t n) {
 void LocalEnsemble::restart(size_t n) {
   LOCKCHECK_ASSERT(n < nodes_.size(), "node " + std::to_string(n) + " of " + std::to_string(nodes_.size()));
   std::lock_guard<std::mutex> lock(mu_);
-  if (procs_.at(n) && procs_[n]->running()) {
-    if (paused_[n]) procs_[n]->signal(SIGCONT);
-    paused_[n] = false;
-    return;  // already up
-  }
-  procs_[n].reset();
+  if (members_.continue_if_running(n)) return;  // already up
   spawn(n);
   const auto deadline = std::chrono::steady_clock::now() + opts_.restart_timeout;
   while (!port_accepts(nodes_[n].listen, std::chrono::milliseconds(100))) {
-    if (!procs_[n]->running() || std::chrono::steady_clock::now() > deadline) {
-      const bool exited = !procs_[n]->running();
-      procs_[n].reset();
+    if (!members_.running(n) || std::chrono::steady_clock::now() > deadline) {
+      const bool exited = !members_.running(n);
+      members_.kill(n);
       throw ClusterError(kind_ + " member " + nodes_[n].name +
                          (exited ? " exited at restart"
                                  : " did not listen within " + std::to_string(opts_.restart_timeout.count()) +
@@ -273,17 +255,13 @@ void LocalEnsemble::restart(size_t n) {
 void LocalEnsemble::pause(size_t n) {
   LOCKCHECK_ASSERT(n < nodes_.size(), "node " + std::to_string(n) + " of " + std::to_string(nodes_.size()));
   std::lock_guard<std::mutex> lock(mu_);
-  if (!procs_.at(n)) throw ClusterError("cannot pause " + nodes_[n].name + ": it is down");
-  procs_[n]->signal(SIGSTOP);
-  paused_[n] = true;
+  members_.pause(n, nodes_[n].name);
 }
 
 void LocalEnsemble::resume(size_t n) {
   LOCKCHECK_ASSERT(n < nodes_.size(), "node " + std::to_string(n) + " of " + std::to_string(nodes_.size()));
   std::lock_guard<std::mutex> lock(mu_);
-  if (!procs_.at(n)) return;
-  procs_[n]->signal(SIGCONT);
-  paused_[n] = false;
+  members_.resume(n);
 }
 
 void LocalEnsemble::set_clock_offset(size_t n, std::chrono::nanoseconds) {
@@ -293,7 +271,7 @@ void LocalEnsemble::set_clock_offset(size_t n, std::chrono::nanoseconds) {
 
 bool LocalEnsemble::is_running(size_t n) const {
   std::lock_guard<std::mutex> lock(mu_);
-  return procs_.at(n) != nullptr && procs_[n]->running();
+  return members_.running(n);
 }
 
 pid_t LocalEnsemble::pid(size_t n) const {

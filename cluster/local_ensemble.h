@@ -31,6 +31,7 @@
 #include <vector>
 
 #include "cluster/fault_proxy.h"
+#include "cluster/local_members.h"
 #include "cluster/proxy_links.h"
 #include "core/cluster.h"
 #include "sys/process.h"
@@ -105,8 +106,7 @@ class LocalEnsemble : public ProxiedCluster {
   void wait_until_ready();
 
   std::vector<int> respawns_;  // starts again after a port clash, per member
-  std::vector<std::unique_ptr<ChildProcess>> procs_;
-  std::vector<bool> paused_;
+  LocalMembers members_;
   mutable std::mutex pids_mu_;  // member_owning runs on the proxy thread: never under mu_
   std::vector<pid_t> pids_;
 };

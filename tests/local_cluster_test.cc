@@ -8,7 +8,9 @@
 
 #include <hiredis/hiredis.h>
 
+#include "cluster/local_members.h"
 #include "sys/redis_conn.h"
+#include "tests/support/test_util.h"
 
 namespace lockcheck {
 namespace {
@@ -191,6 +193,80 @@ TEST_F(LocalClusterTest, MissingBinaryIsAClearError) {
   } catch (const ClusterError& e) {
     EXPECT_NE(std::string(e.what()).find("redis-server binary not found"), std::string::npos) << e.what();
   }
+}
+
+// The member processes' seam (cluster/local_members.h) that LocalCluster and LocalEnsemble share, on `sleep`:
+// start, pause (the process is stopped, state T), a restart of a paused member continues it rather than starting
+// another, kill (reaped: nothing left), and the errors name what they concern.
+TEST(LocalMembersTest, PausesContinuesAndKillsTheMembersProcesses) {
+  auto state = [](pid_t pid) {
+    std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
+    std::string s;
+    std::getline(in, s);
+    const auto close = s.rfind(')');
+    return close != std::string::npos && close + 2 < s.size() ? s[close + 2] : '?';
+  };
+  auto stopped_within = [&](pid_t pid, bool stopped) {
+    for (int i = 0; i < 100; ++i) {
+      if ((state(pid) == 'T') == stopped) return true;
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    return false;
+  };
+  LocalMembers m;
+  m.resize(2);
+  EXPECT_EQ(m.pid(0), -1);
+  EXPECT_FALSE(m.running(0));
+  EXPECT_FALSE(m.continue_if_running(0)) << "a member that never started must be started";
+  try {
+    m.pause(1, "n2");
+    FAIL() << "paused a member that is down";
+  } catch (const ClusterError& e) {
+    EXPECT_STREQ(e.what(), "cannot pause n2: it is down");
+  }
+  m.resume(1);  // down: nothing to do
+
+  ProcessSpec spec;
+  spec.argv = {"sleep", "60"};
+  const pid_t pid = m.start(0, spec, "node n1").pid();
+  ASSERT_GT(pid, 0);
+  EXPECT_EQ(m.pid(0), pid);
+  EXPECT_TRUE(m.running(0));
+  m.pause(0, "n1");
+  EXPECT_TRUE(stopped_within(pid, true));
+  EXPECT_TRUE(m.running(0)) << "paused is still up";
+  EXPECT_TRUE(m.continue_if_running(0)) << "a restart of a paused member continues it";
+  EXPECT_TRUE(stopped_within(pid, false));
+  EXPECT_EQ(m.pid(0), pid) << "no second process";
+  m.pause(0, "n1");
+  EXPECT_TRUE(stopped_within(pid, true));
+  m.resume(0);
+  EXPECT_TRUE(stopped_within(pid, false));
+  m.pause(0, "n1");
+  m.kill(0);  // a paused member dies too (SIGCONT, SIGKILL, reaped)
+  EXPECT_EQ(m.pid(0), -1);
+  EXPECT_FALSE(testing_util::process_alive(pid));
+
+  // A member that exited by itself is down for a restart, and its slot is emptied.
+  spec.argv = {"true"};
+  const pid_t short_lived = m.start(1, spec, "node n2").pid();
+  for (int i = 0; i < 100 && m.running(1); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  EXPECT_FALSE(m.continue_if_running(1));
+  EXPECT_EQ(m.pid(1), -1);
+  EXPECT_FALSE(testing_util::process_alive(short_lived));
+
+  spec.argv = {"/nonexistent/redis-server"};
+  try {
+    m.start(1, spec, "node n2");
+    FAIL() << "started a program that does not exist";
+  } catch (const ClusterError& e) {
+    EXPECT_EQ(std::string(e.what()).rfind("cannot start node n2: ", 0), 0u) << e.what();
+  }
+  EXPECT_EQ(m.pid(1), -1);
+
+  const pid_t last = m.start(0, {{"sleep", "60"}}, "node n1").pid();
+  m.resize(0);  // kills what ran
+  EXPECT_FALSE(testing_util::process_alive(last));
 }
 
 }  // namespace
