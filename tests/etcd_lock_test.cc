@@ -38,6 +38,15 @@ LockOptions etcd_options(const EtcdTestCluster& c, const nlohmann::json& opts = 
   return c.adapter_options(opts, slot, fencing);
 }
 
+// Before a fault: the client is connected and the cluster grants a lock. What is checked is that it can, not how
+// fast, so an acquire that timed out (info) is tried again on another key, 3 tries at most.
+void warm_up(LockClient& lock) {
+  LockResult r;
+  for (int i = 0; i < 3 && r.outcome != OpType::kOk; ++i)
+    r = lock.acquire("warm-up-" + std::to_string(i), milliseconds(10000));
+  ASSERT_EQ(r.outcome, OpType::kOk) << r.error;
+}
+
 TEST(EtcdLock, AcquiresExcludesExtendsAndReleases) {
   NEED_ETCD_AND_ADAPTER();
   EtcdTestCluster c;
@@ -51,12 +60,15 @@ TEST(EtcdLock, ShortTtlIsRoundedUpToWholeSecondsAndReportedAsGranted) {
   NEED_ETCD_AND_ADAPTER();
   EtcdTestCluster c;
   auto a = make_lock("etcd", etcd_options(c));
+  const auto start = std::chrono::steady_clock::now();
   LockResult r = a->acquire("lock-0", milliseconds(300));
+  const auto took = std::chrono::duration_cast<milliseconds>(std::chrono::steady_clock::now() - start).count();
   ASSERT_EQ(r.outcome, OpType::kOk) << r.error;
   ASSERT_TRUE(r.validity_ms.has_value());
-  // 300 ms is asked as a 1 s lease, which the server raises to its minimum (2 s with a 1 s election timeout).
-  std::cout << "[ etcd     ] --ttl-ms 300: validity " << *r.validity_ms << " ms\n";
-  EXPECT_GT(*r.validity_ms, 300);
+  // 300 ms is asked as a 1 s lease, which the server raises to its minimum (2 s with a 1 s election timeout). The
+  // validity is the grant less the acquire's time, which a loaded machine stretches: the two together are the grant.
+  std::cout << "[ etcd     ] --ttl-ms 300: validity " << *r.validity_ms << " ms, acquire " << took << " ms\n";
+  EXPECT_GT(*r.validity_ms + took, 1000);
   EXPECT_LE(*r.validity_ms, 2000);
   EXPECT_EQ(a->release("lock-0").outcome, OpType::kOk);
 }
@@ -80,7 +92,7 @@ TEST(EtcdLock, DeadMajorityIsNeverOkAndRecovers) {
   NEED_ETCD_AND_ADAPTER();
   EtcdTestCluster c;
   auto a = make_lock("etcd", etcd_options(c));
-  ASSERT_EQ(a->acquire("warm-up", milliseconds(10000)).outcome, OpType::kOk);
+  ASSERT_NO_FATAL_FAILURE(warm_up(*a));
   for (size_t n = 0; n < 3; ++n) c.cluster->kill(n);
   LockResult r = a->acquire("lock-0", milliseconds(10000));
   EXPECT_NE(r.outcome, OpType::kOk) << "no quorum, yet acquired";
@@ -98,7 +110,7 @@ TEST(EtcdLock, PausedMajorityIsIndeterminate) {
   NEED_ETCD_AND_ADAPTER();
   EtcdTestCluster c;
   auto a = make_lock("etcd", etcd_options(c));
-  ASSERT_EQ(a->acquire("warm-up", milliseconds(10000)).outcome, OpType::kOk);
+  ASSERT_NO_FATAL_FAILURE(warm_up(*a));
   for (size_t n = 0; n < 5; ++n) c.cluster->pause(n);
   LockResult r = a->acquire("lock-0", milliseconds(10000));
   for (size_t n = 0; n < 5; ++n) c.cluster->resume(n);

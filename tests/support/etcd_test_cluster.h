@@ -61,10 +61,12 @@ struct EtcdTestCluster {
     return slot_lock_options(*cluster, op_timeout, slot);
   }
 
-  // Options for the etcd adapter (locks/adapters.h) with lock options opts, run by slot's process.
+  // Options for the etcd adapter (locks/adapters.h) with lock options opts, run by slot's process. The op timeout
+  // is 5 s: an acquire is a few raft commits, each a WAL fsync, and with the suite's ZooKeeper JVMs, containers and
+  // builds beside it on 2 cores one acquire took more than 2 s (CI, 2026-12-06).
   LockOptions adapter_options(const nlohmann::json& opts, const std::string& slot = "c0", bool fencing = false,
                               int client_timeout_ms = 15000) const {
-    LockOptions o = options(std::chrono::milliseconds(2000), slot);
+    LockOptions o = options(std::chrono::milliseconds(5000), slot);
     o.extra["client_cmd"] = join_command_line(adapter_argv(*find_lock_adapter("etcd"), opts));
     o.extra["client_startup_ms"] = 10000;
     o.extra["client_timeout_ms"] = client_timeout_ms;
