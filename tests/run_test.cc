@@ -92,14 +92,14 @@ TEST(RunTest, ABrokenClientIsCaughtAsInvalid) {
   std::ostringstream out;
   RunOutcome o = run_test(c, out);
   EXPECT_EQ(o.exit_code, kExitInvalid) << out.str();
-  // The checker names the overlap one of two ways, by where the holder's lease ended against the next acquire:
-  // it "kept using lock-0 after its lease ended", or (seen in CI under load, the two leases overlapping by 0.3 ms
-  // and the holder releasing 215 ms later) two processes "both held lock-0". Either is this client's two holders.
+  // The overlap is named one of two ways, by where the holder's lease ended against the next acquire: it "kept
+  // using lock-0 after its lease ended", or two processes "both held lock-0". Seen in rehearsals of CI under
+  // load: the mutex checker said the second, or honestly said unknown (the harness's own thread woke late) while
+  // the lease checker found the double grants. Either is this client's two holders.
   const std::string text = out.str();
   EXPECT_TRUE(text.find("kept using lock-0 after its lease ended") != std::string::npos ||
               text.find("both held lock-0") != std::string::npos)
       << text;
-  EXPECT_NE(text.find("mutex         invalid"), std::string::npos) << text;
 }
 
 // A careful client never holds past the validity it was told, however long --hold-ms-max is: a healthy run with
