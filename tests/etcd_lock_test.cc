@@ -38,15 +38,6 @@ LockOptions etcd_options(const EtcdTestCluster& c, const nlohmann::json& opts = 
   return c.adapter_options(opts, slot, fencing);
 }
 
-// Before a fault: the client is connected and the cluster grants a lock. What is checked is that it can, not how
-// fast, so an acquire that timed out (info) is tried again on another key, 3 tries at most.
-void warm_up(LockClient& lock) {
-  LockResult r;
-  for (int i = 0; i < 3 && r.outcome != OpType::kOk; ++i)
-    r = lock.acquire("warm-up-" + std::to_string(i), milliseconds(10000));
-  ASSERT_EQ(r.outcome, OpType::kOk) << r.error;
-}
-
 TEST(EtcdLock, AcquiresExcludesExtendsAndReleases) {
   NEED_ETCD_AND_ADAPTER();
   EtcdTestCluster c;
@@ -91,8 +82,8 @@ TEST(EtcdLock, BlockingModeWaitsForTheHolder) {
 TEST(EtcdLock, DeadMajorityIsNeverOkAndRecovers) {
   NEED_ETCD_AND_ADAPTER();
   EtcdTestCluster c;
-  auto a = make_lock("etcd", etcd_options(c));
-  ASSERT_NO_FATAL_FAILURE(warm_up(*a));
+  auto a = testing_util::warmed_up_lock("etcd", etcd_options(c), milliseconds(10000));
+  ASSERT_TRUE(a);
   for (size_t n = 0; n < 3; ++n) c.cluster->kill(n);
   LockResult r = a->acquire("lock-0", milliseconds(10000));
   EXPECT_NE(r.outcome, OpType::kOk) << "no quorum, yet acquired";
@@ -109,8 +100,8 @@ TEST(EtcdLock, DeadMajorityIsNeverOkAndRecovers) {
 TEST(EtcdLock, PausedMajorityIsIndeterminate) {
   NEED_ETCD_AND_ADAPTER();
   EtcdTestCluster c;
-  auto a = make_lock("etcd", etcd_options(c));
-  ASSERT_NO_FATAL_FAILURE(warm_up(*a));
+  auto a = testing_util::warmed_up_lock("etcd", etcd_options(c), milliseconds(10000));
+  ASSERT_TRUE(a);
   for (size_t n = 0; n < 5; ++n) c.cluster->pause(n);
   LockResult r = a->acquire("lock-0", milliseconds(10000));
   for (size_t n = 0; n < 5; ++n) c.cluster->resume(n);

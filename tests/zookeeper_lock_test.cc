@@ -100,8 +100,8 @@ TEST_P(ZooKeeperLockTest, BlockingModeWaitsForTheHolder) {
 
 TEST_P(ZooKeeperLockTest, DeadMajorityIsNeverOkAndRecovers) {
   ZooKeeperTestCluster c(5, true, 2000);
-  auto a = make_lock(GetParam(), zk_options(c, GetParam()));
-  ASSERT_EQ(a->acquire("warm-up", milliseconds(2000)).outcome, OpType::kOk);
+  auto a = testing_util::warmed_up_lock(GetParam(), zk_options(c, GetParam()), milliseconds(2000));
+  ASSERT_TRUE(a);
   for (size_t n = 0; n < 3; ++n) c.cluster->kill(n);
   LockResult r = a->acquire("lock-0", milliseconds(2000));
   EXPECT_NE(r.outcome, OpType::kOk) << "no quorum, yet acquired";
@@ -122,8 +122,8 @@ TEST_P(ZooKeeperLockTest, DeadMajorityIsNeverOkAndRecovers) {
 
 TEST_P(ZooKeeperLockTest, PausedMajorityIsNeverOk) {
   ZooKeeperTestCluster c(5, true, 2000);
-  auto a = make_lock(GetParam(), zk_options(c, GetParam()));
-  ASSERT_EQ(a->acquire("warm-up", milliseconds(2000)).outcome, OpType::kOk);
+  auto a = testing_util::warmed_up_lock(GetParam(), zk_options(c, GetParam()), milliseconds(2000));
+  ASSERT_TRUE(a);
   for (size_t n = 0; n < 3; ++n) c.cluster->pause(n);
   LockResult r = a->acquire("lock-0", milliseconds(2000));
   for (size_t n = 0; n < 3; ++n) c.cluster->resume(n);

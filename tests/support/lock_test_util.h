@@ -67,6 +67,22 @@ inline std::unique_ptr<LockClient> make_lock(const std::string& name, const Lock
   return a->make(o);
 }
 
+// Before a fault: a client of lock `name` that the cluster granted a lock. What is checked is that it can, not how
+// fast: an acquire that did not end ok (on a loaded machine the first one of a fresh cluster can outlast the op
+// timeout) is tried again by a fresh client, as a run retires a client after an indeterminate answer; 3 tries.
+// nullptr (and a test failure) when none was granted.
+inline std::unique_ptr<LockClient> warmed_up_lock(const std::string& name, const LockOptions& o,
+                                                  std::chrono::milliseconds ttl) {
+  LockResult r;
+  for (int i = 0; i < 3; ++i) {
+    auto lock = make_lock(name, o);
+    r = lock->acquire("warm-up-" + std::to_string(i), ttl);
+    if (r.outcome == OpType::kOk) return lock;
+  }
+  ADD_FAILURE() << name << ": no warm-up acquire was granted in 3 tries: " << r.error;
+  return nullptr;
+}
+
 // The contract suites iterate the registries, so a new lock is tested without editing a test list.
 // Every lock of the independent topology that runs in this process (external clients and the shipped adapters
 // have suites of their own: external_lock_test, adapter_test).
