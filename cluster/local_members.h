@@ -18,7 +18,6 @@ class LocalMembers {
  public:
   // n slots, each down. Kills what ran in the old slots.
   void resize(size_t n);
-  size_t size() const { return slots_.size(); }
 
   // Starts slot n's process (not paused). Throws ClusterError "cannot start <what>: <why>" when it cannot be
   // spawned. REQUIRES: slot n is down.
@@ -27,8 +26,6 @@ class LocalMembers {
   void kill(size_t n) noexcept;
   void kill_all() noexcept;
 
-  // Slot n's process (paused or not), or nullptr when it is down (never started, killed).
-  ChildProcess* process(size_t n) const { return slots_.at(n).process.get(); }
   // Up and not exited (reaps it if it has exited).
   bool running(size_t n) const;
   pid_t pid(size_t n) const;  // -1 when down
@@ -42,6 +39,9 @@ class LocalMembers {
   bool continue_if_running(size_t n);
 
  private:
+  // Slot n's process (paused or not), or nullptr when it is down (never started, killed).
+  ChildProcess* process(size_t n) const { return slots_.at(n).process.get(); }
+
   struct Slot {
     std::unique_ptr<ChildProcess> process;
     bool paused = false;
