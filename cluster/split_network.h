@@ -1,7 +1,7 @@
-// The network of a backend that faults the links between its own servers (node <-> node, node <-> Sentinel)
-// with a mechanism of its own and the links of the clients (client slot <-> node) with the fault proxy: the
-// Docker backend (iptables in each node's namespace) and the ssh backend (an iptables chain and tc netem on
-// each host). The party dispatch is written once, here; the local backend's proxy carries every link itself.
+// The network of a cluster: the links between its own servers (node <-> node, node <-> Sentinel) faulted by the
+// backend's peer mechanism (cluster/peer_network.h: the fault proxy's shared links on loopback, iptables and tc
+// netem on hosts of their own) and the links of the clients (client slot <-> node) by the fault proxy. The party
+// dispatch is written once, here.
 #pragma once
 
 #include <chrono>
@@ -31,6 +31,18 @@ class PeerLinks {
   virtual void heal_all_peers() = 0;
   virtual void delay_peers(const std::string& a, const std::string& b, std::chrono::milliseconds delay,
                            std::chrono::milliseconds jitter) = 0;
+  // Many links as one fault (a mechanism that can apply them together overrides these): every link is tried and
+  // the first error thrown.
+  virtual void cut_peers_many(const LinkPairs& pairs) {
+    each_link(pairs, [this](const auto& p) { cut_peers(p.first, p.second); });
+  }
+  virtual void heal_peers_many(const LinkPairs& pairs) {
+    each_link(pairs, [this](const auto& p) { heal_peers(p.first, p.second); });
+  }
+  virtual void delay_peers_many(const std::vector<LinkDelay>& delays) {
+    each_link(delays, [this](const LinkDelay& d) { delay_peers(d.a, d.b, d.delay, d.jitter); });
+  }
+
 };
 
 class SplitNetwork {
@@ -71,17 +83,17 @@ class SplitNetwork {
   void cut_many(const LinkPairs& pairs) {
     route_many<std::pair<std::string, std::string>>(
         pairs, "cut", pair_ends, [&](const LinkPairs& p) { proxy_->cut_many(p); },
-        [&](const std::pair<std::string, std::string>& p) { peers_->cut_peers(p.first, p.second); });
+        [&](const LinkPairs& p) { peers_->cut_peers_many(p); });
   }
   void heal_many(const LinkPairs& pairs) {
     route_many<std::pair<std::string, std::string>>(
         pairs, "heal", pair_ends, [&](const LinkPairs& p) { proxy_->heal_many(p); },
-        [&](const std::pair<std::string, std::string>& p) { peers_->heal_peers(p.first, p.second); });
+        [&](const LinkPairs& p) { peers_->heal_peers_many(p); });
   }
   void set_delays(const std::vector<LinkDelay>& delays) {
     route_many<LinkDelay>(
         delays, "delay", delay_ends, [&](const std::vector<LinkDelay>& d) { proxy_->set_delays(d); },
-        [&](const LinkDelay& d) { peers_->delay_peers(d.a, d.b, d.delay, d.jitter); });
+        [&](const std::vector<LinkDelay>& d) { peers_->delay_peers_many(d); });
   }
   void set_delay(const std::string& a, const std::string& b, std::chrono::milliseconds delay,
                  std::chrono::milliseconds jitter) {
@@ -138,15 +150,15 @@ class SplitNetwork {
         return;
     }
   }
-  // Many links: the proxy's in one call (one bounded wait), the peer links one by one; every link is tried and
-  // the first error thrown. ends(item) gives an item's two parties.
+  // Many links: the proxy's in one call (one bounded wait), the peer links in one call of the peer mechanism;
+  // every link is tried and the first error thrown. ends(item) gives an item's two parties.
   template <typename Item, typename Ends>
   void route_many(const std::vector<Item>& items, const char* verb, Ends ends,
                   const std::function<void(const std::vector<Item>&)>& via_proxy,
-                  const std::function<void(const Item&)>& via_peers) {
+                  const std::function<void(const std::vector<Item>&)>& via_peers) {
     LOCKCHECK_ASSERT(peers_ != nullptr, "SplitNetwork without peer links");
     peers_->require_running();
-    std::vector<Item> proxied;
+    std::vector<Item> proxied, peered;
     std::string error;
     for (const auto& item : items) {
       const auto [a, b] = ends(item);
@@ -158,9 +170,16 @@ class SplitNetwork {
             proxied.push_back(item);
             break;
           case Carrier::kPeers:
-            via_peers(item);
+            peered.push_back(item);
             break;
         }
+      } catch (const ClusterError& e) {
+        if (error.empty()) error = e.what();
+      }
+    }
+    if (!peered.empty()) {
+      try {
+        via_peers(peered);
       } catch (const ClusterError& e) {
         if (error.empty()) error = e.what();
       }

@@ -16,6 +16,7 @@
 
 #include <boost/filesystem.hpp>
 
+#include "cluster/host_firewall.h"
 #include "cluster/remote.h"
 #include "core/party.h"
 #include "sys/process.h"
@@ -112,16 +113,16 @@ class SshRemote final : public Remote {
 
 }  // namespace
 
-SshCluster::SshCluster(const RunConfig& config, std::string run_dir, SshClusterOptions options)
-    : SshCluster(config, std::move(run_dir), std::move(options), random_id()) {}
+SshCluster::SshCluster(ServerRun server, ClusterSetup setup, SshHosts hosts, SshClusterOptions options)
+    : SshCluster(std::move(server), std::move(setup), std::move(hosts), options, random_id()) {}
 
-SshCluster::SshCluster(const RunConfig& config, std::string run_dir, SshClusterOptions options, std::string id)
-    : RemoteCluster("ssh cluster", config, std::move(run_dir), with_server_build(options, config, true), id,
-                    "LC-" + id),
+SshCluster::SshCluster(ServerRun server, ClusterSetup setup, SshHosts hosts, SshClusterOptions options,
+                       std::string id)
+    : ServerCluster("ssh cluster", server, std::move(setup), id),
+      file_(std::move(hosts)),
       connect_timeout_(options.connect_timeout) {
-  file_ = load_ssh_hosts(config_.hosts);
   control_dir_ = "/tmp/lcssh-" + run_id();
-  std::vector<RemoteHost> hosts;
+  std::vector<RemoteHost> remote_hosts;
   for (size_t h = 0; h < file_.hosts.size(); ++h) {
     const SshHost& sh = file_.hosts[h];
     cmds_.emplace_back(sh, file_.known_hosts, control_dir_ + "/" + std::to_string(h), connect_timeout_);
@@ -130,30 +131,42 @@ SshCluster::SshCluster(const RunConfig& config, std::string run_dir, SshClusterO
     host.name = sh.name;
     host.address = sh.address;
     host.work_dir = sh.work_dir;
-    host.programs = {{"redis-server", sh.redis_server},
-                     {"redis-sentinel", sh.redis_sentinel},
-                     {"etcd", sh.etcd},
-                     {"java", sh.java}};
-    hosts.push_back(std::move(host));
+    const auto mine = sh.servers.find(server.name);
+    if (mine != sh.servers.end()) host.programs = mine->second.programs;
+    remote_hosts.push_back(std::move(host));
   }
-  const size_t H = hosts.size();
-  std::vector<Placement> nodes, sentinels;
-  for (int i = 0; i < config_.nodes; ++i) {
-    const size_t h = static_cast<size_t>(i) % H;
+  const size_t H = remote_hosts.size();
+  const Server& kind = *server.server;
+  // Member i on host i % H, round i / H: each port at the host's port for it (the kind's usual one when the hosts
+  // file gives none) plus the round times the kind's stride.
+  auto placement = [&](size_t i, NodeRole role) {
+    Placement p;
+    p.host = i % H;
     const int round = static_cast<int>(i / H);
-    const SshHost& sh = file_.hosts[h];
-    nodes.push_back({h, config_.server == ServerKind::kEtcd        ? sh.etcd_base_port + 2 * round
-                        : config_.server == ServerKind::kZooKeeper ? sh.zookeeper_base_port + round
-                                                                   : sh.base_port + round});
-    node_host_.push_back(h);
-  }
-  if (config_.topology == Topology::kReplicated) {
-    for (int s = 0; s < options_.sentinels; ++s) {
-      const size_t h = static_cast<size_t>(config_.nodes + s) % H;  // after the nodes: own hosts when there are enough
-      sentinels.push_back({h, kSentinelBasePort + static_cast<int>((config_.nodes + s) / H)});
+    const auto mine = file_.hosts[p.host].servers.find(server.name);
+    for (const auto& port : kind.ports(role)) {
+      int base = port.default_port;
+      if (role != NodeRole::kSentinel && mine != file_.hosts[p.host].servers.end()) {
+        const auto given = mine->second.ports.find(port.label);
+        if (given != mine->second.ports.end()) base = given->second;
+      }
+      p.ports[port.label] = base + round * (role == NodeRole::kSentinel ? 1 : kind.port_stride());
     }
+    return p;
+  };
+  std::vector<Placement> nodes, sentinels;
+  for (int i = 0; i < server.nodes; ++i) {
+    nodes.push_back(placement(static_cast<size_t>(i), NodeRole::kMaster));
+    node_host_.push_back(nodes.back().host);
   }
-  place(std::move(hosts), nodes, sentinels);
+  // Sentinels after the nodes: hosts of their own when there are enough.
+  for (int s = 0; s < kind.sentinels(); ++s) {
+    sentinels.push_back(placement(static_cast<size_t>(server.nodes + s), NodeRole::kSentinel));
+  }
+  auto firewall = std::make_unique<HostFirewall>(backend_, hosts_, [this](const std::string& party) {
+    return party_host(party);
+  }, "LC-" + id, setup_.call_timeout);
+  place(std::move(remote_hosts), std::move(firewall), nodes, sentinels);
 }
 
 SshCluster::~SshCluster() { stop(); }
@@ -215,8 +228,7 @@ void SshCluster::unprovision() noexcept {
 // ---------------------------------------------------------------------------------------------------------
 // Clean-up of killed runs
 
-int ssh_clean(const std::string& hosts_file, std::ostream& out) {
-  SshHosts file = load_ssh_hosts(hosts_file);
+int ssh_clean(const SshHosts& file, std::ostream& out) {
   const std::string me = hostname();
   const std::string control_dir = "/tmp/lcssh-clean-" + random_id();
   ::mkdir(control_dir.c_str(), 0700);
@@ -252,20 +264,20 @@ int ssh_clean(const std::string& hosts_file, std::ostream& out) {
         live_ids.insert(id);
         continue;
       }
-      // Its nodes: the pid files of its subfolders, if the process there is still a Redis, etcd or java (a
-      // ZooKeeper member).
+      // Its servers: the pid file of each member's folder, if the process there still runs the member's program
+      // (its name is in server.program: a pid reused since by another program is left alone).
       auto subs = call({"ls", "-1", "--", rdir});
       for (const auto& sub : remote_lines(subs.out)) {
-        // Redis (redis.pid), etcd (etcd.pid) or a ZooKeeper member (zookeeper.pid), whichever the folder has.
-        auto pidr = call({"sh", "-c",
-                          "cat -- \"$1/redis.pid\" 2>/dev/null || cat -- \"$1/etcd.pid\" 2>/dev/null || "
-                          "cat -- \"$1/zookeeper.pid\"",
-                          "sh", rdir + "/" + sub});
-        const std::string p = remote_trim(pidr.out);
-        if (!pidr.ok() || p.empty() || !std::all_of(p.begin(), p.end(), ::isdigit)) continue;
+        auto pidr = call({"sh", "-c", "cat -- \"$1/server.pid\" && cat -- \"$1/server.program\"", "sh",
+                          rdir + "/" + sub});
+        const std::vector<std::string> lines = remote_lines(pidr.out);
+        if (!pidr.ok() || lines.size() != 2) continue;
+        const std::string& p = lines[0];
+        if (p.empty() || !std::all_of(p.begin(), p.end(), ::isdigit)) continue;
         auto comm = call({"ps", "-o", "comm=", "-p", p});
         const std::string name = remote_trim(comm.out);
-        if (comm.ok() && (name.find("redis") != std::string::npos || name == "etcd" || name == "java")) {
+        // ps prints at most 15 characters of the program's name.
+        if (comm.ok() && !name.empty() && lines[1].substr(0, 15) == name) {
           call({"kill", "-s", "CONT", p});
           call({"kill", "-s", "KILL", p});
           out << "killed " << host.name << ": " << sub << " (pid " << p << ", run " << id << ")\n";

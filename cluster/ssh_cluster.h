@@ -1,18 +1,18 @@
-// The `ssh` cluster backend: every Redis node (and Sentinel) runs on a remote host reached with OpenSSH, as in
-// Jepsen. Selected with `--cluster ssh --hosts FILE` (cluster/ssh_hosts.h describes the file). Clients run here
-// and reach the nodes over the network. scripts/ssh-testbed makes such hosts on one machine.
+// The `ssh` cluster backend: every node (and Sentinel) of any server kind runs on a remote host reached with
+// OpenSSH, as in Jepsen. Selected with `--cluster ssh --hosts FILE` (cluster/ssh_hosts.h describes the file).
+// Clients run here and reach the nodes over the network. scripts/ssh-testbed makes such hosts on one machine.
 //
 // The backend is the Remote seam's ssh side (cluster/remote.h: a command is `ssh HOST -- ARGV`, a file goes with
-// scp) under the one implementation of starting, faulting and tearing down (cluster/remote_cluster.h, which
-// describes the remote folders, the faults and the teardown). What this file adds:
+// scp) under the one implementation of starting, faulting and tearing down (cluster/server_cluster.h, which
+// describes the remote folders and the faults; the peer network is cluster/host_firewall.h). What this file adds:
 //   here     <run_dir>/ssh/ (ssh logs), a control socket folder /tmp/lcssh-<run id>/ (with owner: our pid), one
 //            ssh master connection per host (a child process: ControlMaster, every other call multiplexed
 //            through it; a master lost to a terminal's Ctrl-C only makes later calls connect anew)
 //   per host <work_dir>/lockcheck-<run id>/ (RemoteCluster), the iptables chain LC-<run id>
-// Placement: node i on host i % H, port base_port + i / H; Sentinels continue the round after the nodes. With
-// --server etcd, member i on host i % H, client port etcd_base_port + 2 * (i / H), peer port the next one up; with
-// --server zookeeper, client port zookeeper_base_port + i / H (quorum and election ports from it). Two
-// servers on one host cannot be cut from each other: give as many hosts as nodes for exact cuts.
+// Placement: member i on host i % H, round r = i / H, each port at the host's port for the kind (its usual port
+// when the hosts file gives none) + r * the kind's stride; Sentinels continue the round after the nodes. Two
+// servers on one host cannot be cut from each other: give as many hosts as nodes for exact cuts. A run with
+// --server-version ships that build's programs to each host's run folder and runs them there.
 // `lockcheck clean --hosts FILE` removes what runs whose owner process is gone left on the hosts (and their
 // control-socket folders here).
 //
@@ -26,31 +26,29 @@
 #include <string>
 #include <vector>
 
-#include "cluster/remote_cluster.h"
+#include "cluster/server_cluster.h"
 #include "cluster/ssh_hosts.h"
 #include "core/cluster.h"
-#include "core/config.h"
 
 namespace lockcheck {
 
 class ChildProcess;
 
-// RemoteClusterOptions (clock_shim, sentinels, sentinel_timings, call_timeout: any one ssh/scp call,
-// ready_timeout), plus ssh's own.
-struct SshClusterOptions : RemoteClusterOptions {
+struct SshClusterOptions {
   std::chrono::seconds connect_timeout{10};  // ssh ConnectTimeout
 };
 
-class SshCluster final : public RemoteCluster {
+class SshCluster final : public ServerCluster {
  public:
-  // Reads the hosts file config.hosts (ConfigError on a bad one). Nothing is started yet.
-  SshCluster(const RunConfig& config, std::string run_dir, SshClusterOptions options = {});
+  // The run's server on the hosts of a parsed hosts file (its settings for server.name used). setup.call_timeout
+  // bounds any one ssh/scp call. Nothing is started yet.
+  SshCluster(ServerRun server, ClusterSetup setup, SshHosts hosts, SshClusterOptions options = {});
   ~SshCluster() override;  // stop()
 
   const SshHost& host_of(size_t n) const;
 
  private:
-  SshCluster(const RunConfig& config, std::string run_dir, SshClusterOptions options, std::string run_id);
+  SshCluster(ServerRun server, ClusterSetup setup, SshHosts hosts, SshClusterOptions options, std::string run_id);
   void provision() override;             // the master connections, waited for
   void unprovision() noexcept override;  // closes them, removes the control folder
 
@@ -63,8 +61,8 @@ class SshCluster final : public RemoteCluster {
 };
 
 // `lockcheck clean --hosts FILE`: on every host, removes what runs whose owner process is gone left behind
-// (their nodes, iptables chains, folders); keeps those of live runs. One line per removed or kept thing.
+// (their servers, iptables chains, folders); keeps those of live runs. One line per removed or kept thing.
 // Returns 0 when nothing it should remove is left, 3 when a host did not answer or a removal failed.
-int ssh_clean(const std::string& hosts_file, std::ostream& out);
+int ssh_clean(const SshHosts& hosts, std::ostream& out);
 
 }  // namespace lockcheck

@@ -36,7 +36,7 @@ bool printable_no_space(const std::string& s) {
 
 }  // namespace
 
-SshHosts parse_ssh_hosts(const nlohmann::json& j, const std::string& path) {
+SshHosts parse_ssh_hosts(const nlohmann::json& j, const std::string& path, const SshHostsSchema& schema) {
   const std::string where = "--hosts " + path + ": ";
   if (!j.is_object()) throw ConfigError(where + "must be a JSON object with a \"hosts\" array");
   static const std::set<std::string> top = {"hosts", "known_hosts"};
@@ -55,10 +55,14 @@ SshHosts parse_ssh_hosts(const nlohmann::json& j, const std::string& path) {
   if (hosts == j.end() || !hosts->is_array() || hosts->empty()) {
     throw ConfigError(where + "hosts: must be a non-empty array of hosts");
   }
-  static const std::set<std::string> known = {"name",     "address",   "port", "user", "key", "redis_server",
-                                              "redis_sentinel", "etcd", "java", "work_dir", "base_port", "etcd_base_port",
-                                              "zookeeper_base_port", "sudo"};
-  std::set<std::string> names;
+  std::set<std::string> known = {"name", "address", "port", "user", "key", "work_dir", "sudo", "servers"};
+  std::set<std::string> kinds;
+  for (const auto& k : schema.kinds) {
+    kinds.insert(k.name);
+    for (const auto& f : k.legacy_programs) known.insert(f.first);
+    for (const auto& f : k.legacy_ports) known.insert(f.first);
+  }
+  std::set<std::string> names, noted;
   for (size_t i = 0; i < hosts->size(); ++i) {
     const nlohmann::json& h = (*hosts)[i];
     const std::string at = where + "hosts[" + std::to_string(i) + "]";
@@ -66,26 +70,27 @@ SshHosts parse_ssh_hosts(const nlohmann::json& j, const std::string& path) {
     for (auto it = h.begin(); it != h.end(); ++it) {
       if (!known.count(it.key())) throw ConfigError(at + ": unknown field \"" + it.key() + "\"");
     }
+    auto str_value = [&](const nlohmann::json& v, const std::string& field) {
+      if (!v.is_string() || !printable_no_space(v.get<std::string>())) {
+        throw ConfigError(at + "." + field + ": must be a non-empty string without blanks");
+      }
+      return v.get<std::string>();
+    };
     auto str = [&](const char* field, std::string& dst, bool required) {
       auto f = h.find(field);
       if (f == h.end()) {
         if (required) throw ConfigError(at + "." + field + ": required");
         return;
       }
-      if (!f->is_string() || !printable_no_space(f->get<std::string>())) {
-        throw ConfigError(at + "." + field + ": must be a non-empty string without blanks");
-      }
-      dst = f->get<std::string>();
+      dst = str_value(*f, field);
     };
-    auto integer = [&](const char* field, int& dst, int lo, int hi) {
-      auto f = h.find(field);
-      if (f == h.end()) return;
-      const std::optional<int> v = json_integer<int>(*f);
-      if (!v || *v < lo || *v > hi) {
+    auto int_value = [&](const nlohmann::json& v, const std::string& field, int lo, int hi) {
+      const std::optional<int> x = json_integer<int>(v);
+      if (!x || *x < lo || *x > hi) {
         throw ConfigError(at + "." + field + ": must be an integer from " + std::to_string(lo) + " to " +
                           std::to_string(hi));
       }
-      dst = *v;
+      return *x;
     };
     SshHost host;
     host.name = "h" + std::to_string(i + 1);
@@ -99,28 +104,62 @@ SshHosts parse_ssh_hosts(const nlohmann::json& j, const std::string& path) {
     str("user", host.user, false);
     if (host.user.empty() || host.user[0] == '-') throw ConfigError(at + ".user: must be a user name");
     str("key", host.key, true);
-    str("redis_server", host.redis_server, false);
-    str("redis_sentinel", host.redis_sentinel, false);
-    str("etcd", host.etcd, false);
-    str("java", host.java, false);
     str("work_dir", host.work_dir, true);
     if (host.work_dir[0] != '/') throw ConfigError(at + ".work_dir: must be an absolute path");
     if (host.work_dir == "/") throw ConfigError(at + ".work_dir: must not be /");
-    integer("port", host.port, 1, 65535);
-    integer("base_port", host.base_port, 1, 65000);
-    integer("etcd_base_port", host.etcd_base_port, 1, 65000);
-    // The election port is zookeeper_election_port(client) = client + 1707, one up for each further member.
-    integer("zookeeper_base_port", host.zookeeper_base_port, 1, 63000);
+    if (h.contains("port")) host.port = int_value(h["port"], "port", 1, 65535);
     if (h.contains("sudo")) {
       if (!h["sudo"].is_boolean()) throw ConfigError(at + ".sudo: must be true or false");
       host.sudo = h["sudo"].get<bool>();
+    }
+    // The older fields first, so that "servers" (the newer form) wins where both name the same thing.
+    for (const auto& k : schema.kinds) {
+      for (const auto& [field, program] : k.legacy_programs) {
+        if (!h.contains(field)) continue;
+        host.servers[k.name].programs[program] = str_value(h[field], field);
+        if (noted.insert(field).second) {
+          out.notes.push_back(at + "." + field + ": an older field; write \"servers\": {\"" + k.name +
+                              "\": {\"programs\": {\"" + program + "\": ...}}}");
+        }
+      }
+      for (const auto& [field, label_offset] : k.legacy_ports) {
+        if (!h.contains(field)) continue;
+        // Room for the offset and a few rounds above the field's port.
+        const int base = int_value(h[field], field, 1, 63000);
+        host.servers[k.name].ports[label_offset.first] = base + label_offset.second;
+        if (noted.insert(field).second) {
+          out.notes.push_back(at + "." + field + ": an older field; write \"servers\": {\"" + k.name +
+                              "\": {\"ports\": {\"" + label_offset.first + "\": ...}}}");
+        }
+      }
+    }
+    if (h.contains("servers")) {
+      const nlohmann::json& sv = h["servers"];
+      if (!sv.is_object()) throw ConfigError(at + ".servers: must be an object of server kind -> settings");
+      for (auto it = sv.begin(); it != sv.end(); ++it) {
+        const std::string sat = "servers." + it.key();
+        if (!kinds.count(it.key())) throw ConfigError(at + "." + sat + ": not a server kind (see lockcheck list)");
+        if (!it->is_object()) throw ConfigError(at + "." + sat + ": must be an object with programs and ports");
+        SshHostServer& dst = host.servers[it.key()];
+        for (auto f = it->begin(); f != it->end(); ++f) {
+          if (f.key() != "programs" && f.key() != "ports") {
+            throw ConfigError(at + "." + sat + ": unknown field \"" + f.key() + "\" (programs, ports)");
+          }
+          if (!f->is_object()) throw ConfigError(at + "." + sat + "." + f.key() + ": must be an object");
+          for (auto e = f->begin(); e != f->end(); ++e) {
+            const std::string field = sat + "." + f.key() + "." + e.key();
+            if (f.key() == "programs") dst.programs[e.key()] = str_value(*e, field);
+            else dst.ports[e.key()] = int_value(*e, field, 1, 65000);
+          }
+        }
+      }
     }
     out.hosts.push_back(host);
   }
   return out;
 }
 
-SshHosts load_ssh_hosts(const std::string& path) {
+SshHosts load_ssh_hosts(const std::string& path, const SshHostsSchema& schema) {
   if (path.empty()) throw ConfigError("--hosts: required with --cluster ssh (a hosts file; see scripts/ssh-testbed)");
   std::ifstream in(path);
   if (!in) throw ConfigError("--hosts " + path + ": cannot open");
@@ -130,7 +169,7 @@ SshHosts load_ssh_hosts(const std::string& path) {
   } catch (const nlohmann::json::exception& e) {
     throw ConfigError("--hosts " + path + ": not valid JSON (" + e.what() + ")");
   }
-  return parse_ssh_hosts(j, path);
+  return parse_ssh_hosts(j, path, schema);
 }
 
 std::string shell_quote(const std::string& arg) {

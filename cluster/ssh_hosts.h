@@ -6,26 +6,24 @@
 //                                                      //   absent: ~/.ssh/known_hosts, new keys accepted once
 //    "hosts": [
 //      {"name": "h1",                                  // optional, default "h<K>"; letters, digits, '-', '_'
-//       "address": "10.213.0.11",                     // required: where ssh and the Redis clients connect
+//       "address": "10.213.0.11",                     // required: where ssh and the clients connect
 //       "port": 22, "user": "root",                    // optional (22; the local user name)
 //       "key": "/path/id_ed25519",                    // required: private key (key-based login only)
-//       "redis_server": "/usr/bin/redis-server",      // optional: redis-server path on the host
-//       "redis_sentinel": "/usr/bin/redis-sentinel",  // optional: for the replicated topology
-//       "etcd": "/usr/bin/etcd",                      // optional: etcd path on the host (--server etcd)
-//       "java": "/usr/bin/java",                      // optional: the JVM of ZooKeeper members (--server
-//                                                      //   zookeeper; Debian's zookeeper jars on the host)
 //       "work_dir": "/var/tmp/lockcheck",             // required: absolute; each run makes a folder in it
-//       "base_port": 6379,                             // optional: first Redis port on the host
-//       "etcd_base_port": 2379,                        // optional: first etcd client port (peer: +1)
-//       "zookeeper_base_port": 2181,                   // optional: first ZooKeeper client port (quorum
-//                                                      //   +707, election +1707: 2888 and 3888 at 2181)
-//       "sudo": false}]}                               // optional: prefix privileged commands with `sudo -n`
-// Nodes are placed round-robin: node i (0-based) on host i % H, port base_port + i / H; Sentinels continue the
-// round after the nodes (Sentinel s on host (nodes + s) % H, port 26379 + (nodes + s) / H). etcd members
-// (--server etcd) are placed the same way with two ports each: client etcd_base_port + 2 * (i / H), peer the
-// next one up. ZooKeeper members (--server zookeeper) likewise, client port zookeeper_base_port + i / H (quorum
-// and election ports from it: cluster/zookeeper_common.h). Network faults act
-// per host, so exact partitions need a host per node (and per Sentinel): N hosts >= nodes (+ Sentinels).
+//       "sudo": false,                                 // optional: prefix privileged commands with `sudo -n`
+//       "servers": {                                   // optional: per server kind (--server), its programs on
+//         "redis": {"programs": {"redis-server": "/usr/bin/redis-server"},   // this host (default: the name on
+//                   "ports": {"client": 6379}},                               // its PATH) and its first ports
+//         "etcd": {"programs": {"etcd": "/usr/bin/etcd"}, "ports": {"client": 2379, "peer": 2380}}}}]}
+// A kind's program names and port labels are its own (`lockcheck list` names them; servers/<kind>.cc). A port
+// not given is the kind's usual one. Members are placed round-robin: member i (0-based) on host i % H, round
+// r = i / H listening at each port + r * the kind's port stride; Sentinels continue the round after the nodes.
+// Network faults act per host, so exact partitions need a host per node (and per Sentinel).
+//
+// Older hosts files named programs and ports in per-host fields (redis_server, redis_sentinel, base_port, etcd,
+// etcd_base_port, java, zookeeper_base_port): they keep working, each read by the kind that names it
+// (ServerSpec::legacy_host_programs and legacy_host_ports), and parse_ssh_hosts says once that it is an older
+// field and what to write instead.
 //
 // Remote commands. OpenSSH hands the remote side one command string that the login shell interprets, so each
 // argv element is quoted for a POSIX shell (shell_quote) and the elements are joined: the remote shell gets
@@ -33,6 +31,7 @@
 #pragma once
 
 #include <chrono>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -40,34 +39,46 @@
 
 namespace lockcheck {
 
+// One server kind's settings on a host.
+struct SshHostServer {
+  std::map<std::string, std::string> programs;  // program name -> its path on the host
+  std::map<std::string, int> ports;             // port label -> the first member's port on the host
+};
+
 struct SshHost {
   std::string name;
   std::string address;
   int port = 22;
   std::string user;
   std::string key;
-  std::string redis_server = "redis-server";
-  std::string redis_sentinel = "redis-sentinel";
-  std::string etcd = "etcd";
-  int etcd_base_port = 2379;
-  std::string java = "java";
-  int zookeeper_base_port = 2181;
   std::string work_dir;
-  int base_port = 6379;
   bool sudo = false;
+  std::map<std::string, SshHostServer> servers;  // by kind; the older fields already folded in
 };
 
 struct SshHosts {
   std::string path;         // the file it came from
   std::string known_hosts;  // empty: ssh's default, with StrictHostKeyChecking=accept-new
   std::vector<SshHost> hosts;
+  // One line per older field used ("hosts[0].base_port: an older field; write \"servers\": {\"redis\": ...}").
+  std::vector<std::string> notes;
+};
+
+// What the server kinds make of a hosts file: their names, and their older per-host fields.
+struct SshHostsSchema {
+  struct Kind {
+    std::string name;
+    std::map<std::string, std::string> legacy_programs;  // field -> program name
+    std::vector<std::pair<std::string, std::pair<std::string, int>>> legacy_ports;  // field -> (label, offset)
+  };
+  std::vector<Kind> kinds;
 };
 
 // Parses a hosts file's JSON; `path` names it in messages. Throws ConfigError naming the field, e.g.
 // "--hosts FILE: hosts[1].port: must be an integer from 1 to 65535".
-SshHosts parse_ssh_hosts(const nlohmann::json& j, const std::string& path);
+SshHosts parse_ssh_hosts(const nlohmann::json& j, const std::string& path, const SshHostsSchema& schema);
 // Reads and parses FILE. Throws ConfigError (cannot open, not JSON, bad field).
-SshHosts load_ssh_hosts(const std::string& path);
+SshHosts load_ssh_hosts(const std::string& path, const SshHostsSchema& schema);
 
 // 'arg' for a POSIX shell: single quotes, each ' written as '\''. Plain words ([A-Za-z0-9_@%+=:,./-]) as is.
 std::string shell_quote(const std::string& arg);

@@ -9,7 +9,7 @@ set(LOCKCHECK_FLOORS
   "core:1"
   "sys:2"
   "cluster:3" "locks:3" "checkers:3"
-  "docker:4" "report:4"
+  "servers:4" "docker:4" "report:4"
   "nemesis:5" "workloads:5"
   "harness:6"
   "bench:7" "fuzz:7"

@@ -1,8 +1,12 @@
-// The nodes under test, behind one interface with three backends: `local` (redis-server processes on
-// loopback, cluster/local_cluster.h; or an etcd cluster, cluster/etcd_cluster.h, or a ZooKeeper ensemble,
-// cluster/zookeeper_cluster.h), `docker` (containers,
-// docker/docker_cluster.h) and `ssh` (remote hosts, cluster/ssh_cluster.h). Node numbers are 0-based; node
-// names are "n1", "n2", ...
+// The nodes under test, behind one interface: a server kind (servers/: Redis, etcd, ZooKeeper, each one spec)
+// run by the one cluster implementation (cluster/server_cluster.h) on a backend: `local` (processes on
+// loopback), `docker` (containers, docker/docker_cluster.h) or `ssh` (remote hosts, cluster/ssh_cluster.h).
+// Node numbers are 0-based; node names are "n1", "n2", ...
+//
+// Beyond starting and stopping, what a cluster can do is a set of abilities (Jepsen's optional db protocols
+// Kill, Pause, Primary, ...): each nemesis declares the abilities it needs (nemesis/nemesis.h), each server kind
+// and backend says which it has and why not the others, and a run's plan checks them once, before anything
+// starts (harness/plan.h).
 #pragma once
 
 #include <chrono>
@@ -12,6 +16,8 @@
 #include <string>
 #include <utility>
 #include <vector>
+
+#include <nlohmann/json.hpp>
 
 namespace lockcheck {
 
@@ -23,46 +29,9 @@ struct Endpoint {
   bool operator!=(const Endpoint& o) const { return !(*this == o); }
 };
 
-// What the nodes run (--server): Redis (every backend and topology), etcd (a Raft cluster of etcd members:
-// cluster/etcd_cluster.h on the local backend, the Remote seam's etcd kind on docker and ssh), or ZooKeeper (an
-// ensemble: cluster/zookeeper_cluster.h, the Remote seam's zookeeper kind). What the harness does to a node
-// itself (readiness, holder targeting, Sentinel failover) is Redis-only; every such place asks
-// Cluster::server() and refuses the others.
-enum class ServerKind { kRedis, kEtcd, kZooKeeper };
-const char* to_string(ServerKind s);  // "redis", "etcd", "zookeeper"
-
-enum class Persistence { kNone, kAofEverysec, kAofAlways };
-const char* to_string(Persistence p);  // "none", "aof-everysec", "aof-always"
-
-// kCluster: a Redis Cluster (cluster-enabled nodes; the first half masters with the hash slots split evenly,
-// the rest their replicas; automatic failover by the cluster itself, no Sentinel).
-enum class Topology { kIndependent, kReplicated, kCluster };
-const char* to_string(Topology t);  // "independent", "replicated", "cluster"
-
+// A member's part: a data node (kMaster: every member of a server without replicas; kReplica), or a member
+// beside the data nodes that watches them (kSentinel: Redis' Sentinels).
 enum class NodeRole { kMaster, kReplica, kSentinel };
-
-// The name under which the Sentinels of the replicated topology monitor the master (every backend uses it;
-// Sentinel-aware lock clients ask for it).
-inline constexpr char kSentinelMasterName[] = "lockcheck";
-
-// Redis Cluster's hash slots: a key's slot is CRC16 (XMODEM) of the key, or of its hash tag (the part between
-// the first '{' and the next '}', when not empty), modulo kClusterSlots.
-inline constexpr int kClusterSlots = 16384;
-inline int cluster_key_slot(const std::string& key) {
-  std::string::size_type begin = 0, end = key.size();
-  const auto open = key.find('{');
-  if (open != std::string::npos) {
-    const auto close = key.find('}', open + 1);
-    if (close != std::string::npos && close > open + 1) begin = open + 1, end = close;
-  }
-  uint16_t crc = 0;
-  for (auto i = begin; i < end; ++i) {
-    crc ^= static_cast<uint16_t>(static_cast<unsigned char>(key[i]) << 8);
-    for (int b = 0; b < 8; ++b)
-      crc = (crc & 0x8000) ? static_cast<uint16_t>((crc << 1) ^ 0x1021) : static_cast<uint16_t>(crc << 1);
-  }
-  return crc % kClusterSlots;
-}
 
 // A cluster could not be started or a primitive could not be applied (exit status 3).
 class ClusterError : public std::runtime_error {
@@ -137,6 +106,21 @@ class NodeFaults {
   }
 };
 
+// Runs f(item) for every item, catching ClusterError; throws the first one after every item was tried (a fault
+// over many links tries them all).
+template <typename Items, typename F>
+void each_link(const Items& items, F&& f) {
+  std::string first_error;
+  for (const auto& item : items) {
+    try {
+      f(item);
+    } catch (const ClusterError& e) {
+      if (first_error.empty()) first_error = e.what();
+    }
+  }
+  if (!first_error.empty()) throw ClusterError(first_error);
+}
+
 // The network. A party is a node name ("n1"), a Sentinel ("s1") or a client slot ("c0", "c1", ...; core/party.h:
 // client process p uses slot "c" + p % concurrency, so a retired process's replacement sees the same network).
 // Links are symmetric. Throw ClusterError for an unknown party or a link the backend cannot fault.
@@ -174,19 +158,79 @@ class Network {
   virtual void set_delay(const std::string& a, const std::string& b, std::chrono::milliseconds delay,
                          std::chrono::milliseconds jitter) = 0;
 
- protected:
-  template <typename Items, typename F>
-  static void each_link(const Items& items, F&& f) {
-    std::string first_error;
-    for (const auto& item : items) {
-      try {
-        f(item);
-      } catch (const ClusterError& e) {
-        if (first_error.empty()) first_error = e.what();
-      }
-    }
-    if (!first_error.empty()) throw ClusterError(first_error);
-  }
+};
+
+// What a cluster can do beyond starting and stopping. Each server kind has some of these (servers/), each
+// backend others (the network between servers), and a cluster has what both have.
+enum class Ability {
+  kKill,        // kill / restart (a killed member comes back on restart)
+  kPause,       // pause / resume
+  kClockStep,   // set_clock_offset: a step of a node's wall clock that the server reads
+  kClockRate,   // set_clock_rate: a node's wall clock runs fast or slow
+  kPowerLoss,   // power_loss: a kill that also drops what the node had not fsynced
+  kCutPeers,    // cut / heal between two servers (node <-> node, node <-> Sentinel)
+  kDelayPeers,  // set_delay between two servers
+  kLeader,      // leader(): the servers elect one of themselves
+  kPrimary,     // primary(): each key has a primary node that a replica takes over from (a failover)
+  kKeyHolders,  // key_holders(): which nodes hold a given key (to aim a fault at a lock's nodes)
+};
+constexpr Ability kAllAbilities[] = {Ability::kKill,      Ability::kPause,      Ability::kClockStep,
+                                     Ability::kClockRate, Ability::kPowerLoss,  Ability::kCutPeers,
+                                     Ability::kDelayPeers, Ability::kLeader,    Ability::kPrimary,
+                                     Ability::kKeyHolders};
+// What the ability lets a nemesis do, in words: "step a node's clock", "cut the links between servers", ...
+const char* describe(Ability a);
+// Its short name, for schedules and lists: "kill", "clock-step", "cut-peers", ...
+const char* to_string(Ability a);
+
+// A set of abilities, each one it lacks with the reason (what says so: the server kind or the backend).
+class Abilities {
+ public:
+  Abilities& grant(Ability a);
+  // Takes a away (or keeps it away) and says why (the latest reason given).
+  Abilities& refuse(Ability a, const std::string& why);
+  bool has(Ability a) const;
+  // Why a is missing ("" when it is there).
+  std::string why_not(Ability a) const;
+  // What both have: an ability is kept when both grant it; the reason of the first that refuses it.
+  Abilities both(const Abilities& other) const;
+  // What a plain set of processes has: every fault of a node's process, clock and links, but no leader,
+  // primary or key holders (what a cluster that says nothing has).
+  static Abilities basic();
+
+ private:
+  unsigned granted_ = 0;
+  std::vector<std::pair<Ability, std::string>> refused_;
+};
+
+// Ability kPrimary: a server whose keys each live on one primary node, replicated asynchronously to replicas that
+// take over when it fails (Redis with Sentinel, a Redis Cluster). What the failover nemesis asks; every call asks
+// the nodes directly (bounded, short timeouts) and never throws.
+class Primary {
+ public:
+  virtual ~Primary() = default;
+  // The node the failover authority (the Sentinels' majority, the cluster's slot map) names primary of key now;
+  // nullopt when it names none.
+  virtual std::optional<size_t> elected_primary(const std::string& key) const = 0;
+  // True when node n says it is a primary itself (an old primary may still say so after a failover).
+  virtual bool says_primary(size_t n) const = 0;
+  // True when node n is a replica whose replication link to node `primary` is up.
+  virtual bool replicates_from(size_t n, size_t primary) const = 0;
+  // True when different keys have different primaries (a Redis Cluster's slots); false when one primary holds
+  // every key.
+  virtual bool shards_by_key() const = 0;
+  // Where key lives, for a fault's record ({"slot": 1234}; empty when the server does not shard).
+  virtual nlohmann::json describe_key(const std::string& key) const = 0;
+};
+
+// Ability kKeyHolders: which nodes hold a key now, asked of each running node directly (a paused or cut node
+// counts as not holding it). Bounded by about nodes x timeout per key; never throws.
+class KeyHolders {
+ public:
+  virtual ~KeyHolders() = default;
+  // The nodes that have any of keys, in order.
+  virtual std::vector<size_t> nodes_holding_any(const std::vector<std::string>& keys,
+                                                std::chrono::milliseconds timeout) const = 0;
 };
 
 // The nodes under test: lifecycle and what they are, with their node faults and their network.
@@ -194,7 +238,7 @@ class Cluster : public NodeFaults, public Network {
  public:
   ~Cluster() override = default;
 
-  // Brings every node up and waits until each answers PING. Throws ClusterError.
+  // Brings every node up and waits until each answers. Throws ClusterError.
   virtual void start() = 0;
   // Stops every node (SIGCONT first if paused, then SIGKILL/SIGTERM), undoing clock offsets. Idempotent,
   // never throws; safe to call from teardown paths.
@@ -202,13 +246,19 @@ class Cluster : public NodeFaults, public Network {
 
   // Data nodes (masters and replicas), in order n1, n2, ...
   virtual const std::vector<NodeInfo>& nodes() const = 0;
-  // Sentinels of the replicated topology (empty otherwise).
+  // The members beside the data nodes that clients and faults may reach (Redis' Sentinels), s1, s2, ...; empty
+  // for most servers.
   virtual std::vector<NodeInfo> sentinels() const { return {}; }
-  // What the nodes run. Redis unless the backend says otherwise.
-  virtual ServerKind server() const { return ServerKind::kRedis; }
+  // "redis on the local backend": what runs where, for messages.
+  virtual std::string describe() const { return "a cluster"; }
+  // What this cluster can do (its server kind's abilities on its backend).
+  virtual Abilities abilities() const { return Abilities::basic(); }
   // The node that leads the cluster now, asked of the nodes (a bounded query), or nullopt when none is known or
-  // the server has no leader of its own (Redis). Never throws.
+  // the server has no leader of its own (ability kLeader). Never throws.
   virtual std::optional<size_t> leader() const { return std::nullopt; }
+  // Ability kPrimary / kKeyHolders: the cluster's, or nullptr when it lacks it. Valid while the cluster lives.
+  virtual const Primary* primary() const { return nullptr; }
+  virtual const KeyHolders* key_holders() const { return nullptr; }
 
   NodeFaults& node_faults() { return *this; }
   Network& network() { return *this; }

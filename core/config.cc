@@ -13,55 +13,7 @@
 
 namespace lockcheck {
 
-const char* to_string(Persistence p) {
-  switch (p) {
-    case Persistence::kNone: return "none";
-    case Persistence::kAofEverysec: return "aof-everysec";
-    case Persistence::kAofAlways: return "aof-always";
-  }
-  return "none";
-}
-
-const char* to_string(Topology t) {
-  switch (t) {
-    case Topology::kIndependent: return "independent";
-    case Topology::kReplicated: return "replicated";
-    case Topology::kCluster: return "cluster";
-  }
-  return "independent";
-}
-
-const char* to_string(ServerKind s) {
-  switch (s) {
-    case ServerKind::kRedis: return "redis";
-    case ServerKind::kEtcd: return "etcd";
-    case ServerKind::kZooKeeper: return "zookeeper";
-  }
-  return "redis";
-}
-
 namespace {
-
-ServerKind parse_server(const std::string& s) {
-  if (s == "redis") return ServerKind::kRedis;
-  if (s == "etcd") return ServerKind::kEtcd;
-  if (s == "zookeeper") return ServerKind::kZooKeeper;
-  throw ConfigError("--server: '" + s + "' is not one of redis, etcd, zookeeper");
-}
-
-Persistence parse_persistence(const std::string& s) {
-  if (s == "none") return Persistence::kNone;
-  if (s == "aof-everysec") return Persistence::kAofEverysec;
-  if (s == "aof-always") return Persistence::kAofAlways;
-  throw ConfigError("--persistence: '" + s + "' is not one of none, aof-everysec, aof-always");
-}
-
-Topology parse_topology(const std::string& s) {
-  if (s == "independent") return Topology::kIndependent;
-  if (s == "replicated") return Topology::kReplicated;
-  if (s == "cluster") return Topology::kCluster;
-  throw ConfigError("--topology: '" + s + "' is not one of independent, replicated, cluster");
-}
 
 template <typename T>
 void require(bool ok, const char* flag, const T& value, const std::string& what) {
@@ -101,11 +53,7 @@ template <auto M>
 json get_field(const RunConfig& c) {
   const auto& v = c.*M;
   using T = std::decay_t<decltype(v)>;
-  if constexpr (std::is_same_v<T, Topology> || std::is_same_v<T, Persistence> || std::is_same_v<T, ServerKind>) {
-    return to_string(v);
-  } else {
-    return v;
-  }
+  return v;
 }
 
 // A value as JSON text for an error message, invalid UTF-8 replaced (dump() would throw on it).
@@ -116,13 +64,7 @@ void set_field(RunConfig& c, const json& j, const std::string& name) {
   auto& v = c.*M;
   using T = std::decay_t<decltype(v)>;
   try {
-    if constexpr (std::is_same_v<T, Topology>) {
-      v = parse_topology(j.get<std::string>());
-    } else if constexpr (std::is_same_v<T, ServerKind>) {
-      v = parse_server(j.get<std::string>());
-    } else if constexpr (std::is_same_v<T, Persistence>) {
-      v = parse_persistence(j.get<std::string>());
-    } else if constexpr (std::is_same_v<T, json>) {
+    if constexpr (std::is_same_v<T, json>) {
       if (!j.is_object()) throw ConfigError(name + ": must be an object of KEY: VALUE");
       v = j;
     } else if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) {
@@ -139,12 +81,13 @@ void set_field(RunConfig& c, const json& j, const std::string& name) {
   }
 }
 
-// --lock-opt KEY=VALUE (repeatable): VALUE is JSON when it parses as JSON (3, 0.5, true), else a string.
-void add_lock_opt(json& opts, const std::string& kv) {
+// --lock-opt / --server-opt KEY=VALUE (repeatable): VALUE is JSON when it parses as JSON (3, 0.5, true), else a
+// string.
+void add_opt(json& opts, const std::string& kv, const std::string& name) {
   const auto eq = kv.find('=');
-  if (eq == std::string::npos || eq == 0) throw ConfigError("--lock-opt: '" + kv + "' is not KEY=VALUE");
+  if (eq == std::string::npos || eq == 0) throw ConfigError(name + ": '" + kv + "' is not KEY=VALUE");
   const std::string key = kv.substr(0, eq), value = kv.substr(eq + 1);
-  if (opts.contains(key)) throw ConfigError("--lock-opt: '" + key + "' given twice");
+  if (opts.contains(key)) throw ConfigError(name + ": '" + key + "' given twice");
   json parsed = json::parse(value, nullptr, false);
   opts[key] = parsed.is_discarded() ? json(value) : parsed;
 }
@@ -169,12 +112,6 @@ void parse_flag_field(RunConfig& c, const std::string& text, const std::string& 
     v = static_cast<T>(x);
   } else if constexpr (std::is_floating_point_v<T>) {
     v = parse_double(text, name);
-  } else if constexpr (std::is_same_v<T, Topology>) {
-    v = parse_topology(text);
-  } else if constexpr (std::is_same_v<T, ServerKind>) {
-    v = parse_server(text);
-  } else if constexpr (std::is_same_v<T, Persistence>) {
-    v = parse_persistence(text);
   } else if constexpr (std::is_same_v<T, std::vector<std::string>>) {
     // A comma list; "none" (or nothing) is the empty list.
     v.clear();
@@ -189,7 +126,7 @@ void parse_flag_field(RunConfig& c, const std::string& text, const std::string& 
       pos = comma + 1;
     }
   } else if constexpr (std::is_same_v<T, json>) {
-    add_lock_opt(v, text);  // repeatable: each occurrence adds a key
+    add_opt(v, text, name);  // repeatable: each occurrence adds a key
   }
 }
 
@@ -205,8 +142,6 @@ constexpr Kind kind_of() {
     return Kind::kInt;
   else if constexpr (std::is_floating_point_v<T>)
     return Kind::kDouble;
-  else if constexpr (std::is_same_v<T, Topology> || std::is_same_v<T, Persistence> || std::is_same_v<T, ServerKind>)
-    return Kind::kEnum;
   else if constexpr (std::is_same_v<T, std::vector<std::string>>)
     return Kind::kList;
   else
@@ -245,16 +180,13 @@ const std::vector<ConfigField>& config_fields() {
   static const std::vector<ConfigField> fields = {
     row<&C::cluster>("cluster", "cluster", "local (redis-server processes), docker, or ssh (--hosts)", "cluster", "",
         [](const C& c) { one_of(c.cluster, "--cluster", {"local", "docker", "ssh"}); }),
-    row<&C::server>("server", "server", "redis (default), etcd: a five-node etcd cluster (Debian's etcd-server), or zookeeper: a five-member ZooKeeper ensemble (Debian's zookeeper), on any backend", "cluster", ""),
+    row<&C::server>("server", "server", "the lock service the nodes run (see lockcheck list: servers)", "cluster", ""),
+    row<&C::server_opts>("server_opts", "server-opt", "KEY=VALUE: an option of the server kind (repeatable; each also has a flag of its own, see lockcheck list)", "cluster", ""),
     row<&C::server_version>("server_version", "server-version", "the server's version the nodes run (default: the machine's; see lockcheck list; etcd 3.4.3 is built by scripts/build-clients)", "cluster", ""),
     row<&C::hosts>("hosts", "hosts", "hosts file of --cluster ssh (JSON; scripts/ssh-testbed writes one)", "cluster", "",
         [](const C& c) { if (c.cluster != "ssh" && !c.hosts.empty()) throw ConfigError("--hosts: only with --cluster ssh"); }),
-    row<&C::topology>("topology", "topology", "independent (N masters), replicated (master, replicas, 3 Sentinels) or cluster (Redis Cluster: half masters, half replicas)", "cluster", ""),
-    row<&C::nodes>("nodes", "nodes", "number of Redis nodes", "cluster", "",
+    row<&C::nodes>("nodes", "nodes", "number of nodes (default 5, or what the server kind needs)", "cluster", "",
         [](const C& c) { require(c.nodes >= 1 && c.nodes <= 15, "--nodes", c.nodes, "must be between 1 and 15"); }),
-    row<&C::persistence>("persistence", "persistence", "none, aof-everysec or aof-always", "cluster", ""),
-    row<&C::sentinel_parallel_syncs>("sentinel_parallel_syncs", "sentinel-parallel-syncs", "replicated: replicas Sentinel repoints to a promoted master at a time (parallel-syncs; 1 is Redis' default)", "cluster", "",
-        [](const C& c) { require(c.sentinel_parallel_syncs >= 1 && c.sentinel_parallel_syncs <= 14, "--sentinel-parallel-syncs", c.sentinel_parallel_syncs, "must be between 1 and 14"); }),
     row<&C::lock>("lock", "lock", "lock algorithm (see lockcheck list)", "lock", ""),
     row<&C::workload>("workload", "workload", "workload (see lockcheck list)", "workload", ""),
     row<&C::nemesis>("nemesis", "nemesis", "comma list of faults (see lockcheck list), or none", "nemesis", ""),
@@ -297,8 +229,6 @@ const std::vector<ConfigField>& config_fields() {
     row<&C::fencing>("fencing", "fencing", "hand out fencing tokens with each acquire", "lock", ""),
     row<&C::client_cmd>("client_cmd", "client-cmd", "command line of an external lock client (--lock external)", "lock", ""),
     row<&C::lock_opts>("lock_opts", "lock-opt", "KEY=VALUE: an option of the lock (repeatable; see lockcheck list)", "lock", ""),
-    row<&C::wait_replicas>("wait_replicas", "wait", "single-failover: WAIT for N replicas after SET", "lock", "",
-        [](const C& c) { require(c.wait_replicas >= 0, "--wait", c.wait_replicas, "must be >= 0"); }),
     row<&C::checker_timeout_s>("checker_timeout_s", "checker-timeout", "seconds of search before a checker answers unknown", "checkers", "s",
         [](const C& c) { require(c.checker_timeout_s > 0, "--checker-timeout", c.checker_timeout_s, "must be > 0 seconds"); }),
     row<&C::seed>("seed", "seed", "RNG seed (0: pick one; it is recorded)", "seed", ""),
@@ -312,7 +242,6 @@ const std::vector<ConfigField>& config_fields() {
         }),
     row<&C::results_dir>("results_dir", "results", "folder for results/<run-id>/", "", "",
         [](const C& c) { if (c.results_dir.empty()) throw ConfigError("--results: must not be empty"); }),
-    row<&C::redis_server>("redis_server", "redis-server", "redis-server binary (local cluster)", "cluster", ""),
     row<&C::argv>("argv", "", "the command line as given", "", ""),
   };
   // clang-format on
@@ -336,85 +265,16 @@ nlohmann::json read_json_file(const std::string& path) {
   }
 }
 
-namespace {
-
-// What an etcd or ZooKeeper run cannot have: each of these is something the harness does to Redis nodes itself.
-// The clock: the shim (LD_PRELOAD of libc's clock functions) does not reach etcd (a Go program reading the
-// clock through the vDSO); it does reach a ZooKeeper member's wall clock, but ZooKeeper times sessions on the
-// monotonic clock (measured: cluster/zookeeper_common.h's zookeeper_clock_refusal).
-void validate_consensus_fields(const RunConfig& c) {
-  const std::string kind = to_string(c.server);
-  const bool etcd = c.server == ServerKind::kEtcd;
-  if (c.topology != Topology::kIndependent) {
-    throw ConfigError(std::string("--topology ") + to_string(c.topology) + ": a Redis topology; --server " + kind +
-                      " runs one " + (etcd ? "etcd cluster" : "ZooKeeper ensemble") +
-                      " (leave --topology at independent)");
-  }
-  if (c.persistence != Persistence::kNone) {
-    throw ConfigError("--persistence: a Redis setting; " + kind + " always writes its log to disk (leave it at none)");
-  }
-  for (const auto& n : c.nemesis) {
-    const std::string base = n.substr(0, n.find(':'));
-    // Holder targeting aims client faults at the holder's process (fine) and node faults at the nodes that hold
-    // its key, which it finds with Redis EXISTS (not here, where every member holds every key).
-    if (c.nemesis_targeting == "holder" && base != "client-pause" && base != "client-crash") {
-      throw ConfigError("--nemesis-targeting holder: aims " + base +
-                        " at the holder's nodes, found with Redis EXISTS; not with --server " + kind +
-                        " (holder targeting works there for client-pause and client-crash only)");
-    }
-    if (base == "clock") {
-      throw ConfigError(etcd ? "--nemesis clock: not with --server etcd: the clock shim (LD_PRELOAD) does not reach "
-                               "etcd, a Go program that reads the clock through the vDSO, and etcd times leases with "
-                               "the monotonic clock anyway"
-                             : "--nemesis clock: not with --server zookeeper: ZooKeeper times sessions with "
-                               "System.nanoTime (the monotonic clock); the clock shim moves the members' wall clock "
-                               "only, and measured here steps of +60 s and -60 s on every member expired no session "
-                               "(bench/zookeeper_clock_fault.py)");
-    }
-    if (base == "failover") throw ConfigError("--nemesis failover: a Sentinel failover; not with --server " + kind);
-    if (base == "power-loss") {
-      throw ConfigError(etcd ? "--nemesis power-loss: not with --server etcd: the power shim (LD_PRELOAD) does not "
-                               "reach etcd, a Go program that makes its system calls without libc"
-                             : "--nemesis power-loss: not with --server zookeeper: the power shim's model of what a "
-                               "power loss drops is written for Redis's files (not tried on a JVM)");
-    }
-  }
-}
-
-}  // namespace
-
 void validate_fields(const RunConfig& c) {
   for (const auto& f : config_fields()) {
     if (f.check) f.check(c);
   }
-  if (c.topology == Topology::kReplicated && c.nodes < 2) {
-    throw ConfigError("--nodes: the replicated topology needs a master and at least one replica");
-  }
-  if (c.topology != Topology::kReplicated && c.sentinel_parallel_syncs != 1) {
-    throw ConfigError("--sentinel-parallel-syncs: only with --topology replicated (the topology with Sentinels)");
-  }
-  if (c.topology == Topology::kCluster && c.nodes < kClusterMinNodes) {
-    throw ConfigError("--nodes " + std::to_string(c.nodes) + " with --topology cluster: Redis Cluster needs at least " +
-                      std::to_string(kClusterMinNodes) +
-                      " nodes (3 masters, each with a replica); leave --nodes out to get " +
-                      std::to_string(kClusterMinNodes));
-  }
-  if (c.topology == Topology::kCluster && c.cluster == "ssh") {
-    throw ConfigError("--topology cluster: only on the local and docker backends (--cluster local|docker)");
-  }
-  if (c.server != ServerKind::kRedis) validate_consensus_fields(c);
   if (c.lock == "external" && c.client_cmd.empty()) throw ConfigError("--client-cmd: required with --lock external");
   // A fault's own setting without that fault would set nothing (and a boundary search over it would search
   // nothing): refused rather than ignored.
   const auto has = [&](const char* n) { return std::find(c.nemesis.begin(), c.nemesis.end(), n) != c.nemesis.end(); };
   if (c.drift_ppm != 0 && !has("clock:drift")) throw ConfigError("--drift-ppm: only with --nemesis clock:drift");
   if (c.pause_ms != -1 && !has("client-pause")) throw ConfigError("--pause-ms: only with --nemesis client-pause");
-}
-
-void apply_topology_defaults(RunConfig& c, bool nodes_given) {
-  if (nodes_given || c.topology != Topology::kCluster || c.nodes >= kClusterMinNodes) return;
-  c.nodes = kClusterMinNodes;
-  c.nodes_from_topology = true;
 }
 
 void to_json(nlohmann::json& j, const RunConfig& c) {
@@ -424,18 +284,23 @@ void to_json(nlohmann::json& j, const RunConfig& c) {
 
 void from_json(const nlohmann::json& j, RunConfig& c) {
   if (!j.is_object()) throw ConfigError("config: must be a JSON object");
-  for (auto it = j.begin(); it != j.end(); ++it) {
-    if (!find_config_field(it.key())) throw ConfigError("config: unknown field \"" + it.key() + "\"");
-  }
   for (const auto& f : config_fields()) {
     auto it = j.find(f.key);
     if (it != j.end()) f.set(c, *it, std::string("config field \"") + f.key + "\"");
   }
-  apply_topology_defaults(c, j.contains("nodes"));
+  for (auto it = j.begin(); it != j.end(); ++it) {
+    if (find_config_field(it.key())) continue;
+    // The single-failover lock's WAIT was a field of its own; it is that lock's option now.
+    if (it.key() == "wait_replicas") {
+      const std::optional<int64_t> n = json_integer<int64_t>(it.value());
+      if (!n) throw ConfigError("config field \"wait_replicas\": wrong type (" + it.value().dump() + ")");
+      if (*n != 0 && !c.lock_opts.contains("wait_replicas")) c.lock_opts["wait_replicas"] = *n;
+      continue;
+    }
+    // A server kind's option at the top level (how earlier versions wrote Redis' options): resolve_plan checks it.
+    if (!c.server_opts.contains(it.key())) c.server_opts[it.key()] = it.value();
+  }
+  c.nodes_given = j.contains("nodes");
 }
-
-Persistence persistence_from_string(const std::string& s) { return parse_persistence(s); }
-Topology topology_from_string(const std::string& s) { return parse_topology(s); }
-ServerKind server_from_string(const std::string& s) { return parse_server(s); }
 
 }  // namespace lockcheck

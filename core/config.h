@@ -10,8 +10,6 @@
 
 #include <nlohmann/json.hpp>
 
-#include "core/cluster.h"
-
 namespace lockcheck {
 
 // A bad flag, bad value or bad config file (exit status 2). what() names the flag or field.
@@ -22,13 +20,14 @@ class ConfigError : public std::invalid_argument {
 
 struct RunConfig {
   std::string cluster = "local";                 // --cluster local|docker|ssh
-  ServerKind server = ServerKind::kRedis;        // --server redis|etcd (etcd: every backend)
+  std::string server = "redis";                  // --server: a name from server_registry() (servers/registry.h)
+  // The server kind's own options (--server-opt KEY=VALUE, or each option's own flag, e.g. --topology): a JSON
+  // object, checked against the kind's table by harness/plan.h. Keys config.json has at its top level that are no
+  // field of this table land here too (earlier versions wrote Redis' options there).
+  nlohmann::json server_opts = nlohmann::json::object();
   std::string server_version;                    // --server-version: which build the nodes run ("": the machine's)
   std::string hosts;                             // --hosts FILE: the ssh backend's hosts (cluster/ssh_hosts.h)
-  Topology topology = Topology::kIndependent;    // --topology independent|replicated
-  int nodes = 5;                                 // --nodes: lock nodes (replicated: master + replicas)
-  Persistence persistence = Persistence::kNone;  // --persistence none|aof-everysec|aof-always
-  int sentinel_parallel_syncs = 1;               // --sentinel-parallel-syncs (replicated): Sentinel's parallel-syncs
+  int nodes = 5;                                 // --nodes: lock nodes (the server kind may say otherwise)
   std::string lock = "single";                   // --lock: a name from lock_registry()
   std::string workload = "lock";                 // --workload
   std::vector<std::string> nemesis;              // --nemesis a,b,c; empty means none
@@ -52,46 +51,33 @@ struct RunConfig {
   bool blind_holder = false;                     // --blind-holder: set workloads' holder ignores its validity
   std::string client_cmd;                        // --client-cmd (lock external; made by resolve_lock for adapters)
   nlohmann::json lock_opts = nlohmann::json::object();  // --lock-opt KEY=VALUE: LockOptions.extra / adapter flags
-  int wait_replicas = 0;                                // --wait N (single-failover)
   double checker_timeout_s = 60;                        // --checker-timeout
   uint64_t seed = 0;                                    // --seed; 0 on the CLI means "pick one", then recorded
   std::string label;                                    // --label: a name for the run (matrix entry), in its id
   std::string results_dir = "results";                  // --results
-  std::string redis_server = "redis-server";            // --redis-server: binary to run (local cluster)
   bool progress = true;                                 // --no-progress turns the progress line off
   std::vector<std::string> argv;                        // the command line as given, for the report
-  // Not in config.json: true when nodes was not given (flag, config file or matrix entry) and the topology chose
-  // it (apply_topology_defaults); the run says so in its output.
-  bool nodes_from_topology = false;
+  // Not in config.json: whether nodes was given (flag, config file or matrix entry); when not, the server kind's
+  // default applies (harness/plan.h), and nodes_from_server says it differed from 5 (the run says so).
+  bool nodes_given = false;
+  bool nodes_from_server = false;
 
   int64_t effective_hold_ms_max() const { return hold_ms_max >= 0 ? hold_ms_max : ttl_ms * 8 / 10; }
   int64_t effective_work_ms() const { return work_ms >= 0 ? work_ms : ttl_ms / 3; }
   int64_t effective_pause_ms() const { return pause_ms >= 0 ? pause_ms : 2 * ttl_ms; }
 };
 
-// Redis Cluster needs 3 masters, each with a replica.
-constexpr int kClusterMinNodes = 6;
-
-// The defaults that depend on another field: with --topology cluster and no --nodes given (nodes_given false),
-// nodes is kClusterMinNodes instead of the default 5 (too few for 3 masters + 3 replicas), and
-// nodes_from_topology says so. from_json applies it (nodes_given: the JSON has "nodes"); the CLI after its flags.
-void apply_topology_defaults(RunConfig& c, bool nodes_given);
-
 // Throws ConfigError naming the flag when a field is out of range (every field's own rule in config_fields(),
-// and the rules between fields: topology and nodes, hosts and cluster). Names of parts (lock, workload,
-// nemesis) are checked against their registries one floor up, by harness/plan.h's resolve_plan().
+// and the rules between fields: hosts and cluster). Names of parts (server, lock, workload, nemesis) and the
+// server kind's options are checked against their registries one floor up, by harness/plan.h's resolve_plan().
 void validate_fields(const RunConfig& c);
 
 // Reads a JSON file. Throws ConfigError naming the file when it cannot be opened or is not valid JSON.
 nlohmann::json read_json_file(const std::string& path);
 
-// Parse the enum flags; throw ConfigError naming the flag.
-Persistence persistence_from_string(const std::string& s);
-Topology topology_from_string(const std::string& s);
-ServerKind server_from_string(const std::string& s);
-
-// Every field of config.json (written with every field; missing fields keep their defaults; unknown fields and
-// bad values throw ConfigError naming the field).
+// Every field of config.json (written with every field; missing fields keep their defaults; bad values throw
+// ConfigError naming the field). A top-level key that is no field goes into server_opts (resolve_plan checks it
+// against the server kind's options), and the former field "wait_replicas" into lock_opts when it is not 0.
 void to_json(nlohmann::json& j, const RunConfig& c);
 void from_json(const nlohmann::json& j, RunConfig& c);
 

@@ -14,11 +14,9 @@
 #include <boost/filesystem.hpp>
 
 #include "cluster/clock_shim.h"
+#include "cluster/host_firewall.h"
 #include "cluster/power_loss.h"
-#include "cluster/etcd_common.h"
 #include "cluster/remote.h"
-#include "cluster/server_builds.h"
-#include "cluster/zookeeper_common.h"
 #include "core/party.h"
 #include "docker/node_image.h"
 
@@ -30,8 +28,6 @@ using std::chrono::seconds;
 
 namespace {
 
-constexpr int kRedisPort = 6379;
-constexpr int kSentinelPort = 26379;
 constexpr const char* kContainerWorkDir = "/lockcheck";
 constexpr auto kQuickTimeout = seconds(20);  // inspect, ls
 
@@ -110,61 +106,57 @@ class DockerExecRemote final : public Remote {
   const std::string c_;
 };
 
-RemoteClusterOptions docker_remote_options(const DockerClusterOptions& o) {
-  RemoteClusterOptions r = o;  // its RemoteClusterOptions part
-  r.call_timeout = o.engine_timeout;
-  return r;
+ClusterSetup with_engine_timeout(ClusterSetup setup, const DockerClusterOptions& o) {
+  setup.call_timeout = o.engine_timeout;
+  return setup;
 }
 
 }  // namespace
 
-DockerCluster::DockerCluster(const RunConfig& config, std::string run_dir, DockerClusterOptions options)
-    : DockerCluster(config, run_dir, std::move(options), docker_run_id(run_dir)) {}
+DockerCluster::DockerCluster(ServerRun server, ClusterSetup setup, DockerClusterOptions options)
+    : DockerCluster(std::move(server), setup, std::move(options), docker_run_id(setup.run_dir)) {}
 
-// Host h is node h's container (n1 ...), then the Sentinels' (s1 ...); each runs one server.
-DockerCluster::DockerCluster(const RunConfig& config, std::string run_dir, DockerClusterOptions options,
-                             std::string run_id)
-    : RemoteCluster("docker cluster", config, std::move(run_dir),
-                    with_server_build(docker_remote_options(options), config, false), run_id, "LOCKCHECK"),
+// Host h is node h's container (n1 ...), then the Sentinels' (s1 ...); each runs one member on its kind's usual
+// ports.
+DockerCluster::DockerCluster(ServerRun server, ClusterSetup setup, DockerClusterOptions options, std::string run_id)
+    : ServerCluster("docker cluster", server, with_engine_timeout(std::move(setup), options), run_id),
       docker_options_(std::move(options)),
       cli_(docker_options_.docker_path) {
-  if (config_.nodes < 1 || config_.nodes > 80) throw ClusterError("docker cluster: --nodes must be 1..80");
-  if (config_.topology == Topology::kReplicated && docker_options_.sentinels < 1) {
-    throw ClusterError("docker cluster: the replicated topology needs at least one Sentinel");
-  }
-  if (config_.topology == Topology::kCluster && config_.nodes < 6) {
-    throw ClusterError("docker cluster: the cluster topology needs at least 6 nodes (3 masters, 3 replicas)");
-  }
+  if (server.nodes < 1 || server.nodes > 80) throw ClusterError("docker cluster: --nodes must be 1..80");
   network_ = "lockcheck-" + run_id;
+  const ImageNeeds needs = server.server->image();
+  std::map<std::string, std::string> programs;  // where the image has the kind's programs
+  for (const auto& p : needs.programs) programs[p.name] = p.image_path;
+  if (!needs.java.empty()) programs["java"] = docker::kImageJava;
   std::vector<RemoteHost> hosts;
   std::vector<Placement> nodes, sentinels;
-  const int servers = config_.nodes + (config_.topology == Topology::kReplicated ? docker_options_.sentinels : 0);
-  for (int h = 0; h < servers; ++h) {
-    const bool node = h < config_.nodes;
+  const int members = server.nodes + server.server->sentinels();
+  for (int h = 0; h < members; ++h) {
+    const bool node = h < server.nodes;
     RemoteHost host;
-    host.name = node ? Party::node(h).name() : Party::sentinel(h - config_.nodes).name();
+    host.name = node ? Party::node(h).name() : Party::sentinel(h - server.nodes).name();
     host.remote = std::make_shared<DockerExecRemote>(cli_, container_name(host.name));
     host.work_dir = kContainerWorkDir;  // in the image (docker/node_image.cc), so no mkdir
     host.work_dir_exists = true;
-    host.programs = {{"redis-server", docker::kImageRedisServer},
-                     {"redis-sentinel", docker::kImageRedisSentinel},
-                     {"etcd", docker::kImageEtcd},
-                     {"java", docker::kImageJava}};
+    host.programs = programs;
     host.clock_shim = docker::kImageClockShim;
     host.power_shim = docker::kImagePowerShim;
     host.can_filter = node;  // only the nodes' containers have CAP_NET_ADMIN
     host.can_delay = false;  // no tc netem in the image
     host.ephemeral = true;   // removed with the run
     host.shares_harness_clock = true;  // a container reads this machine's CLOCK_REALTIME
-    // etcd: client 2379 and peer 2380 (etcd_peer_port) in each container, as etcd's defaults; ZooKeeper: client
-    // 2181, quorum 2888 and election 3888 (zookeeper_quorum_port, zookeeper_election_port), ZooKeeper's defaults.
-    const int node_port = config_.server == ServerKind::kEtcd        ? kEtcdClientPort
-                          : config_.server == ServerKind::kZooKeeper ? kZooKeeperClientPort
-                                                                     : kRedisPort;
-    (node ? nodes : sentinels).push_back({static_cast<size_t>(h), node ? node_port : kSentinelPort});
+    Placement p;
+    p.host = static_cast<size_t>(h);
+    for (const auto& port : server.server->ports(node ? NodeRole::kMaster : NodeRole::kSentinel)) {
+      p.ports[port.label] = port.default_port;
+    }
+    (node ? nodes : sentinels).push_back(p);
     hosts.push_back(std::move(host));
   }
-  place(std::move(hosts), nodes, sentinels);
+  auto firewall = std::make_unique<HostFirewall>(backend_, hosts_, [this](const std::string& party) {
+    return party_host(party);
+  }, "LOCKCHECK", setup_.call_timeout);
+  place(std::move(hosts), std::move(firewall), nodes, sentinels);
   set_ready_hint(" (the host must reach container addresses over the bridge, which Docker Desktop's VM does not "
                  "route)");
 }
@@ -196,20 +188,10 @@ void DockerCluster::provision() {
     }
   } else {
     docker::NodeImageInputs inputs;
-    inputs.redis_server = docker_options_.redis_server;
     inputs.iptables = docker_options_.iptables;
-    inputs.clock_shim = docker_options_.clock_shim.empty() ? clock_shim_library() : docker_options_.clock_shim;
+    inputs.clock_shim = setup_.clock_shim_path.empty() ? clock_shim_library() : setup_.clock_shim_path;
     inputs.power_shim = power_shim_library();
-    inputs.require_etcd = config_.server == ServerKind::kEtcd;
-    if (inputs.require_etcd) {  // the build --server-version names goes into the image as /usr/bin/etcd
-      const ServerBuild build = resolve_server_build(config_);
-      inputs.etcd = build.server;
-      inputs.etcdctl = build.ctl;
-    }
-    // ZooKeeper: a JRE and Debian's jars go in; an image of their own (another repository), so that the Redis and
-    // etcd image neither grows nor is rebuilt each time runs of both kinds alternate.
-    inputs.require_zookeeper = config_.server == ServerKind::kZooKeeper;
-    if (inputs.require_zookeeper) inputs.repository = "lockcheck-zookeeper";
+    inputs.server = server().image();  // the build the run resolved (--server-version) goes in
     image_tag_ = docker::ensure_node_image(cli_, inputs, docker_options_.build_timeout).tag;
   }
   create_network();
@@ -273,7 +255,7 @@ void DockerCluster::create_network() {
       continue;
     }
     // n1 at .11, n2 at .12, ...; Sentinels at .101 ...: clear of the gateway (.1).
-    const size_t nodes = static_cast<size_t>(config_.nodes);
+    const size_t nodes = this->nodes().size();
     for (size_t h = 0; h < hosts_.size(); ++h) {
       hosts_[h].address = ipv4_str(base + static_cast<uint32_t>(h < nodes ? 11 + h : 101 + (h - nodes)));
     }

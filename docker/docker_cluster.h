@@ -1,16 +1,13 @@
-// The `docker` cluster backend: every Redis node (and Sentinel) runs in a container with its own address on a
-// private bridge network of its run, as in Jepsen's docker environment. Selected with `--cluster docker`.
-// With --server etcd each node's container runs an etcd member instead (client port 2379, peer port 2380; the
-// image carries etcd and etcdctl from this host's Debian packages: cluster/remote_cluster.h, etcd_remote_kind).
-// With --server zookeeper each node's container runs a ZooKeeper member (client port 2181, quorum 2888, election
-// 3888), a JVM from an image lockcheck-zookeeper:<hash> that adds this host's JRE and Debian's ZooKeeper jars to
-// the node image (docker/node_image.h; zookeeper_remote_kind).
+// The `docker` cluster backend: every node (and Sentinel) of any server kind runs in a container with its own
+// address on a private bridge network of its run, as in Jepsen's docker environment. Selected with
+// `--cluster docker`. Each member listens on its server kind's usual ports (ServerPort::default_port) in its own
+// container; the image (docker/node_image.h) holds the kind's programs (ImageNeeds), iptables and the shims.
 //
 // The backend is the Remote seam's docker side (cluster/remote.h: a command is `docker exec CONTAINER ARGV`, a
 // file goes with `docker cp`) under the one implementation of starting, faulting and tearing down
-// (cluster/remote_cluster.h, which describes the servers' folders, the faults and the teardown): each
-// container is a host, as an ssh host is, whose first process only waits (`sleep infinity` under the engine's
-// init); the server runs in it, daemonized, started by the same command as on an ssh host.
+// (cluster/server_cluster.h, which describes the members' folders and the faults; the peer network is
+// cluster/host_firewall.h): each container is a host, as an ssh host is, whose first process only waits (`sleep
+// infinity` under the engine's init); the server runs in it, started by the same command as on an ssh host.
 //
 // What a run creates, all labelled lockcheck.run=<run id> (plus lockcheck.owner-pid / lockcheck.owner-host,
 // so that `lockcheck clean` can tell a dead run's leftovers from a live run's):
@@ -22,8 +19,8 @@
 //                                           Sentinel cut is the node's rules, Sentinel <-> Sentinel cuts are not
 //                                           supported)
 // Inside each container, /lockcheck/lockcheck-<run id>/<node>/ holds its config, clock file, data and log (the
-// container's own layer: a restarted process finds what persistence kept; without persistence the RDB is
-// removed first). The logs are fetched into <run_dir>/nodes/ at stop, before the containers are removed.
+// container's own layer: a restarted process finds what it kept). The logs are fetched into <run_dir>/nodes/ at
+// stop, before the containers are removed.
 // Delays between nodes are not supported (they need tc netem, which the image does not have): set_delay throws
 // ClusterError for them. Client <-> node links go through the harness's TCP fault proxy, as on every backend.
 //
@@ -38,10 +35,8 @@
 #include <string>
 #include <vector>
 
-#include "cluster/redis_config.h"
-#include "cluster/remote_cluster.h"
+#include "cluster/server_cluster.h"
 #include "core/cluster.h"
-#include "core/config.h"
 #include "docker/docker_cli.h"
 
 namespace lockcheck {
@@ -51,31 +46,24 @@ constexpr const char* kDockerRunLabel = "lockcheck.run";
 constexpr const char* kDockerOwnerPidLabel = "lockcheck.owner-pid";
 constexpr const char* kDockerOwnerHostLabel = "lockcheck.owner-host";
 
-// The replicated topology's Sentinels monitor the master under kSentinelMasterName (core/cluster.h).
-
-// RemoteClusterOptions (clock_shim: the shim copied into the image, sentinels, sentinel_timings,
-// cluster_node_timeout_ms, ready_timeout; call_timeout is engine_timeout), plus docker's own.
-struct DockerClusterOptions : RemoteClusterOptions {
+struct DockerClusterOptions {
   std::string docker_path;  // the docker client; empty: `docker` on PATH
   // Use this image instead of building one (e.g. from docker/Dockerfile.redis7). It must provide the paths
-  // of docker/node_image.h: /usr/bin/redis-server, /usr/bin/redis-sentinel, /usr/sbin/iptables-restore,
-  // /usr/sbin/iptables, /usr/lib/lockcheck/libclockshim.so, and sh, sleep, cat, rm, mkdir, dd, tail, grep, env
-  // on PATH (--server etcd: /usr/bin/etcd; --server zookeeper: /usr/bin/java and the jars of
-  // zookeeper_default_classpath(), with what their manifests name). Empty: build (or reuse) the offline image.
+  // of docker/node_image.h and the server kind's programs at their ImageNeeds paths (/usr/sbin/iptables-restore,
+  // /usr/sbin/iptables, /usr/lib/lockcheck/libclockshim.so, and sh, sleep, cat, rm, mkdir, dd, tail, grep, env,
+  // setsid on PATH). Empty: build (or reuse) the offline image.
   std::string image;
-  std::string redis_server = "redis-server";  // copied into the image (resolved on PATH)
-  std::string iptables = "iptables";                // likewise
+  std::string iptables = "iptables";                // copied into the image (resolved on PATH)
   std::chrono::milliseconds engine_timeout{60000};  // bound on any one docker call (run, exec, cp, rm, ...)
   std::chrono::seconds build_timeout{300};          // bound on building the image
 };
 
-class DockerCluster final : public RemoteCluster {
+class DockerCluster final : public ServerCluster {
  public:
-  // Nothing is started yet. run_dir is the run's results folder (it and its nodes/ are created if missing);
-  // the run id is its last path component (sanitised) plus a random suffix. Uses config.topology,
-  // config.nodes, config.persistence, config.concurrency (client slots c0..c<concurrency-1>), config.seed
-  // (the fault proxy's jitter).
-  DockerCluster(const RunConfig& config, std::string run_dir, DockerClusterOptions options = {});
+  // Nothing is started yet. setup.run_dir is the run's results folder (it and its nodes/ are created if missing);
+  // the run id is its last path component (sanitised) plus a random suffix. setup.call_timeout is replaced by
+  // options.engine_timeout.
+  DockerCluster(ServerRun server, ClusterSetup setup, DockerClusterOptions options = {});
   ~DockerCluster() override;  // stop()
 
   // start() checks the engine (ClusterError "no Docker engine answered: ..." when it does not), ensures the image,
@@ -87,7 +75,7 @@ class DockerCluster final : public RemoteCluster {
   const std::string& image_tag() const { return image_tag_; }      // set by start()
 
  private:
-  DockerCluster(const RunConfig& config, std::string run_dir, DockerClusterOptions options, std::string run_id);
+  DockerCluster(ServerRun server, ClusterSetup setup, DockerClusterOptions options, std::string run_id);
   void provision() override;             // engine, image, network, containers
   void unprovision() noexcept override;  // removes what is labelled with the run id
   void create_network();

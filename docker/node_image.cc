@@ -145,6 +145,10 @@ std::vector<std::string> file_digests(const std::vector<std::string>& files) {
   return out;
 }
 
+std::string repository_of(const NodeImageInputs& inputs) {
+  return inputs.server.repository.empty() ? "lockcheck-node" : inputs.server.repository;
+}
+
 unsigned file_mode(const fs::path& p) { return static_cast<unsigned>(fs::status(p).permissions()) & 07777; }
 
 std::string hex(const unsigned int (&digest)[5]) {
@@ -157,29 +161,17 @@ std::string hex(const unsigned int (&digest)[5]) {
 
 ImagePlan plan_node_image(const NodeImageInputs& inputs) {
   if (inputs.clock_shim.empty()) throw ClusterError("cannot build the node image: no clock shim library given");
-  const fs::path redis = resolve_program("redis-server", inputs.redis_server);
   const fs::path iptables = resolve_program("iptables", inputs.iptables);
   const fs::path shim = resolve_program("the clock shim", inputs.clock_shim);
-  // etcd and etcdctl: both or neither.
-  std::vector<fs::path> etcd;
-  const bool etcd_found = find_program(inputs.etcd).has_value() && find_program(inputs.etcdctl).has_value();
-  if (etcd_found) {
-    etcd = {resolve_program("etcd", inputs.etcd), resolve_program("etcdctl", inputs.etcdctl)};
-  } else if (inputs.require_etcd) {
-    throw ClusterError("cannot build the node image: --server etcd needs `" + inputs.etcd + "` and `" +
-                       inputs.etcdctl + "` on this host, to copy into the image (Debian packages etcd-server and "
-                       "etcd-client: apt-get install etcd-server etcd-client)");
-  }
-  // ZooKeeper: the JRE (JAVA_HOME: the folder above the real bin/java) and the jars.
+  const ImageNeeds& server = inputs.server;
+  // A Java runtime: the JRE (JAVA_HOME: the folder above the real bin/java).
   fs::path java_home;
-  std::vector<std::string> jars;
-  if (inputs.require_zookeeper) {
-    if (!find_program(inputs.java)) {
-      throw ClusterError("cannot build the node image: --server zookeeper needs `" + inputs.java +
+  if (!server.java.empty()) {
+    if (!find_program(server.java)) {
+      throw ClusterError("cannot build the node image: the server needs `" + server.java +
                          "` on this host, to copy its JRE into the image (apt-get install default-jdk-headless)");
     }
-    java_home = resolve_program("java", inputs.java).parent_path().parent_path();
-    jars = zookeeper_classpath_jars(inputs.zookeeper_classpath);
+    java_home = resolve_program("java", server.java).parent_path().parent_path();
   }
   const std::string multi = iptables.filename().string();
   if (multi.rfind("xtables-", 0) != 0) {
@@ -221,22 +213,25 @@ ImagePlan plan_node_image(const NodeImageInputs& inputs) {
     entries[dest] = ImageEntry{ImageEntry::Kind::kDir, dest, "", mode};
   };
 
-  // Redis picks its mode from argv[0]: "redis-sentinel" runs Sentinel (so does `redis-server --sentinel`).
-  add_file(kImageRedisServer, redis);
-  add_symlink(kImageRedisSentinel, "redis-server");
+  std::vector<fs::path> elf = {iptables, shim};
+  // The server kind's programs (a program it names twice, e.g. under a second name, is a symlink).
+  for (const auto& p : server.programs) {
+    if (!p.link_to.empty()) {
+      add_symlink(p.image_path, p.link_to);
+      continue;
+    }
+    const fs::path real = resolve_program(p.name, p.host_program.empty() ? p.name : p.host_program);
+    add_file(p.image_path, real);
+    elf.push_back(real);
+  }
   add_file("/usr/sbin/" + multi, iptables);
   add_symlink(kImageIptables, multi);  // the multi-binary dispatches on argv[0]
   add_symlink(kImageIptablesRestore, multi);
   add_file(kImageClockShim, shim);
-  std::vector<fs::path> elf = {redis, iptables, shim};
   if (!inputs.power_shim.empty()) {
     const fs::path power = resolve_program("the power shim", inputs.power_shim);
     add_file(kImagePowerShim, power);
     elf.push_back(power);
-  }
-  if (!etcd.empty()) {
-    add_file(kImageEtcd, etcd[0]);
-    add_file(kImageEtcdctl, etcd[1]);
   }
   for (const auto& m : modules) add_file((xtables_dir / m.filename()).string(), m);
   std::vector<fs::path> jre_elf;
@@ -251,8 +246,8 @@ ImagePlan plan_node_image(const NodeImageInputs& inputs) {
     for (const char* lib : kJreLoadedLibraries) {
       if (fs::exists(java_home / lib)) jre_elf.push_back(java_home / lib);
     }
-    for (const auto& jar : jars) add_file(jar, jar);  // at the path the classpath or a manifest names
   }
+  for (const auto& f : server.files) add_file(f, f);  // at the path the server names it (ZooKeeper's jars)
 
   // The shell and tools of the remote scripts, in /usr/bin (on PATH in every container), dash also as /bin/sh.
   std::vector<fs::path> tools;
@@ -268,7 +263,6 @@ ImagePlan plan_node_image(const NodeImageInputs& inputs) {
   }
   elf.insert(elf.end(), tools.begin(), tools.end());
   elf.insert(elf.end(), modules.begin(), modules.end());
-  elf.insert(elf.end(), etcd.begin(), etcd.end());
   // A library goes where ldd found it: with no ld.so.cache in the image, the loader searches its trusted
   // directories (/lib/<triplet>, /usr/lib/<triplet>, ...), which include every place ldd names here.
   for (const auto& lib : shared_libraries(elf)) add_file(lib, lib);
@@ -284,9 +278,10 @@ ImagePlan plan_node_image(const NodeImageInputs& inputs) {
   add_dir("/run", 0755);            // iptables' lock file
   add_dir("/var/log", 0755);        // the node's log file is bind-mounted here
   add_dir("/lockcheck", 0755);      // the runs' folders in a container (docker/docker_cluster.cc)
-  add_dir("/etc/lockcheck", 0777);  // Sentinel rewrites its config by rename: the dir must be writable
-  entries[kImageSentinelConf] = ImageEntry{ImageEntry::Kind::kText, kImageSentinelConf,
-                                           "port 26379\nbind 0.0.0.0\nprotected-mode no\ndir /tmp\n", 0666};
+  // Configs the server kind ships (for the compose files in docker/), in a folder a server may rewrite them in
+  // (Sentinel rewrites its config by rename: the folder must be writable).
+  add_dir("/etc/lockcheck", 0777);
+  for (const auto& [dest, text] : server.texts) entries[dest] = ImageEntry{ImageEntry::Kind::kText, dest, text, 0666};
 
   ImagePlan plan;
   plan.dockerfile =
@@ -332,7 +327,7 @@ ImagePlan plan_node_image(const NodeImageInputs& inputs) {
   unsigned int digest[5];
   sha.get_digest(digest);
   plan.hash = hex(digest);
-  plan.tag = inputs.repository + ":" + plan.hash.substr(0, 12);
+  plan.tag = repository_of(inputs) + ":" + plan.hash.substr(0, 12);
   return plan;
 }
 
@@ -391,7 +386,7 @@ NodeImage ensure_node_image(const DockerCli& cli, const NodeImageInputs& inputs,
     cli.check({"build", "--quiet", "--tag", plan.tag, dir.string()}, build_timeout);
     image.built = true;
   }
-  cli.check({"tag", plan.tag, inputs.repository + ":latest"}, std::chrono::seconds(30));
+  cli.check({"tag", plan.tag, repository_of(inputs) + ":latest"}, std::chrono::seconds(30));
   if (image.built) {
     // Inputs changed (a Redis upgrade, a rebuilt shim): drop the images of older inputs so that they do not
     // pile up. Without --force, an image that a container (another live run) still uses stays.
@@ -401,8 +396,8 @@ NodeImage ensure_node_image(const DockerCli& cli, const NodeImageInputs& inputs,
     std::istringstream lines(ls.out);
     std::string ref;
     while (std::getline(lines, ref)) {
-      if (ref.rfind(inputs.repository + ":", 0) != 0) continue;
-      if (ref == plan.tag || ref == inputs.repository + ":latest") continue;
+      if (ref.rfind(repository_of(inputs) + ":", 0) != 0) continue;
+      if (ref == plan.tag || ref == repository_of(inputs) + ":latest") continue;
       cli.run({"rmi", ref}, std::chrono::seconds(60));
     }
   }

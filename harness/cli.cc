@@ -15,7 +15,6 @@
 #include "checkers/checker.h"
 #include "checkers/export.h"
 #include "checkers/import.h"
-#include "cluster/server_builds.h"
 #include "cluster/ssh_cluster.h"
 #include "core/cluster.h"
 #include "core/config.h"
@@ -37,6 +36,7 @@
 #include "nemesis/nemesis.h"
 #include "nemesis/schedule.h"
 #include "report/report.h"
+#include "servers/registry.h"
 #include "sys/process.h"
 #include "workloads/workload.h"
 
@@ -89,6 +89,16 @@ po::options_description run_options() {
       o.add_options()(f.flag, v, f.help);
     }
   }
+  // Each server kind's own options (servers/): a flag each, whose value lands in server_opts.
+  for (const auto& e : server_registry()) {
+    for (const auto& opt : e.spec->options()) {
+      const std::string help = std::string(opt.help) + " (--server " + e.name + "; default " +
+                               (opt.default_value.is_string() ? opt.default_value.get<std::string>()
+                                                              : opt.default_value.dump()) +
+                               "; config: server_opts." + opt.key + ")";
+      o.add_options()(opt.flag, po::value<std::string>(), help.c_str());
+    }
+  }
   // clang-format off
   o.add_options()
     ("config", po::value<std::string>(), "run the configuration in FILE (a config.json); only --results, --seed, --schedule, --no-progress may go with it")
@@ -99,8 +109,17 @@ po::options_description run_options() {
   return o;
 }
 
-// The config fields given on the command line (not defaulted) into c.
+// The config fields given on the command line (not defaulted) into c, and the server kinds' option flags into
+// c.server_opts.
 void apply_run_flags(const po::variables_map& vm, RunConfig& c) {
+  for (const auto& e : server_registry()) {
+    for (const auto& opt : e.spec->options()) {
+      if (!vm.count(opt.flag)) continue;
+      const std::string name = std::string("--") + opt.flag;
+      if (c.server_opts.contains(opt.key)) throw ConfigError(name + ": given twice (also as --server-opt)");
+      c.server_opts[opt.key] = parse_server_option(opt, vm[opt.flag].as<std::string>(), name);
+    }
+  }
   for (const auto& f : config_fields()) {
     if (!*f.flag || !vm.count(f.flag)) continue;
     const auto& v = vm[f.flag];
@@ -203,7 +222,7 @@ RunConfig parse_run_flags(const std::vector<std::string>& args) {
     if (vm.count(refused)) throw ConfigError(std::string("--") + refused + ": not here (parse_run_flags)");
   }
   apply_run_flags(vm, c);
-  apply_topology_defaults(c, vm.count("nodes") > 0 && !vm["nodes"].defaulted());
+  c.nodes_given = vm.count("nodes") > 0 && !vm["nodes"].defaulted();
   return c;
 }
 
@@ -246,7 +265,7 @@ int cmd_run(const std::vector<std::string>& args, std::ostream& out, std::ostrea
     return run_test(fc, out, replay ? &*replay : nullptr).exit_code;
   }
   apply_run_flags(vm, c);
-  apply_topology_defaults(c, vm.count("nodes") > 0 && !vm["nodes"].defaulted());
+  c.nodes_given = vm.count("nodes") > 0 && !vm["nodes"].defaulted();
   c.progress = vm.count("no-progress") == 0;
   c.argv = {"lockcheck", "run"};
   c.argv.insert(c.argv.end(), args.begin(), args.end());
@@ -419,7 +438,7 @@ int cmd_boundary(const std::vector<std::string>& args, std::ostream& out) {
   if (vm.count("anomaly")) o.target = parse_anomaly_flag(anomaly);
   RunConfig c;
   apply_run_flags(vm, c);
-  apply_topology_defaults(c, vm.count("nodes") > 0 && !vm["nodes"].defaulted());
+  c.nodes_given = vm.count("nodes") > 0 && !vm["nodes"].defaulted();
   c.progress = false;
   c.argv = {"lockcheck", "boundary"};
   c.argv.insert(c.argv.end(), args.begin(), args.end());
@@ -487,7 +506,7 @@ int cmd_clean(const std::vector<std::string>& args, std::ostream& out) {
     out << desc;
     return kExitValid;
   }
-  if (vm.count("hosts")) return ssh_clean(hosts, out);
+  if (vm.count("hosts")) return ssh_clean(load_ssh_hosts(hosts, ssh_hosts_schema()), out);
   return docker_clean(out);
 }
 
@@ -561,28 +580,27 @@ int cmd_list(const std::vector<std::string>& args, std::ostream& out) {
     out << desc;
     return kExitValid;
   }
-  out << "servers (--server; default redis):\n"
-      << "  " << std::left << std::setw(20) << to_string(ServerKind::kRedis)
-      << "redis-server nodes: every backend and topology, every lock but etcd\n"
-      << "  " << std::setw(20) << to_string(ServerKind::kEtcd)
-      << "an etcd cluster (Debian etcd-server 3.4; local, docker and ssh backends), for --lock etcd\n"
-      << "  " << std::setw(20) << to_string(ServerKind::kZooKeeper)
-      << "a ZooKeeper ensemble (Debian zookeeper 3.8 on java; local, docker and ssh backends; tickTime from "
-         "--ttl-ms), for ZooKeeper locks\n";
-  out << "server versions on this machine (--server-version; default: the first of each):\n";
-  for (const ServerKind kind : {ServerKind::kRedis, ServerKind::kEtcd, ServerKind::kZooKeeper}) {
-    RunConfig probe;
-    const auto builds = server_builds(kind, probe);
-    if (builds.empty()) {
-      out << "  " << std::left << std::setw(20) << to_string(kind) << "none"
-          << (kind == ServerKind::kEtcd        ? " (Debian etcd-server + etcd-client; scripts/build-clients for 3.4.3)"
-              : kind == ServerKind::kZooKeeper ? " (Debian zookeeper + default-jdk-headless)"
-                                               : "")
-          << "\n";
+  out << "servers (--server; default " << RunConfig{}.server << "), their options and versions on this machine "
+         "(--server-version; default: the first):\n";
+  for (const auto& e : server_registry()) {
+    const ServerSpec& spec = *e.spec;
+    const nlohmann::json defaults = resolve_server_options(spec, nlohmann::json::object());
+    std::string protocols;
+    for (const auto& p : spec.protocols(defaults)) protocols += (protocols.empty() ? "" : ", ") + p;
+    out << "  " << std::left << std::setw(20) << e.name << spec.description() << "\n"
+        << "  " << std::setw(20) << "" << "speaks: " << protocols << "\n";
+    std::string lacks;
+    const Abilities a = spec.abilities(defaults);
+    for (const Ability x : kAllAbilities) {
+      if (!a.has(x)) lacks += (lacks.empty() ? "" : ", ") + std::string(to_string(x));
     }
-    for (const auto& b : builds) {
-      out << "  " << std::left << std::setw(20) << (std::string(to_string(kind)) + " " + b.version) << b.origin << "\n";
+    if (!lacks.empty()) out << "  " << std::setw(20) << "" << "faults it lacks: " << lacks << "\n";
+    for (const auto& o : spec.options()) {
+      out << "  " << std::setw(20) << "" << "  --" << std::setw(24) << o.flag << o.help << "\n";
     }
+    const auto builds = spec.builds(defaults);
+    if (builds.empty()) out << "  " << std::setw(20) << "" << "no build here: " << spec.install_hint() << "\n";
+    for (const auto& b : builds) out << "  " << std::setw(20) << "" << "version " << b.version << ": " << b.origin << "\n";
   }
   out << "lock algorithms (--lock):\n";
   for (const auto& a : lock_registry()) {
@@ -595,7 +613,7 @@ int cmd_list(const std::vector<std::string>& args, std::ostream& out) {
     std::error_code ec;
     const bool built = std::filesystem::exists(adapter_program(a), ec);
     out << "  " << std::left << std::setw(20) << a.name << a.library << " " << a.version
-        << (a.server == ServerKind::kRedis ? "" : std::string("  [needs --server ") + to_string(a.server) + "]")
+        << "  [speaks " << a.protocol << "]"
         << (built ? "" : "  [not built: scripts/build-clients]") << "\n";
     for (const auto& o : a.options) {
       out << "  " << std::setw(20) << ""

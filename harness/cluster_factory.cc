@@ -1,24 +1,25 @@
 #include "harness/cluster_factory.h"
 
-#include "cluster/etcd_cluster.h"
-#include "cluster/local_cluster.h"
+#include "cluster/server_cluster.h"
 #include "cluster/ssh_cluster.h"
-#include "cluster/zookeeper_cluster.h"
 #include "docker/docker_cluster.h"
 
 namespace lockcheck {
 
-std::unique_ptr<Cluster> make_cluster(const RunConfig& cfg, const std::string& run_dir) {
-  // etcd on docker and ssh: the same backends, with the Remote seam's etcd kind (cluster/remote_cluster.h).
-  if (cfg.server == ServerKind::kEtcd && cfg.cluster == "local") {
-    return std::make_unique<EtcdCluster>(EtcdClusterOptions::from(cfg, run_dir));
+std::unique_ptr<ServerCluster> make_cluster(const Plan& plan, const std::string& run_dir) {
+  const RunConfig& cfg = plan.config;
+  ClusterSetup setup;
+  setup.run_dir = run_dir;
+  setup.concurrency = cfg.concurrency;
+  setup.seed = cfg.seed;
+  setup.power_shim = plan.power_shim;
+  setup.ship_build = plan.ship_build;
+  ServerRun server = plan_server_run(plan);
+  if (cfg.cluster == "local") return std::make_unique<LoopbackCluster>(std::move(server), setup);
+  if (cfg.cluster == "docker") return std::make_unique<DockerCluster>(std::move(server), setup);
+  if (cfg.cluster == "ssh") {
+    return std::make_unique<SshCluster>(std::move(server), setup, load_ssh_hosts(cfg.hosts, ssh_hosts_schema()));
   }
-  if (cfg.server == ServerKind::kZooKeeper && cfg.cluster == "local") {
-    return std::make_unique<ZooKeeperCluster>(ZooKeeperClusterOptions::from(cfg, run_dir));
-  }
-  if (cfg.cluster == "local") return std::make_unique<LocalCluster>(LocalClusterOptions::from(cfg, run_dir));
-  if (cfg.cluster == "docker") return std::make_unique<DockerCluster>(cfg, run_dir);
-  if (cfg.cluster == "ssh") return std::make_unique<SshCluster>(cfg, run_dir);
   throw ClusterError("cluster backend '" + cfg.cluster + "' is not available in this build");
 }
 

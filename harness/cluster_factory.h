@@ -3,12 +3,13 @@
 #include <memory>
 #include <string>
 
-#include "core/cluster.h"
-#include "core/config.h"
+#include "cluster/server_cluster.h"
+#include "harness/plan.h"
 
 namespace lockcheck {
 
-// The backend cfg.cluster names, for a run whose folder is run_dir. Throws ClusterError.
-std::unique_ptr<Cluster> make_cluster(const RunConfig& cfg, const std::string& run_dir);
+// The cluster of a resolved plan: its server kind on the backend plan.config.cluster names, for a run whose
+// folder is run_dir. Throws ClusterError (ConfigError for a bad hosts file).
+std::unique_ptr<ServerCluster> make_cluster(const Plan& plan, const std::string& run_dir);
 
 }  // namespace lockcheck

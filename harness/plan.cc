@@ -3,12 +3,14 @@
 #include <filesystem>
 #include <set>
 
+#include <algorithm>
+
 #include "checkers/checker.h"
-#include "cluster/server_builds.h"
 #include "cluster/ssh_hosts.h"
 #include "locks/adapters.h"
 #include "locks/lock_client.h"
 #include "nemesis/nemesis.h"
+#include "servers/registry.h"
 #include "workloads/workload.h"
 
 namespace lockcheck {
@@ -64,20 +66,147 @@ void resolve_lock(RunConfig& c) {
   }
 }
 
-// --server-version: the build the nodes run, resolved here so that a missing one exits 2 before anything starts
-// and config.json records the version (etcd's default: the machine's). Redis without --server-version and etcd
-// on SSH hosts without it run the hosts' own programs: their version is read from the nodes once they run.
-void resolve_server_version(RunConfig& c) {
-  if (c.server_version.empty() && (c.server == ServerKind::kRedis || c.cluster == "ssh")) return;
-  if (c.cluster == "ssh" && c.server == ServerKind::kRedis) {
-    throw ConfigError("--server-version: with --cluster ssh the hosts run their own redis-server (the hosts "
-                      "file's redis_server); only etcd's build is shipped to the hosts");
+namespace {
+
+// The server kind's options: its own as given; another kind's option at that kind's default is dropped (config.json
+// files of earlier versions hold every Redis option whatever the server); anything else is refused, naming it.
+// Then the node count the kind wants when --nodes was not given, and the rules between its options.
+void resolve_server(Plan& plan, RunConfig& c) {
+  const ServerSpec& spec = server_spec(c.server);
+  plan.server = &spec;
+  nlohmann::json given = nlohmann::json::object();
+  for (auto it = c.server_opts.begin(); it != c.server_opts.end(); ++it) {
+    const auto& own = spec.options();
+    if (std::any_of(own.begin(), own.end(), [&](const ServerOption& o) { return it.key() == o.key; })) {
+      given[it.key()] = it.value();
+      continue;
+    }
+    const std::string owner = server_kind_with_option(it.key());
+    if (!owner.empty()) {
+      for (const auto& o : find_server_spec(owner)->options()) {
+        if (it.key() != o.key) continue;
+        if (it.value() == o.default_value) break;  // an earlier config.json's default: nothing asked
+        throw ConfigError(std::string("--") + o.flag + ": an option of --server " + owner + ", not of --server " +
+                          spec.name());
+      }
+      continue;
+    }
+    std::string known;
+    for (const auto& o : spec.options()) known += (known.empty() ? "" : ", ") + std::string(o.key);
+    throw ConfigError("'" + it.key() + "': neither a config field nor an option of --server " + spec.name() +
+                      " (its options: " + (known.empty() ? std::string("none") : known) + ")");
   }
-  c.server_version = resolve_server_build(c).version;
+  c.server_opts = given;
+  plan.server_options = resolve_server_options(spec, given);
+  if (!c.nodes_given) {
+    const int n = spec.default_nodes(plan.server_options);
+    c.nodes_from_server = n != c.nodes;
+    c.nodes = n;
+  }
+  const std::string why = spec.check_options(plan.server_options, c.nodes, c.cluster);
+  if (!why.empty()) throw ConfigError(why);
+}
+
+// --server-version: the build the nodes run, resolved here so that a missing one exits 2 before anything starts
+// and config.json records the version. On SSH hosts without --server-version the hosts run their own programs
+// (their version is read from the nodes once they run), and the harness's own tools are this machine's.
+void resolve_build(Plan& plan, RunConfig& c) {
+  const ServerSpec& spec = *plan.server;
+  const std::vector<ServerBuild> builds = spec.builds(plan.server_options);
+  if (c.cluster == "ssh" && c.server_version.empty()) {
+    if (!builds.empty()) plan.build.tools = builds.front().tools;
+    return;
+  }
+  std::string there;
+  for (const auto& b : builds) {
+    if (c.server_version.empty() || b.version == c.server_version) {
+      plan.build = b;
+      c.server_version = b.version;
+      plan.ship_build = c.cluster == "ssh";
+      return;
+    }
+    there += (there.empty() ? "" : ", ") + b.version + " (" + b.origin + ")";
+  }
+  if (c.server_version.empty()) {
+    throw ConfigError("--server " + spec.name() + ": no " + spec.name() + " build on this machine (" +
+                      spec.install_hint() + ")");
+  }
+  throw ConfigError("--server-version " + c.server_version + ": no " + spec.name() + " " + c.server_version +
+                    " on this machine (there: " + (there.empty() ? std::string("none") : there) + "; " +
+                    spec.install_hint() + ")");
+}
+
+// Whether the server serves what the lock speaks; the message names the kinds that would.
+void check_protocol(const Plan& plan, const RunConfig& c) {
+  const std::string speaks = plan.lock->protocol;
+  if (speaks == "*") return;
+  const auto served = plan.server->protocols(plan.server_options);
+  if (std::find(served.begin(), served.end(), speaks) != served.end()) return;
+  std::string serves;
+  for (const auto& p : served) serves += (serves.empty() ? "" : ", ") + p;
+  std::string how;
+  for (const auto& e : server_registry()) {
+    const auto defaults = e.spec->protocols(resolve_server_options(*e.spec, nlohmann::json::object()));
+    const std::string hint = e.spec->how_to_serve(speaks);
+    if (std::find(defaults.begin(), defaults.end(), speaks) != defaults.end() || !hint.empty()) {
+      how += (how.empty() ? "" : ", or ") + std::string("--server ") + e.name + (hint.empty() ? "" : " " + hint);
+    }
+  }
+  throw ConfigError("--lock " + c.lock + ": speaks " + speaks + ", and --server " + plan.server->name() +
+                    " serves " + serves + " as configured" +
+                    (how.empty() ? std::string(" (no server kind serves it)") : " (use " + how + ")"));
+}
+
+// Every nemesis's needs against the cluster's abilities: one message naming the fault, the server and the
+// backend, and why.
+void check_abilities(Plan& plan, const RunConfig& c) {
+  plan.abilities = plan.server->abilities(plan.server_options).both(backend_abilities(c.cluster));
+  for (const auto& name : c.nemesis) {
+    const auto n = make_nemesis(name);
+    for (const Ability a : n->needs(c.nemesis_targeting == "holder")) {
+      if (a == Ability::kPowerLoss) plan.power_shim = true;
+      if (plan.abilities.has(a)) continue;
+      throw ConfigError("--nemesis " + name + (c.nemesis_targeting == "holder" ? " with --nemesis-targeting holder" : "") +
+                        ": needs to " + describe(a) + ", which " + plan.server->name() + " on the " + c.cluster +
+                        " backend cannot: " + plan.abilities.why_not(a));
+    }
+  }
+}
+
+}  // namespace
+
+Abilities backend_abilities(const std::string& backend) {
+  Abilities a = Abilities::basic();
+  for (Ability x : {Ability::kLeader, Ability::kPrimary, Ability::kKeyHolders}) a.grant(x);  // the server's to say
+  if (backend == "docker") a.refuse(Ability::kDelayPeers, "its images have no tc netem");
+  return a;
+}
+
+ServerRun plan_server_run(const Plan& plan) {
+  ServerSetup s;
+  s.options = plan.server_options;
+  s.build = plan.build;
+  s.nodes = plan.config.nodes;
+  s.ttl_ms = plan.config.ttl_ms;
+  s.seed = plan.config.seed;
+  s.remote_control = plan.config.cluster != "local";
+  return make_server_run(*plan.server, s);
+}
+
+SshHostsSchema ssh_hosts_schema() {
+  SshHostsSchema schema;
+  for (const auto& e : server_registry()) {
+    SshHostsSchema::Kind k;
+    k.name = e.name;
+    k.legacy_programs = e.spec->legacy_host_programs();
+    for (const auto& p : e.spec->legacy_host_ports()) k.legacy_ports.push_back({p.field, {p.label, p.offset}});
+    schema.kinds.push_back(k);
+  }
+  return schema;
 }
 
 nlohmann::json lock_extra(const RunConfig& c, const std::string& stderr_path) {
-  nlohmann::json extra = {{"client_cmd", c.client_cmd}, {"wait_replicas", c.wait_replicas}};
+  nlohmann::json extra = {{"client_cmd", c.client_cmd}};
   if (!find_lock_adapter(c.lock) && c.lock_opts.is_object()) {
     for (auto it = c.lock_opts.begin(); it != c.lock_opts.end(); ++it) extra[it.key()] = it.value();
   }
@@ -88,20 +217,13 @@ nlohmann::json lock_extra(const RunConfig& c, const std::string& stderr_path) {
 Plan resolve_plan(RunConfig c) {
   resolve_lock(c);
   validate_fields(c);
-  if (c.cluster == "ssh") load_ssh_hosts(c.hosts);  // throws ConfigError naming the file and field
   Plan plan;
+  resolve_server(plan, c);
+  if (c.cluster == "ssh") load_ssh_hosts(c.hosts, ssh_hosts_schema());  // ConfigError naming the file and field
   plan.lock = find_lock_algorithm(c.lock);
   if (!plan.lock) throw ConfigError("--lock: unknown lock algorithm '" + c.lock + "' (see lockcheck list)");
   plan.adapter = find_lock_adapter(c.lock);
-  if (plan.lock->topology != c.topology) {
-    throw ConfigError("--lock " + c.lock + ": needs --topology " + to_string(plan.lock->topology) + " (given " +
-                      to_string(c.topology) + ")");
-  }
-  if (plan.lock->server != c.server) {
-    throw ConfigError("--lock " + c.lock + ": needs --server " + to_string(plan.lock->server) + " (given " +
-                      to_string(c.server) + ")");
-  }
-  resolve_server_version(c);  // after the cheap checks: it may start the server program to ask its version
+  check_protocol(plan, c);
   plan.workload = workload_registry().find(c.workload);
   if (!plan.workload) throw ConfigError("--workload: unknown workload '" + c.workload + "' (see lockcheck list)");
   std::set<std::string> seen;
@@ -110,6 +232,8 @@ Plan resolve_plan(RunConfig c) {
     if (!seen.insert(n).second) throw ConfigError("--nemesis: '" + n + "' given twice");
   }
   plan.nemeses = c.nemesis;
+  check_abilities(plan, c);
+  resolve_build(plan, c);  // after the cheap checks: it may start the server program to ask its version
   const auto workload = plan.workload->make();
   if (workload->needs_fencing() && !plan.lock->hands_out_tokens && !c.fencing) {
     throw ConfigError("--workload " + c.workload +

@@ -1,7 +1,9 @@
 // A test is data, resolved once: the CLI flags or a config.json become a RunConfig (core/config.h) at the edge,
-// and resolve_plan() checks it field by field and against the registries, and looks up the parts it names:
-// the lock algorithm (and the shipped library adapter behind it), the workload, the nemeses and the checkers
-// that will judge the history. The runner and the matrix work from the Plan; nothing resolves a name again.
+// and resolve_plan() checks it field by field and against the registries, and looks up the parts it names: the
+// server kind (its options, the build the nodes run, its abilities on the backend), the lock algorithm (and the
+// shipped library adapter behind it, and whether the server serves the protocol it speaks), the workload, the
+// nemeses (whether the cluster has every ability each needs) and the checkers that will judge the history. The
+// runner and the matrix work from the Plan; nothing resolves a name again.
 #pragma once
 
 #include <string>
@@ -9,6 +11,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "cluster/server_spec.h"
+#include "cluster/ssh_hosts.h"
 #include "core/config.h"
 
 namespace lockcheck {
@@ -19,7 +23,13 @@ struct WorkloadInfo;
 struct NemesisInfo;
 
 struct Plan {
-  RunConfig config;                        // client_cmd made for a shipped adapter
+  RunConfig config;                        // client_cmd made for a shipped adapter, server_version resolved
+  const ServerSpec* server = nullptr;      // never null in a resolved plan
+  nlohmann::json server_options;           // every option of the server kind, defaults filled in
+  ServerBuild build;                       // what the nodes run (on ssh without --server-version: the hosts' own)
+  Abilities abilities;                     // the server kind's on the run's backend
+  bool power_shim = false;                 // a nemesis needs power loss: the nodes start with the power shim
+  bool ship_build = false;                 // the build's programs go to the hosts (ssh with --server-version)
   const LockAlgorithm* lock = nullptr;     // never null in a resolved plan
   const LockAdapter* adapter = nullptr;    // the shipped lock library behind --lock, or null
   const WorkloadInfo* workload = nullptr;  // never null in a resolved plan
@@ -40,12 +50,21 @@ std::vector<std::string> checkers_for(const RunConfig& c);
 // resolve_plan, keeping only whether it throws.
 void validate(const RunConfig& c);
 
+// What a backend (--cluster) can do to the links between servers, whatever the server kind.
+Abilities backend_abilities(const std::string& backend);
+
+// The run's server made ready (ServerSpec::make with the plan's options and build). remote_control: commands and
+// faults cross docker exec or ssh.
+ServerRun plan_server_run(const Plan& plan);
+
+// The server kinds' view of an SSH hosts file (their names and older fields), and a hosts file read with it.
+SshHostsSchema ssh_hosts_schema();
+
 // For a shipped adapter (--lock redsync, ...; locks/adapters.h): sets client_cmd to the adapter's command line
 // with its lock_opts as flags. Other locks: unchanged. Throws ConfigError on an unknown or ill-typed option.
 void resolve_lock(RunConfig& c);
 
-// LockOptions.extra for the run's lock clients: client_cmd, wait_replicas and, for built-in algorithms, the
-// lock_opts (an adapter's options are flags in its client_cmd instead). stderr_path: where an external client's
+// LockOptions.extra for the run's lock clients: client_cmd and, for built-in algorithms, the lock_opts (an adapter's options are flags in its client_cmd instead). stderr_path: where an external client's
 // stderr goes ("" for /dev/null).
 nlohmann::json lock_extra(const RunConfig& c, const std::string& stderr_path = "");
 

@@ -20,8 +20,7 @@
 #include <thread>
 #include <vector>
 
-#include "cluster/server_builds.h"
-#include "cluster/zookeeper_common.h"
+#include "cluster/server_cluster.h"
 #include "core/client_pauses.h"
 #include "core/exit_codes.h"
 #include "core/history.h"
@@ -86,17 +85,6 @@ std::string make_run_dir(const RunConfig& cfg) {
   fs::remove(latest, ec);
   fs::create_directory_symlink(fs::path(dir).filename(), latest, ec);
   return dir;
-}
-
-std::string redis_version(const RunConfig& cfg) {
-  try {
-    auto r = run_command({cfg.redis_server, "--version"}, std::chrono::seconds(5));
-    auto pos = r.out.find("v=");
-    if (pos == std::string::npos) return "unknown";
-    return r.out.substr(pos + 2, r.out.find(' ', pos) - pos - 2);
-  } catch (const std::exception&) {
-    return "unknown";
-  }
 }
 
 // One line, rewritten in place on a terminal; a line every 5 s elsewhere (CI logs).
@@ -310,17 +298,18 @@ void print_verdict(std::ostream& out, const nlohmann::json& results, const std::
   out << "report:  " << run_dir << "/report.html\n";
 }
 
-// What results.json says of every run, whatever its end: id, start, duration, op counts, versions. The server's
-// version is the one its nodes answered (server_versions: {"line", "nodes"}, read once they ran); when they never
-// answered, the results say what was asked for and that it was not read.
-nlohmann::json results_head(const RunConfig& cfg, const std::string& dir, const std::string& started_at,
+// What results.json says of every run, whatever its end: id, start, duration, op counts, versions, the server. The
+// server's version is the one its nodes answered (server_versions: {"line", "nodes"}, read once they ran); when
+// they never answered, the results say what was asked for and that it was not read. extra_versions: what the
+// workload ran beside the nodes (its resource store).
+nlohmann::json results_head(const Plan& plan, const std::string& dir, const std::string& started_at,
                             double duration_s, const OpCounts& c, const nlohmann::json& server_versions,
-                            const ClientOpCounts* client_counts) {
+                            const ClientOpCounts* client_counts, const nlohmann::json& extra_versions,
+                            const nlohmann::json& server_settings) {
+  const RunConfig& cfg = plan.config;
   std::string server;
   if (server_versions.is_object()) {
     server = server_versions.value("line", "not read");
-  } else if (cfg.server == ServerKind::kRedis && cfg.server_version.empty()) {
-    server = redis_version(cfg) + " (" + cfg.redis_server + " --version here; not read from the nodes)";
   } else {
     server = (cfg.server_version.empty() ? std::string("the hosts' own") : cfg.server_version) +
              " (asked for; not read from the nodes)";
@@ -329,7 +318,8 @@ nlohmann::json results_head(const RunConfig& cfg, const std::string& dir, const 
                          {"started_at", started_at},
                          {"duration_s", duration_s},
                          {"ops", {{"ok", c.ok}, {"fail", c.fail}, {"info", c.info}}},
-                         {"versions", {{"lockcheck", kLockcheckVersion}, {to_string(cfg.server), server}}}};
+                         {"versions", {{"lockcheck", kLockcheckVersion}, {cfg.server, server}}}};
+  for (const auto& [k, v] : extra_versions.items()) head["versions"][k] = v;
   // What the clients counted themselves (every op they handed to the history, nemesis ops not included): a
   // history read back from history.jsonl must hold exactly these (bench/soak.sh checks it).
   if (client_counts != nullptr) {
@@ -338,35 +328,34 @@ nlohmann::json results_head(const RunConfig& cfg, const std::string& dir, const 
                           {"fail", client_counts->fail.load()},
                           {"info", client_counts->info.load()}};
   }
-  // An etcd run's resource (the set workloads' Redis) is this machine's redis-server.
-  if (cfg.server != ServerKind::kRedis) head["versions"]["redis"] = redis_version(cfg);
   if (server_versions.is_object()) head["node_versions"] = server_versions.value("nodes", nlohmann::json::object());
-  // A ZooKeeper ensemble's session timing follows --ttl-ms (cluster/zookeeper_common.h): what the sessions could be.
-  if (cfg.server == ServerKind::kZooKeeper) {
-    const ZooKeeperTiming t = zookeeper_timing(cfg.ttl_ms);
-    head["zookeeper"] = {{"tick_ms", t.tick_ms},
-                         {"min_session_timeout_ms", t.min_session_ms},
-                         {"max_session_timeout_ms", t.max_session_ms},
-                         {"init_limit_ticks", t.init_limit_ticks},
-                         {"sync_limit_ticks", t.sync_limit_ticks}};
-  }
+  // The server kind as it ran: its options (defaults filled in) and what it derived from the run (a ZooKeeper
+  // ensemble's session timing follows --ttl-ms), for the report.
+  head["server"] = {{"name", cfg.server}, {"options", plan.server_options}, {"settings", server_settings}};
   return head;
 }
 
 // The server version each node answers once the cluster runs ({"line", "nodes": {name: version}}), logged, and
 // said on out when it is not the one asked for (a hosts file naming another build, say).
-nlohmann::json record_node_versions(const RunConfig& cfg, const Cluster& cluster, RunLog& log, std::ostream& out) {
-  std::string etcdctl;
-  try {
-    etcdctl = harness_etcdctl(cfg);
-  } catch (const std::exception&) {
-    etcdctl = "etcdctl";
-  }
-  const std::vector<std::string> versions = read_node_versions(cluster, etcdctl);
+nlohmann::json record_node_versions(const RunConfig& cfg, const ServerCluster& cluster, RunLog& log,
+                                    std::ostream& out) {
+  const std::vector<std::string> versions = cluster.node_versions();
   nlohmann::json nodes = nlohmann::json::object();
-  for (size_t i = 0; i < versions.size(); ++i) nodes[cluster.nodes()[i].name] = versions[i];
-  const std::string line = describe_node_versions(cluster, versions);
-  log.log(std::string(to_string(cfg.server)) + " version read from the nodes: " + line);
+  std::map<std::string, std::string> nodes_of;  // version -> its nodes
+  for (size_t i = 0; i < versions.size(); ++i) {
+    nodes[cluster.nodes()[i].name] = versions[i];
+    auto& list = nodes_of[versions[i].empty() ? "not read" : versions[i]];
+    list += (list.empty() ? "" : ", ") + cluster.nodes()[i].name;
+  }
+  // "3.4.3" when every node said the same, else each version with its nodes ("3.4.3 (n1, n2), not read (n3)").
+  std::string line;
+  if (nodes_of.size() == 1 && nodes_of.begin()->first != "not read") {
+    line = nodes_of.begin()->first;
+  } else {
+    for (const auto& [v, list] : nodes_of) line += (line.empty() ? "" : ", ") + v + " (" + list + ")";
+    if (line.empty()) line = "not read";
+  }
+  log.log(cfg.server + " version read from the nodes: " + line);
   if (!cfg.server_version.empty() && line != cfg.server_version) {
     out << "lockcheck: --server-version " << cfg.server_version << " was asked for; the nodes answered " << line
         << "\n";
@@ -385,15 +374,16 @@ nlohmann::json unfinished_results(nlohmann::json results, const std::string& err
 
 // The end of a run whose workers are stuck: nodes stopped, results.json and the report written, the history
 // kept, exit status 3, without unwinding (see run_test).
-[[noreturn]] void abandon_stuck_run(const RunConfig& cfg, const std::string& dir, Cluster& cluster,
+[[noreturn]] void abandon_stuck_run(const Plan& plan, const std::string& dir, Cluster& cluster,
                                     HistoryWriter& history, RunLog& log, const std::string& started_at,
                                     const nlohmann::json& server_versions, const ClientOpCounts& client_counts,
+                                    const nlohmann::json& extra_versions, const nlohmann::json& server_settings,
                                     const std::string& why, std::ostream& out) {
   log.log(why);
   cluster.stop();
   const OpCounts c = history.counts();
-  const nlohmann::json results =
-      results_head(cfg, dir, started_at, cfg.time_limit_s, c, server_versions, &client_counts);
+  const nlohmann::json results = results_head(plan, dir, started_at, plan.config.time_limit_s, c, server_versions,
+                                              &client_counts, extra_versions, server_settings);
   try {
     write_json_file(dir + "/results.json", unfinished_results(results, why));
   } catch (const std::exception&) {
@@ -481,25 +471,25 @@ RunOutcome run_test(RunConfig given, std::ostream& out, const Schedule* replay) 
   out << "lockcheck: run " << fs::path(dir).filename().string() << " (lock " << cfg.lock << ", workload "
       << cfg.workload << ", nemesis " << (cfg.nemesis.empty() ? "none" : nlohmann::json(cfg.nemesis).dump())
       << ", seed " << cfg.seed << ")\n";
-  if (cfg.nodes_from_topology) {
-    out << "lockcheck: --topology cluster: " << cfg.nodes << " nodes (the default " << RunConfig{}.nodes
-        << " is too few for 3 masters + 3 replicas; --nodes sets it)\n";
+  if (cfg.nodes_from_server) {
+    out << "lockcheck: --server " << cfg.server << " as configured needs " << cfg.nodes << " nodes (not the default "
+        << RunConfig{}.nodes << "; --nodes sets it)\n";
   }
 
   MonotonicClock clock;
-  std::unique_ptr<Cluster> cluster;
+  std::unique_ptr<ServerCluster> cluster;
+  nlohmann::json extra_versions = nlohmann::json::object();   // the workload's resource store
+  nlohmann::json server_settings = nlohmann::json::object();  // what the server kind derived from the run
   std::string failure;
   double duration_s = 0;
   OpCounts counts;
   nlohmann::json server_versions;  // read from the nodes once they run
   ClientOpCounts client_counts;    // what the client processes counted themselves
   try {
-    cluster = make_cluster(cfg, dir);
-    log.log("starting " + std::to_string(cfg.nodes) + " nodes (" + cfg.cluster + ")");
-    if (cfg.server == ServerKind::kZooKeeper) {
-      log.log("zookeeper ensemble: " + describe(zookeeper_timing(cfg.ttl_ms)) + " (from --ttl-ms " +
-              std::to_string(cfg.ttl_ms) + ")");
-    }
+    cluster = make_cluster(plan, dir);
+    log.log("starting " + std::to_string(cfg.nodes) + " nodes (" + cluster->describe() + ")");
+    server_settings = cluster->server().settings();
+    if (const std::string line = cluster->server().describe_settings(); !line.empty()) log.log(line);
     cluster->start();
     for (const auto& n : cluster->nodes()) log.log("node " + n.name + " at " + n.endpoint.str());
     server_versions = record_node_versions(cfg, *cluster, log, out);
@@ -507,6 +497,7 @@ RunOutcome run_test(RunConfig given, std::ostream& out, const Schedule* replay) 
     auto workload = plan.workload->make();
     WorkloadEnv wenv{WorkloadOptions::from(cfg), *cluster, history, dir, &client_counts};
     workload->setup(wenv);
+    extra_versions = workload->versions();
     {
       // Scoped in this order so that, whatever ends the run (time limit, signal, exception), the stop flag is
       // set, then every fault is undone (the nemesis driver heals, resumes, resets clocks, ends client
@@ -543,7 +534,8 @@ RunOutcome run_test(RunConfig given, std::ostream& out, const Schedule* replay) 
                                 stuck + " did not stop within " + std::to_string(bound.count()) +
                                 " ms after the run ended (a call that ignores its timeouts): harness error";
         progress.done();
-        abandon_stuck_run(cfg, dir, *cluster, history, log, started_at, server_versions, client_counts, why, out);
+        abandon_stuck_run(plan, dir, *cluster, history, log, started_at, server_versions, client_counts,
+                          extra_versions, server_settings, why, out);
       }
       progress.tick(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), history.counts(),
                     true);
@@ -563,7 +555,8 @@ RunOutcome run_test(RunConfig given, std::ostream& out, const Schedule* replay) 
     log.log("cluster stopped");
   }
 
-  nlohmann::json results = results_head(cfg, dir, started_at, duration_s, counts, server_versions, &client_counts);
+  nlohmann::json results = results_head(plan, dir, started_at, duration_s, counts, server_versions, &client_counts,
+                                        extra_versions, server_settings);
 
   nlohmann::json nodes = nlohmann::json::array();
   if (cluster) {

@@ -191,7 +191,7 @@ const Registry<LockAdapter>& lock_adapters() {
        "token = the lock key's create revision",
        "a lease, not a fence: a holder paused past its TTL (2 s at least) loses the lock without knowing; only the "
        "revision as a fencing token (or a transaction comparing the lock key) protects the resource",
-       ServerKind::kEtcd,
+       "etcd-v3",
        [](const nlohmann::json& o) -> std::string {
          const bool v34 = o.contains("client") && (o["client"] == "3.4" || o["client"] == 3.4);
          const bool waits = o.contains("wait_ms") && o["wait_ms"].is_number_integer() && o["wait_ms"].get<int64_t>() > 0;
@@ -211,7 +211,7 @@ const Registry<LockAdapter>& lock_adapters() {
        "a session, not a fence: a holder paused past its session timeout loses the lock without knowing; acquire() "
        "answers False (as if taken) when its retries run out on a dropped connection; release() answers True for a "
        "node its expired session already lost",
-       ServerKind::kZooKeeper},
+       "zk"},
       {"curator",
        "org.apache.curator.framework.recipes.locks.InterProcessMutex (Debian libcurator-recipes-java, JDK; needs "
        "--server zookeeper)",
@@ -229,7 +229,7 @@ const Registry<LockAdapter>& lock_adapters() {
        "a session timeout after SUSPENDED",
        "a session, not a fence: a holder paused past its session timeout loses the lock without knowing; release() "
        "swallows the NoNode of a node its expired session already lost",
-       ServerKind::kZooKeeper,
+       "zk",
        [](const nlohmann::json& o) -> std::string {
          if (o.contains("expiration_percent") && o["expiration_percent"].is_number_integer()) {
            const int64_t p = o["expiration_percent"].get<int64_t>();

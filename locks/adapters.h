@@ -36,7 +36,7 @@ struct LockAdapter {
   std::vector<AdapterOption> options;
   const char* description;    // one line for `lockcheck list`: the library and its adapter
   const char* known_defects;  // one line: what the library is known to get wrong
-  ServerKind server = ServerKind::kRedis;  // what its nodes must run (--server)
+  const char* protocol = "resp";  // what it speaks to the nodes (LockAlgorithm::protocol)
   // Options that cannot go together (the value-checked options as JSON): why, or "" when they can. nullptr: any.
   std::string (*check)(const nlohmann::json& opts) = nullptr;
 };

@@ -217,7 +217,7 @@ LockAlgorithm cluster_lock() {
           make_cluster_lock,
           "",
           /*hands_out_tokens=*/true,
-          Topology::kCluster};
+          "resp-cluster"};
 }
 
 }  // namespace lockcheck

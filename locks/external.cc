@@ -355,7 +355,7 @@ LockAlgorithm external_lock() {
           make_external_lock,
           "client_timeout_ms, client_startup_ms, client_stderr_path",
           /*hands_out_tokens=*/false,
-          Topology::kIndependent,
+          /*protocol=*/"*",
           /*external=*/true};
 }
 

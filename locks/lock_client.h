@@ -99,12 +99,12 @@ struct LockAlgorithm {
   // True when the harness can make it hand out fencing tokens (LockOptions.fencing); false when that is up to
   // a client outside the harness (external), which a fencing workload then needs --fencing to vouch for.
   bool hands_out_tokens = true;
-  // The topology its nodes must have (--topology): single-failover needs Sentinel's, cluster a Redis Cluster.
-  Topology topology = Topology::kIndependent;
+  // The protocol it speaks to the nodes: a server kind serves it or not (ServerSpec::protocols). "resp": Redis
+  // nodes each on its own; "resp-sentinel": a master found through Sentinel; "resp-cluster": a Redis Cluster;
+  // "etcd-v3", "zk"; "*": any (a client outside the harness says nothing of what it speaks).
+  const char* protocol = "resp";
   // A subprocess client (external and the shipped library adapters) rather than a client in this process.
   bool external = false;
-  // What its nodes must run (--server): every built-in algorithm speaks Redis; an adapter says (etcd).
-  ServerKind server = ServerKind::kRedis;
 };
 
 // The registry (locks/registry.cc): one line per algorithm, then one lock per shipped library adapter.

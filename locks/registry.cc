@@ -18,9 +18,8 @@ LockAlgorithm adapter_lock(const LockAdapter& a) {
           make_external_lock,
           "",
           /*hands_out_tokens=*/false,
-          Topology::kIndependent,
-          /*external=*/true,
-          a.server};
+          a.protocol,
+          /*external=*/true};
 }
 
 }  // namespace

@@ -206,13 +206,13 @@ std::unique_ptr<LockClient> make_single_failover_lock(const LockOptions& o) {
 // This lock's line in the registry (locks/registry.cc): its name, what `lockcheck list` says of it, its factory.
 LockAlgorithm single_failover_lock() {
   return {"single-failover",
-          "V3.1 on the master Sentinel names (--topology replicated); --wait N adds WAIT N after SET",
+          "V3.1 on the master Sentinel names (--topology replicated); --lock-opt wait_replicas=N adds WAIT N after SET",
           "replication is asynchronous: a promoted replica that lacks the lock grants it again (WAIT narrows the "
           "window, does not close it)",
           make_single_failover_lock,
           "master_name, wait_replicas",
           /*hands_out_tokens=*/true,
-          Topology::kReplicated};
+          "resp-sentinel"};
 }
 
 }  // namespace lockcheck

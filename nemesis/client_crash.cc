@@ -21,6 +21,8 @@ namespace u = nemesis_util;
 class ClientCrash : public Nemesis {
  public:
   std::string name() const override { return "client-crash"; }
+  // A client's own process: every cluster will do.
+  std::vector<Ability> needs(bool) const override { return {}; }
   std::vector<DetailField> detail_fields() const override { return {{"point", DetailType::kString}}; }
 
   bool select_mode(const std::string& mode) override {

@@ -21,6 +21,8 @@ namespace u = nemesis_util;
 class ClientPause : public Nemesis {
  public:
   std::string name() const override { return "client-pause"; }
+  // A client's own process: every cluster will do (holder targeting aims at the holder's client, not its nodes).
+  std::vector<Ability> needs(bool) const override { return {}; }
   std::vector<DetailField> detail_fields() const override {
     return {{"pause_ms", DetailType::kNonNegative}, {"any_slot_after_ms", DetailType::kNonNegative}};
   }

@@ -51,6 +51,12 @@ class Clock : public Nemesis {
             {"period_ms", DetailType::kNonNegative}};
   }
 
+  std::vector<Ability> needs(bool holder_targeting) const override {
+    std::vector<Ability> out = {mode_ == "drift" ? Ability::kClockRate : Ability::kClockStep};
+    if (holder_targeting) out.push_back(Ability::kKeyHolders);
+    return out;
+  }
+
   bool select_mode(const std::string& mode) override {
     if (mode != "drift" &&
         std::find(clock_modes().begin(), clock_modes().end(), mode) == clock_modes().end()) {

@@ -43,6 +43,16 @@ json links_of(const PlanContext& ctx, const std::string& mode, const std::string
 class Delay : public Nemesis {
  public:
   std::string name() const override { return "delay"; }
+  // Mode node delays a node's links to the other servers too, and aims at a node that holds the holder's key;
+  // client and all delay client links only (the fault proxy, on every backend).
+  std::vector<Ability> needs(bool holder_targeting) const override {
+    std::vector<Ability> out;
+    if (mode_.empty() || mode_ == "node") {
+      out.push_back(Ability::kDelayPeers);
+      if (holder_targeting) out.push_back(Ability::kKeyHolders);
+    }
+    return out;
+  }
   std::vector<DetailField> detail_fields() const override {
     return {{"delay_ms", DetailType::kNonNegative},
             {"jitter_ms", DetailType::kNonNegative},

@@ -1,25 +1,23 @@
-// Nemesis `failover` (--topology replicated: a master, replicas, 3 Sentinels; or --topology cluster: a Redis
-// Cluster): takes a master away so that a replica is promoted (by Sentinel, or by the cluster's majority), the
-// fifth failure scenario of FACTS.md: replication is asynchronous, so a lock the old master acknowledged may be
-// missing on the promoted replica, and another client takes it. The master is found at invoke time, asked
-// directly: the one most Sentinels name (else the first node whose ROLE is master); on Redis Cluster the master
-// of the slot of the holder's key (holder targeting) or of "lock-0". Modes:
-//   kill         SIGKILL the master; the stop op restarts it (it then rejoins as a replica)
-//   pause        SIGSTOP the master for the fault period (longer than down-after / node-timeout), SIGCONT at stop
-//   split-brain  cut the master from every other data node and Sentinel while clients still reach it: the old
-//                master keeps granting locks that never reach its replicas (until it is demoted, or on Redis
-//                Cluster until its node-timeout runs out) while a replica is promoted and clients that follow
-//                Sentinel or the cluster lock there too; stop heals. Needs node-to-node links through the
-//                fault layer (the local backend's shared proxy links). "partition" is its former name.
-//   split-brain-with-replica  the same, but one replica stays on the old master's side (cut from the other
-//                replicas and the Sentinels with it), so WAIT 1 still succeeds there while Sentinel promotes
-//                another replica: WAIT narrows the window, it does not close it (replicated topology only).
+// Nemesis `failover` (a cluster with ability kPrimary: each key's primary replicates asynchronously to replicas
+// that take over when it fails; Redis with Sentinel or a Redis Cluster, servers/redis.cc): takes a primary away
+// so that a replica is promoted, the fifth failure scenario of FACTS.md: replication is asynchronous, so a lock
+// the old primary acknowledged may be missing on the promoted replica, and another client takes it. The primary
+// is found at invoke time, asked of the nodes through the ability (Primary): the one the failover authority
+// names, else the first node that says it is primary; where each key has its own (shards_by_key), the primary of
+// the holder's key (holder targeting) or of "lock-0". Modes:
+//   kill         SIGKILL the primary; the stop op restarts it (it then rejoins as a replica)
+//   pause        SIGSTOP the primary for the fault period (longer than the failure detection), SIGCONT at stop
+//   split-brain  cut the primary from every other data node and Sentinel while clients still reach it: the old
+//                primary keeps granting locks that never reach its replicas (until it is demoted, or until its
+//                cluster's node timeout runs out) while a replica is promoted and clients that follow the
+//                failover lock there too; stop heals. "partition" is its former name.
+//   split-brain-with-replica  the same, but one replica stays on the old primary's side (cut from the other
+//                replicas and the Sentinels with it), so WAIT 1 still succeeds there while another replica is
+//                promoted: WAIT narrows the window, it does not close it (one primary for every key only).
 // After applying, invoke waits (at most wait_ms, 10 s by default, less when the run stops) for a replica to
-// become master and names it in detail.promoted (null when none did in time). Holder targeting times the
-// fault right after an acquire (the driver waits for one) and, on Redis Cluster, picks the holder key's master
-// and (split-brain) cuts right after that holder's release (see aim).
-#include <hiredis/hiredis.h>
-
+// become primary and names it in detail.promoted (null when none did in time). Holder targeting times the
+// fault right after an acquire (the driver waits for one) and, where each key has its own primary, picks the
+// holder key's primary and (split-brain) cuts right after that holder's release (see aim).
 #include <algorithm>
 #include <map>
 #include <thread>
@@ -27,7 +25,6 @@
 #include "nemesis/fault_util.h"
 #include "nemesis/holders.h"
 #include "nemesis/link_faults.h"
-#include "sys/redis_conn.h"
 
 namespace lockcheck {
 
@@ -41,99 +38,17 @@ const std::vector<std::string>& failover_modes() {
   return m;
 }
 
-// "master", "slave" or "" (down, paused, unreachable) for node n, asked on its own endpoint.
-std::string role_of(const Cluster& c, size_t n) {
-  if (!c.is_running(n)) return "";
-  RedisConn conn(c.nodes()[n].own_endpoint(), std::chrono::milliseconds(150), std::chrono::milliseconds(150));
-  Reply r = conn.command({"ROLE"});
-  if (!r.ok() || !r.raw()) return "";
-  const redisReply* raw = r.raw();
-  if (raw->type != REDIS_REPLY_ARRAY || raw->elements < 1 || !raw->element[0]->str) return "";
-  return std::string(raw->element[0]->str, raw->element[0]->len);
-}
-
-// The data node the Sentinels name master now (the answer most of them give, asked directly); nullopt when no
-// Sentinel answers or the address is no node's.
-std::optional<size_t> sentinels_master(const Cluster& c) {
-  std::map<size_t, int> votes;
-  for (const auto& s : c.sentinels()) {
-    RedisConn conn(s.own_endpoint(), std::chrono::milliseconds(150), std::chrono::milliseconds(300));
-    Reply r = conn.command({"SENTINEL", "get-master-addr-by-name", kSentinelMasterName});
-    const redisReply* raw = r.raw();
-    if (!r.ok() || !raw || raw->type != REDIS_REPLY_ARRAY || raw->elements != 2 || !raw->element[0]->str ||
-        !raw->element[1]->str) {
-      continue;
-    }
-    const Endpoint ep{raw->element[0]->str, std::atoi(raw->element[1]->str)};
-    for (size_t n = 0; n < c.nodes().size(); ++n) {
-      if (c.nodes()[n].endpoint == ep) ++votes[n];
-    }
-  }
-  std::optional<size_t> best;
-  for (const auto& v : votes) {
-    if (!best || v.second > votes[*best]) best = v.first;
-  }
-  return best;
-}
-
-// Redis Cluster: the node most running nodes name (CLUSTER SLOTS, asked directly) as master of key's slot.
-std::optional<size_t> cluster_master_of(const Cluster& c, const std::string& key) {
-  const long long slot = cluster_key_slot(key);
-  std::map<size_t, int> votes;
-  for (size_t n = 0; n < c.nodes().size(); ++n) {
-    if (!c.is_running(n)) continue;
-    RedisConn conn(c.nodes()[n].own_endpoint(), std::chrono::milliseconds(150), std::chrono::milliseconds(300));
-    Reply r = conn.command({"CLUSTER", "SLOTS"});
-    const redisReply* raw = r.raw();
-    if (!r.ok() || !raw || raw->type != REDIS_REPLY_ARRAY) continue;
-    for (size_t i = 0; i < raw->elements; ++i) {
-      const redisReply* range = raw->element[i];
-      if (range->type != REDIS_REPLY_ARRAY || range->elements < 3 || range->element[0]->integer > slot ||
-          range->element[1]->integer < slot) {
-        continue;
-      }
-      const redisReply* m = range->element[2];
-      if (m->type != REDIS_REPLY_ARRAY || m->elements < 2 || m->element[0]->type != REDIS_REPLY_STRING) continue;
-      const Endpoint ep{std::string(m->element[0]->str, m->element[0]->len), static_cast<int>(m->element[1]->integer)};
-      for (size_t k = 0; k < c.nodes().size(); ++k) {
-        if (c.nodes()[k].endpoint == ep) ++votes[k];
-      }
-    }
-  }
-  std::optional<size_t> best;
-  for (const auto& v : votes) {
-    if (!best || v.second > votes[*best]) best = v.first;
-  }
-  return best;
-}
-
-// The master to take away now: on Redis Cluster the master of key's slot (as most nodes see it); in the
-// replicated topology the master Sentinel names (after an earlier split brain the old master may still call
-// itself master until Sentinel demotes it), else the first node that reports itself master.
-std::optional<size_t> current_master(const Cluster& c, Topology t, const std::string& key) {
-  std::optional<size_t> master = t == Topology::kCluster ? cluster_master_of(c, key) : sentinels_master(c);
-  if (master && role_of(c, *master) != "master") master.reset();
-  if (t == Topology::kCluster) return master;
+// The primary to take away now: where each key has its own, the primary of key's shard (as the failover
+// authority sees it); else the one the authority names (after an earlier split brain the old primary may still
+// call itself primary until it is demoted), else the first node that says it is primary.
+std::optional<size_t> current_master(const Cluster& c, const Primary& p, const std::string& key) {
+  std::optional<size_t> master = p.elected_primary(key);
+  if (master && !p.says_primary(*master)) master.reset();
+  if (p.shards_by_key()) return master;
   for (size_t n = 0; n < c.nodes().size() && !master; ++n) {
-    if (role_of(c, n) == "master") master = n;
+    if (p.says_primary(n)) master = n;
   }
   return master;
-}
-
-// True when node n is a replica whose replication link to `master` (by its cluster address) is up.
-bool replicates_from(const Cluster& c, size_t n, size_t master) {
-  if (!c.is_running(n)) return false;
-  RedisConn conn(c.nodes()[n].own_endpoint(), std::chrono::milliseconds(150), std::chrono::milliseconds(150));
-  Reply r = conn.command({"ROLE"});
-  const redisReply* raw = r.raw();
-  // ["slave", master host, master port, state, offset]
-  if (!r.ok() || !raw || raw->type != REDIS_REPLY_ARRAY || raw->elements < 4 || !raw->element[0]->str ||
-      std::string(raw->element[0]->str) != "slave" || !raw->element[1]->str || !raw->element[3]->str) {
-    return false;
-  }
-  const Endpoint& m = c.nodes()[master].endpoint;
-  return raw->element[1]->str == m.host && raw->element[2]->integer == m.port &&
-         std::string(raw->element[3]->str) == "connected";
 }
 
 std::optional<size_t> node_named(const Cluster& c, const std::string& name) {
@@ -146,7 +61,7 @@ std::optional<size_t> node_named(const Cluster& c, const std::string& name) {
 // The data nodes to cut a master from, in order: its replicas first (their replication link is where a write
 // reaches the other side), those `replicas` names (a JSON array of node names, found earlier) or, when null,
 // those replicating from it now; then every other node. Never the master itself.
-std::vector<size_t> cut_order(const Cluster& c, size_t master, const nlohmann::json* replicas) {
+std::vector<size_t> cut_order(const Cluster& c, const Primary& p, size_t master, const nlohmann::json* replicas) {
   std::vector<size_t> order;
   if (replicas != nullptr && replicas->is_array()) {
     for (const auto& r : *replicas) {
@@ -154,7 +69,7 @@ std::vector<size_t> cut_order(const Cluster& c, size_t master, const nlohmann::j
     }
   } else {
     for (size_t n = 0; n < c.nodes().size(); ++n) {
-      if (n != master && replicates_from(c, n, master)) order.push_back(n);
+      if (n != master && p.replicates_from(n, master)) order.push_back(n);
     }
   }
   for (size_t n = 0; n < c.nodes().size(); ++n) {
@@ -166,6 +81,13 @@ std::vector<size_t> cut_order(const Cluster& c, size_t master, const nlohmann::j
 class Failover : public Nemesis {
  public:
   std::string name() const override { return "failover"; }
+  std::vector<Ability> needs(bool) const override {
+    std::vector<Ability> out = {Ability::kPrimary};
+    if (mode_.empty() || mode_ == "kill") out.push_back(Ability::kKill);
+    if (mode_.empty() || mode_ == "pause") out.push_back(Ability::kPause);
+    if (mode_.empty() || mode_.rfind("split-brain", 0) == 0) out.push_back(Ability::kCutPeers);
+    return out;
+  }
   std::vector<DetailField> detail_fields() const override {
     return {{"wait_ms", DetailType::kNonNegative},
             {"master", DetailType::kString},
@@ -194,9 +116,11 @@ class Failover : public Nemesis {
     LinkFaults& links = links_of(env);
     if (!start) return heal(env, op, links);
     json detail = u::detail_of(op);
-    const Topology topology = env.options.topology;
-    if (topology != Topology::kReplicated && topology != Topology::kCluster) {
-      return u::complete(op, OpType::kInfo, json::array(), detail, "failover needs --topology replicated or cluster");
+    const Primary* primary = env.cluster.primary();
+    if (primary == nullptr) {
+      return u::complete(op, OpType::kInfo, json::array(), detail,
+                         "the cluster has no primary that fails over: " +
+                             env.cluster.abilities().why_not(Ability::kPrimary));
     }
     if (master_) return u::complete(op, OpType::kInfo, json::array(), detail, "a failover is already in force");
     const auto& nodes = env.cluster.nodes();
@@ -204,14 +128,15 @@ class Failover : public Nemesis {
     const std::string key = detail.contains("aimed_at")
                                 ? detail["aimed_at"].value("redis_key", detail["aimed_at"].value("key", kDefaultKey))
                                 : kDefaultKey;
-    if (topology == Topology::kCluster) detail["slot"] = cluster_key_slot(key);
+    const json where = primary->describe_key(key);
+    for (const auto& [k, v] : where.items()) detail[k] = v;
     std::string mode = detail.value("mode", "kill");
     if (mode == "partition") mode = "split-brain";
     // On Redis Cluster, the master aim found just before it waited for the release: asking the nodes again
     // would give the other clients time to take the free lock before the cut (they retry within milliseconds).
     std::optional<size_t> master;
-    if (topology == Topology::kCluster) master = node_named(env.cluster, detail.value("master", std::string()));
-    if (!master) master = current_master(env.cluster, topology, key);
+    if (primary->shards_by_key()) master = node_named(env.cluster, detail.value("master", std::string()));
+    if (!master) master = current_master(env.cluster, *primary, key);
     // A fault given up before it is in force leaves no cut behind (aim may have cut the replication links).
     const auto give_up = [&](const json& targets, const std::string& why) {
       if (detail.value("cut_at_release", false)) {
@@ -235,17 +160,18 @@ class Failover : public Nemesis {
         // The old master's side: the master, and with a replica one of its replicas too.
         std::vector<std::string> side = {mname};
         if (mode == "split-brain-with-replica") {
-          if (topology != Topology::kReplicated)
-            throw ClusterError("split-brain-with-replica needs --topology replicated");
+          if (primary->shards_by_key()) {
+            throw ClusterError("split-brain-with-replica needs one primary for every key, not one per shard");
+          }
           for (size_t n = 0; n < nodes.size() && side.size() < 2; ++n) {
-            if (n != *master && replicates_from(env.cluster, n, *master)) side.push_back(nodes[n].name);
+            if (n != *master && primary->replicates_from(n, *master)) side.push_back(nodes[n].name);
           }
           if (side.size() < 2) throw ClusterError("split-brain-with-replica: the master has no replica to keep");
           detail["kept"] = side[1];
         }
         // aim names the replicas, found before its wait; else they are asked now.
         const std::vector<size_t> order =
-            cut_order(env.cluster, *master, detail.contains("replicas") ? &detail["replicas"] : nullptr);
+            cut_order(env.cluster, *primary, *master, detail.contains("replicas") ? &detail["replicas"] : nullptr);
         for (const auto& mine : side) {
           for (size_t n : order) {
             if (std::find(side.begin(), side.end(), nodes[n].name) == side.end()) {
@@ -262,20 +188,13 @@ class Failover : public Nemesis {
     }
     master_ = *master;
     mode_in_force_ = mode;
-    // Wait (bounded) for Sentinel to promote a replica.
+    // Wait (bounded) for the failover authority to promote a replica: the primary it names now, other than the
+    // old one, saying so itself (an old primary not yet demoted also calls itself primary).
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(detail.value("wait_ms", 10000));
     json promoted = nullptr;
     while (std::chrono::steady_clock::now() < deadline && !(env.stopping && env.stopping->load())) {
-      if (topology == Topology::kCluster) {
-        // The slot's new master, as the majority side sees it.
-        auto now = cluster_master_of(env.cluster, key);
-        if (now && *now != *master && role_of(env.cluster, *now) == "master") promoted = nodes[*now].name;
-      }
-      if (topology == Topology::kReplicated) {
-        // The replica the Sentinels name now (an old master not yet demoted also calls itself master).
-        auto now = sentinels_master(env.cluster);
-        if (now && *now != *master && role_of(env.cluster, *now) == "master") promoted = nodes[*now].name;
-      }
+      auto now = primary->elected_primary(key);
+      if (now && *now != *master && primary->says_primary(*now)) promoted = nodes[*now].name;
       if (!promoted.is_null()) break;
       std::this_thread::sleep_for(std::chrono::milliseconds(100));
     }
@@ -305,14 +224,15 @@ class Failover : public Nemesis {
     if (!h.keys.empty()) plan.detail["aimed_at"]["redis_key"] = h.keys.front();
     const std::string redis_key = h.keys.empty() ? h.key : h.keys.front();
     const std::string mode = plan.detail.value("mode", "");
-    if (env.options.topology != Topology::kCluster || (mode != "split-brain" && mode != "partition")) return;
+    const Primary* primary = env.cluster.primary();
+    if (primary == nullptr || !primary->shards_by_key() || (mode != "split-brain" && mode != "partition")) return;
     if (master_) return;  // invoke answers that a failover is in force; nothing may be cut for it
-    const std::optional<size_t> master = current_master(env.cluster, Topology::kCluster, redis_key);
+    const std::optional<size_t> master = current_master(env.cluster, *primary, redis_key);
     if (!master) return;  // invoke says so
     plan.detail["master"] = env.cluster.nodes()[*master].name;
     json replicas = json::array();
     for (size_t n = 0; n < env.cluster.nodes().size(); ++n) {
-      if (n != *master && replicates_from(env.cluster, n, *master)) replicas.push_back(env.cluster.nodes()[n].name);
+      if (n != *master && primary->replicates_from(n, *master)) replicas.push_back(env.cluster.nodes()[n].name);
     }
     plan.detail["replicas"] = replicas;
     // The master's links to the other data nodes are cut inside the record of the release's completion
@@ -325,7 +245,9 @@ class Failover : public Nemesis {
     // Every other data node, not only the replicas: a replica whose link is still syncing after an earlier
     // heal is not named by replicates_from, yet its sync would carry the next grant across.
     std::vector<std::string> cut_first;
-    for (size_t n : cut_order(env.cluster, *master, &replicas)) cut_first.push_back(env.cluster.nodes()[n].name);
+    for (size_t n : cut_order(env.cluster, *primary, *master, &replicas)) {
+      cut_first.push_back(env.cluster.nodes()[n].name);
+    }
     auto cut_us = std::make_shared<std::atomic<int64_t>>(-1);
     auto cut_error = std::make_shared<std::string>();
     Cluster& cluster = env.cluster;
@@ -400,7 +322,8 @@ std::unique_ptr<Nemesis> make_failover_nemesis() { return std::make_unique<Failo
 // This nemesis's line in the registry (nemesis/registry.cc): its name, what `lockcheck list` says of it, its factory.
 NemesisInfo failover_nemesis() {
   return {"failover",
-          "replicated topology: take the master away so Sentinel promotes a replica (modes kill, pause, partition)",
+          "take a key's primary away so a replica is promoted (a server with failover: modes kill, pause, "
+          "split-brain, split-brain-with-replica)",
           make_failover_nemesis};
 }
 

@@ -3,7 +3,6 @@
 #include <algorithm>
 
 #include "core/party.h"
-#include "sys/redis_conn.h"
 
 namespace lockcheck {
 
@@ -164,39 +163,11 @@ bool HolderTracker::wait_until_released(const Holding& h, std::chrono::milliseco
   return true;
 }
 
-std::vector<size_t> nodes_holding(const Cluster& cluster, const std::string& key, std::chrono::milliseconds timeout) {
-  std::vector<size_t> out;
-  // EXISTS is a Redis command; etcd runs refuse holder targeting (core/config.cc), and this keeps it that way.
-  if (cluster.server() != ServerKind::kRedis) return out;
-  const auto& nodes = cluster.nodes();
-  for (size_t n = 0; n < nodes.size(); ++n) {
-    if (!cluster.is_running(n)) continue;
-    RedisConn c(nodes[n].endpoint, timeout, timeout);
-    Reply r = c.command({"EXISTS", key});
-    if (r.ok() && r.integer().value_or(0) == 1) out.push_back(n);
-  }
-  return out;
-}
-
 std::vector<size_t> nodes_holding_any(const Cluster& cluster, const std::vector<std::string>& keys,
                                       std::chrono::milliseconds timeout) {
-  std::vector<size_t> out;
-  if (keys.empty()) return out;
-  const auto& nodes = cluster.nodes();
-  for (size_t n = 0; n < nodes.size(); ++n) {
-    if (!cluster.is_running(n)) continue;
-    // One EXISTS per key: on Redis Cluster keys of different slots cannot share a command.
-    RedisConn c(nodes[n].endpoint, timeout, timeout);
-    for (const auto& k : keys) {
-      Reply r = c.command({"EXISTS", k});
-      if (r.ok() && r.integer().value_or(0) == 1) {
-        out.push_back(n);
-        break;
-      }
-      if (!r.ok() && !r.is_error()) break;  // unreachable: the next keys would wait out the timeout again
-    }
-  }
-  return out;
+  const KeyHolders* k = cluster.key_holders();
+  if (k == nullptr || keys.empty()) return {};  // a cluster without the ability: the plan refused holder targeting
+  return k->nodes_holding_any(keys, timeout);
 }
 
 std::string HolderNodes::why_none() const {

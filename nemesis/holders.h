@@ -87,17 +87,14 @@ class HolderTracker {
   uint64_t serial_ = 0;
 };
 
-// Which data nodes have `key` now: asks each running node directly (its own endpoint, not through the fault
-// proxy) with a short timeout; a paused or cut node counts as not holding it. Bounded by about
-// nodes * timeout. Returns node indices in order; none for a cluster that does not run Redis.
-std::vector<size_t> nodes_holding(const Cluster& cluster, const std::string& key,
-                                  std::chrono::milliseconds timeout = std::chrono::milliseconds(100));
-// The same for several keys: the nodes that have any of them.
+// Which data nodes have any of keys now (ability kKeyHolders: Cluster::key_holders(), asked of each running node
+// with a short timeout; a paused or cut node counts as not holding it). Node indices in order; none for a cluster
+// without the ability (the plan refuses holder targeting of node faults there).
 std::vector<size_t> nodes_holding_any(const Cluster& cluster, const std::vector<std::string>& keys,
                                       std::chrono::milliseconds timeout = std::chrono::milliseconds(100));
 
-// Where a holder's lock lives, and how that was found out: by the Redis keys its client reported (protocol 2),
-// else by the request's key (lockcheck's own locks name their Redis key after it).
+// Where a holder's lock lives, and how that was found out: by the keys its client reported (protocol 2), else by
+// the request's key (lockcheck's own locks name their key on the server after it).
 struct HolderNodes {
   std::vector<size_t> nodes;      // node indices, in order; empty: none found
   std::string how;                // "keys reported by the client" or "the request's key"

@@ -20,6 +20,7 @@ class Kill : public RestartFault {
 
  protected:
   std::string start_f() const override { return "kill"; }
+  Ability fault_ability() const override { return Ability::kKill; }
   void apply(NemesisEnv& env, size_t n) override { env.cluster.kill(n); }
 };
 

@@ -1,9 +1,9 @@
 // Nemesis `leader-partition`: cuts the node that leads the cluster *now* from every other party (the other
 // nodes and every client slot), then heals -- the seed's "leader isolated" partition. Which node leads is not
 // known when the schedule is drawn, so the plan says only "the leader" and invoke asks the cluster
-// (Cluster::leader(): an etcd cluster answers with the member its peers name; a Redis cluster has no leader of
-// its own and the fault answers info, "no leader known", without cutting anything). The completion names the
-// node it isolated and the links it cut. Stop heals the links this nemesis cut.
+// (Cluster::leader(), ability kLeader: the member its peers name; when none does at that moment the fault answers
+// info, "no leader known", without cutting anything). The completion names the node it isolated and the links it
+// cut. Stop heals the links this nemesis cut.
 #include "core/party.h"
 #include "nemesis/fault_util.h"
 #include "nemesis/link_faults.h"
@@ -18,6 +18,7 @@ namespace u = nemesis_util;
 class LeaderPartition : public Nemesis {
  public:
   std::string name() const override { return "leader-partition"; }
+  std::vector<Ability> needs(bool) const override { return {Ability::kLeader, Ability::kCutPeers}; }
 
   FaultPlan plan(const PlanContext& ctx, std::mt19937_64& rng) const override {
     (void)rng;

@@ -34,7 +34,6 @@ class LinkFaults;
 struct NemesisOptions {
   int concurrency = 5;    // client slots c0 .. c(concurrency-1)
   int64_t ttl_ms = 1000;  // the lock's TTL (pauses and clock jumps are sized from it)
-  Topology topology = Topology::kIndependent;
   int64_t interval_ms = 5000;    // between a fault and its heal
   int64_t restart_delay_ms = 0;  // how long a killed node stays down
   int64_t drift_ppm = 0;         // clock:drift's rate (0: drawn per fault)
@@ -58,9 +57,8 @@ struct NemesisEnv {
 // What the schedule generator knows of a run when it plans faults: names only, no live state.
 struct PlanContext {
   std::vector<std::string> nodes;      // data nodes "n1", "n2", ...
-  std::vector<std::string> sentinels;  // "s1", ... (replicated topology), else empty
+  std::vector<std::string> sentinels;  // "s1", ... (the members beside the nodes: Redis' Sentinels), else empty
   std::vector<std::string> slots;      // client slots "c0", "c1", ...
-  Topology topology = Topology::kIndependent;
   int64_t ttl_ms = 1000;
   int64_t interval_ms = 5000;
   int64_t restart_delay_ms = 0;
@@ -124,6 +122,11 @@ class Nemesis {
   virtual void aim(NemesisEnv& env, FaultPlan& plan) const { (void)env, (void)plan; }
   // The detail fields invoke and aim read, beyond the common ones (see DetailField).
   virtual std::vector<DetailField> detail_fields() const { return {}; }
+  // The abilities of the cluster it needs (core/cluster.h), with its mode as selected (select_mode; none: every
+  // mode it draws from) and the run's targeting (holder: aimed at the nodes that hold the current lock). The plan
+  // refuses a run whose server and backend lack one, before anything starts (harness/plan.h); nothing below the
+  // nemesis floor names a fault.
+  virtual std::vector<Ability> needs(bool holder_targeting) const = 0;
   // Restricts plan() to one of this nemesis's modes ("partition:client-split"). False for an unknown mode.
   virtual bool select_mode(const std::string& mode) {
     (void)mode;

@@ -22,6 +22,13 @@ namespace lockcheck {
 
 class NodeFault : public Nemesis {
  public:
+  std::vector<Ability> needs(bool holder_targeting) const override {
+    std::vector<Ability> out = {fault_ability()};
+    if (mode_ == "leader" || mode_ == "leader-or-all") out.push_back(Ability::kLeader);
+    if (holder_targeting) out.push_back(Ability::kKeyHolders);
+    return out;
+  }
+
   bool select_mode(const std::string& mode) override {
     const auto& m = nemesis_util::count_modes();
     if (std::find(m.begin(), m.end(), mode) == m.end() && mode != "leader" && mode != "leader-or-all") return false;
@@ -49,7 +56,7 @@ class NodeFault : public Nemesis {
     if (held.empty()) return mark_not_aimed(plan.detail, "no lock was held when the fault started");
     const Holding& h = held.back();
     const auto& nodes = env.cluster.nodes();
-    const HolderNodes found = find_holder_nodes(env.cluster, h);
+    const HolderNodes found = find_holder_nodes(env.cluster, h);  // needs() asked for key holders
     plan.detail["aimed_at"] = {{"process", h.process}, {"key", h.key}};
     plan.detail["holder_nodes"] = found.to_json(env.cluster);
     // Nothing found: the planned (random) nodes stay, and the fault says it was not aimed.
@@ -123,6 +130,8 @@ class NodeFault : public Nemesis {
  protected:
   virtual std::string start_f() const = 0;
   virtual std::string stop_f() const = 0;
+  // The ability the fault itself needs (kill, pause, power loss).
+  virtual Ability fault_ability() const = 0;
   virtual int64_t duration_ms(const PlanContext& ctx) const { return ctx.interval_ms; }
   virtual void add_detail(const PlanContext& ctx, nlohmann::json& detail) const { (void)ctx, (void)detail; }
   virtual void apply(NemesisEnv& env, size_t n) = 0;

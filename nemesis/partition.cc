@@ -175,6 +175,15 @@ class Partition : public Nemesis {
  public:
   std::string name() const override { return "partition"; }
   std::vector<DetailField> detail_fields() const override { return {{"links", DetailType::kLinks}}; }
+  // The client modes cut client links only (the fault proxy, on every backend); the others cut servers from each
+  // other, and isolate aims at a node that holds the holder's key.
+  std::vector<Ability> needs(bool holder_targeting) const override {
+    const bool clients_only = mode_ == "client-cut" || mode_ == "client-split";
+    std::vector<Ability> out;
+    if (!clients_only) out.push_back(Ability::kCutPeers);
+    if (holder_targeting && (mode_.empty() || mode_ == "isolate")) out.push_back(Ability::kKeyHolders);
+    return out;
+  }
 
   bool select_mode(const std::string& mode) override {
     if (std::find(partition_modes().begin(), partition_modes().end(), mode) == partition_modes().end()) return false;

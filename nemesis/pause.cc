@@ -14,6 +14,7 @@ class Pause : public NodeFault {
 
  protected:
   std::string start_f() const override { return "pause"; }
+  Ability fault_ability() const override { return Ability::kPause; }
   std::string stop_f() const override { return "resume"; }
   void apply(NemesisEnv& env, size_t n) override { env.cluster.pause(n); }
   void undo(NemesisEnv& env, size_t n) override { env.cluster.resume(n); }

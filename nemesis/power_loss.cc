@@ -1,4 +1,4 @@
-// Nemesis `power-loss`: a node loses its power. Its redis-server is SIGKILLed and, before it restarts, every write
+// Nemesis `power-loss`: a node loses its power. Its server process is SIGKILLed and, before it restarts, every write
 // it had not made durable with fsync/fdatasync is dropped from its files (truncated to the length the last sync
 // covered; files created since their directory's last fsync removed), as the power shim's journal says
 // (cluster/power_loss.h). Under `kill` those bytes survive in the page cache; here they do not, so aof-everysec
@@ -20,6 +20,7 @@ class PowerLoss : public RestartFault {
 
  protected:
   std::string start_f() const override { return "power-loss"; }
+  Ability fault_ability() const override { return Ability::kPowerLoss; }
   void apply(NemesisEnv& env, size_t n) override { (void)apply_and_say(env, n); }
   nlohmann::json apply_and_say(NemesisEnv& env, size_t n) override { return to_json(env.cluster.power_loss(n)); }
   std::string said_key() const override { return "dropped"; }

@@ -18,7 +18,6 @@ NemesisOptions NemesisOptions::from(const RunConfig& c) {
   NemesisOptions o;
   o.concurrency = c.concurrency;
   o.ttl_ms = c.ttl_ms;
-  o.topology = c.topology;
   o.interval_ms = std::max<int64_t>(1, static_cast<int64_t>(std::llround(c.nemesis_interval_s * 1000)));
   o.restart_delay_ms = c.restart_delay_ms;
   o.drift_ppm = c.drift_ppm;
@@ -34,7 +33,6 @@ PlanContext PlanContext::from(const NemesisOptions& o, const std::vector<std::st
   ctx.nodes = node_names;
   ctx.sentinels = sentinel_names;
   for (int s = 0; s < o.concurrency; ++s) ctx.slots.push_back(Party::client(static_cast<size_t>(s)).name());
-  ctx.topology = o.topology;
   ctx.ttl_ms = o.ttl_ms;
   ctx.interval_ms = o.interval_ms;
   ctx.restart_delay_ms = o.restart_delay_ms;

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <chrono>
+#include <cstdint>
 #include <memory>
 #include <optional>
 #include <string>
@@ -17,6 +18,30 @@ struct redisContext;
 struct redisReply;
 
 namespace lockcheck {
+
+// Redis facts the Redis locks and the redis server kind (servers/redis.cc) share.
+// The name under which the Sentinels of Redis' replicated topology monitor the master (every backend uses it;
+// Sentinel-aware lock clients ask for it).
+inline constexpr char kSentinelMasterName[] = "lockcheck";
+
+// Redis Cluster's hash slots: a key's slot is CRC16 (XMODEM) of the key, or of its hash tag (the part between
+// the first '{' and the next '}', when not empty), modulo kClusterSlots.
+inline constexpr int kClusterSlots = 16384;
+inline int cluster_key_slot(const std::string& key) {
+  std::string::size_type begin = 0, end = key.size();
+  const auto open = key.find('{');
+  if (open != std::string::npos) {
+    const auto close = key.find('}', open + 1);
+    if (close != std::string::npos && close > open + 1) begin = open + 1, end = close;
+  }
+  uint16_t crc = 0;
+  for (auto i = begin; i < end; ++i) {
+    crc ^= static_cast<uint16_t>(static_cast<unsigned char>(key[i]) << 8);
+    for (int b = 0; b < 8; ++b)
+      crc = (crc & 0x8000) ? static_cast<uint16_t>((crc << 1) ^ 0x1021) : static_cast<uint16_t>(crc << 1);
+  }
+  return crc % kClusterSlots;
+}
 
 enum class RedisStatus {
   kReply,    // a reply arrived (which may itself be an error reply: see Reply::is_error)

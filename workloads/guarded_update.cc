@@ -64,7 +64,11 @@ class GuardedUpdate : public Workload {
     return {"mutex", "lease", "lost-updates", "stats"};
   }
 
-  void setup(WorkloadEnv& env) override { resource_ = std::make_unique<ResourceServer>(env.options, env.run_dir); }
+  void setup(WorkloadEnv& env) override {
+    resource_ = std::make_unique<ResourceServer>(env.options, env.run_dir);
+    resource_version_ = resource_->version();
+  }
+  nlohmann::json versions() const override { return {{"resource", resource_version_}}; }
 
   ProcessExit run_process(ProcessEnv& env) override {
     auto conn = resource_->connect();
@@ -196,6 +200,7 @@ class GuardedUpdate : public Workload {
 
   Kind kind_;
   std::unique_ptr<ResourceServer> resource_;
+  std::string resource_version_;
   std::atomic<int64_t> next_element_{0};
 };
 

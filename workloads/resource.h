@@ -1,14 +1,13 @@
-// The resource a lock protects, for the set and counter workloads: a separate redis-server ("resource1",
-// log in the run's nodes/), not one of the lock nodes and never faulted. Its damage is what the lost-updates
-// checker measures.
+// The resource a lock protects, for the set and counter workloads: a separate store speaking RESP (the first
+// server kind that serves "resp", one node, started on loopback beside the run in <run dir>/resource/), never
+// faulted: the damage the lost-updates checker measures must be the lock's, not the resource's.
 #pragma once
 
 #include <memory>
 #include <string>
 #include <vector>
 
-#include "cluster/local_cluster.h"
-#include "core/config.h"
+#include "core/cluster.h"
 #include "sys/redis_conn.h"
 #include "workloads/workload.h"
 
@@ -22,10 +21,13 @@ class ResourceServer {
   Endpoint endpoint() const;
   // A new connection with the run's per-request timeout.
   std::unique_ptr<RedisConn> connect() const;
+  // The version the store reports ("" when it did not answer).
+  std::string version() const;
 
  private:
   const WorkloadOptions cfg_;
-  LocalCluster server_;
+  std::unique_ptr<Cluster> server_;
+  std::string version_;
 };
 
 // A set stored as one value: comma-separated decimal integers. "" is the empty set.

@@ -28,14 +28,14 @@ struct WorkloadOptions {
   int64_t hold_ms_max = 800;                  // the longest hold (the run's -1 already made 80% of the TTL)
   int64_t work_ms = 333;                      // set workloads: between the read and the write under the lock
   int64_t op_timeout_ms = 500;                // per request, also on the resource's connections
-  std::string redis_server = "redis-server";  // the binary of the resource server
   int64_t hold_ms_min = 0;                    // the shortest hold
   bool work_uniform = false;                  // set workloads: the work is uniform in [0, 2 x work_ms)
   bool blind_holder = false;                  // set workloads: the holder never checks its validity
   int64_t lease_margin_ms = -1;               // Lease's margin (-1: 10% of the lease, at least 20 ms)
   static WorkloadOptions from(const RunConfig& c) {
-    return {c.keys,         c.ttl_ms,      c.effective_hold_ms_max(), c.effective_work_ms(), c.op_timeout_ms,
-            c.redis_server, c.hold_ms_min, c.work_uniform,            c.blind_holder,         c.lease_margin_ms};
+    return {c.keys,        c.ttl_ms,       c.effective_hold_ms_max(), c.effective_work_ms(),
+            c.op_timeout_ms, c.hold_ms_min, c.work_uniform,          c.blind_holder,
+            c.lease_margin_ms};
   }
 };
 
@@ -109,6 +109,9 @@ class Workload {
   virtual bool needs_fencing() const { return false; }
   // The names of the checkers that judge this workload's history.
   virtual std::vector<std::string> checkers() const = 0;
+  // What the workload ran beside the nodes, by name (its resource store: {"resource": "redis 7.0.15"}), for
+  // results.json's versions. Valid after setup.
+  virtual nlohmann::json versions() const { return nlohmann::json::object(); }
 };
 
 // Records the invoke of (f, key) for env.process, runs call, and records its completion (ok with the
