@@ -21,7 +21,8 @@
 #include <string>
 #include <vector>
 
-#include "cluster/local_cluster.h"
+#include "cluster/server_cluster.h"
+#include "harness/plan.h"
 #include "locks/lock_client.h"
 
 namespace lockcheck {
@@ -164,22 +165,24 @@ int run(int argc, char** argv) {
   if (::mkdtemp(&dir[0]) == nullptr) throw std::runtime_error("mkdtemp failed");
   std::vector<Result> results;
   {
-    const std::vector<Persistence> modes =
-        args.persistence_sweep
-            ? std::vector<Persistence>{Persistence::kNone, Persistence::kAofEverysec, Persistence::kAofAlways}
-            : std::vector<Persistence>{Persistence::kNone};
-    std::vector<std::unique_ptr<LocalCluster>> clusters;
+    const std::vector<std::string> modes = args.persistence_sweep
+                                               ? std::vector<std::string>{"none", "aof-everysec", "aof-always"}
+                                               : std::vector<std::string>{"none"};
+    std::vector<std::unique_ptr<ServerCluster>> clusters;
     std::vector<ProbeSpec> specs;
-    for (const Persistence p : modes) {
-      LocalClusterOptions co;
-      co.nodes = args.nodes;
-      co.persistence = p;
-      co.redis_server = args.redis_server;
-      co.nodes_dir = dir + "/nodes-" + to_string(p);
-      co.use_proxy = args.proxy;
-      co.use_clock_shim = false;
-      clusters.push_back(std::make_unique<LocalCluster>(co));
-      LocalCluster& cluster = *clusters.back();
+    for (const std::string& p : modes) {
+      RunConfig rc;
+      rc.nodes = args.nodes;
+      rc.nodes_given = true;
+      rc.concurrency = 1;
+      rc.server_opts = {{"persistence", p}, {"redis_server", args.redis_server}};
+      ClusterSetup setup;
+      setup.run_dir = dir + "/run-" + p;
+      setup.concurrency = 1;
+      setup.network_faults = args.proxy;
+      setup.clock_shim = false;
+      clusters.push_back(std::make_unique<LoopbackCluster>(plan_server_run(resolve_server_plan(rc)), setup));
+      ServerCluster& cluster = *clusters.back();
       cluster.start();
       LockOptions lo;
       for (size_t n = 0; n < cluster.nodes().size(); ++n) lo.nodes.push_back(cluster.endpoint_for("c0", n));
@@ -189,7 +192,7 @@ int run(int argc, char** argv) {
       std::vector<std::string> algorithms = {"single", "redlock"};
       if (!args.persistence_sweep) algorithms.push_back("redlock-sequential");
       for (const auto& a : algorithms) {
-        specs.push_back({args.persistence_sweep ? a + " " + to_string(p) : a, a, lo});
+        specs.push_back({args.persistence_sweep ? a + " " + p : a, a, lo});
       }
     }
     results = measure(specs, args);

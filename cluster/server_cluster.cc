@@ -111,6 +111,16 @@ void ServerCluster::place(std::vector<RemoteHost> hosts, std::unique_ptr<PeerNet
   };
   for (size_t i = 0; i < nodes.size(); ++i) add(nodes[i], Party::node(i).name(), roles.at(i));
   for (size_t s = 0; s < sentinels.size(); ++s) add(sentinels[s], Party::sentinel(s).name(), NodeRole::kSentinel);
+  // Where a port is fixed on a host whose address is known, that is where it will be (start() places it again).
+  for (auto& m : members_) {
+    const std::string& address = hosts_[m.host].address;
+    if (address.empty()) continue;
+    for (const auto& [label, port] : m.planned) {
+      if (port == 0) continue;
+      m.addr.advertised[label] = Endpoint{address, port};
+      if (label == "client") m.addr.admin = Endpoint{address, port};
+    }
+  }
   refresh_infos();
   links_ = SplitNetwork(backend_, nodes_.size(), sentinels_.size(), setup_.concurrency, this);
   abilities_ = run_.abilities.both(network_->abilities());

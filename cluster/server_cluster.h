@@ -115,6 +115,8 @@ class ServerCluster : public Cluster, private PeerLinks {
   int sentinel_pid(size_t k) const;
   // The version each node reports now (Server::node_versions), "" where it did not answer.
   std::vector<std::string> node_versions() const;
+  // How node n's host is reached (for tests and post-mortems: `iptables -S` there).
+  const Remote& host_remote(size_t n) const { return *hosts_.at(members_.at(n).host).remote; }
 
  protected:
   // Where one member runs: its host and, per port label, its port (0: drawn free on the host's loopback at

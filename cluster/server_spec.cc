@@ -111,6 +111,13 @@ nlohmann::json resolve_server_options(const ServerSpec& spec, const nlohmann::js
   return out;
 }
 
+nlohmann::json ServerSpec::options_serving(const std::string& protocol) const {
+  for (const auto& p : protocols(resolve_server_options(*this, nlohmann::json::object()))) {
+    if (p == protocol) return nlohmann::json::object();
+  }
+  return nullptr;
+}
+
 ServerRun make_server_run(const ServerSpec& spec, const ServerSetup& setup) {
   ServerRun run;
   run.server = spec.make(setup);

@@ -193,6 +193,12 @@ class Server {
   }
   // The version each node reports, asked of it (index = node; "" where it did not answer). Bounded; never throws.
   virtual std::vector<std::string> node_versions(const std::vector<MemberAddress>& nodes) const = 0;
+  // The wall clock member m reads now (ns since the epoch), asked of it; nullopt when it did not answer or the kind
+  // cannot say. What shows that a clock fault reached the server. Bounded; never throws.
+  virtual std::optional<int64_t> wall_clock_ns(const MemberAddress& m) const {
+    (void)m;
+    return std::nullopt;
+  }
   // The ability objects over a running cluster (nullptr: the kind lacks it). The cluster outlives them.
   virtual std::unique_ptr<Primary> primary(const Cluster& cluster) const {
     (void)cluster;
@@ -232,11 +238,9 @@ class ServerSpec {
   }
   // The protocols its clients speak with these options: a lock names the one it speaks (LockAlgorithm::protocol).
   virtual std::vector<std::string> protocols(const nlohmann::json& options) const = 0;
-  // How to make this kind serve `protocol` ("--topology replicated"), "" when it cannot.
-  virtual std::string how_to_serve(const std::string& protocol) const {
-    (void)protocol;
-    return "";
-  }
+  // Options (as given: a JSON object) with which this kind serves `protocol`; null when it cannot.
+  // Default: the empty object when its default options serve it.
+  virtual nlohmann::json options_serving(const std::string& protocol) const;
   // The builds on this machine, the default first. version: --server-version ("" the default).
   virtual std::vector<ServerBuild> builds(const nlohmann::json& options) const = 0;
   // What to install when there is no build ("Debian's etcd-server and etcd-client").
@@ -252,6 +256,9 @@ class ServerSpec {
   virtual std::vector<LegacyHostPort> legacy_host_ports() const { return {}; }
   // The ctest label of the tests that need this kind's programs ("redis").
   virtual std::string test_label() const = 0;
+  // Whether its tests load the machine so much (five JVMs on two cores) that they run one at a time, apart from
+  // other such tests (ctest RESOURCE_LOCK "ensemble").
+  virtual bool heavy_tests() const { return false; }
   // One run's server. REQUIRES: setup.options checked (every option present).
   virtual std::unique_ptr<Server> make(const ServerSetup& setup) const = 0;
 };

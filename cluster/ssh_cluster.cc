@@ -122,6 +122,7 @@ SshCluster::SshCluster(ServerRun server, ClusterSetup setup, SshHosts hosts, Ssh
       file_(std::move(hosts)),
       connect_timeout_(options.connect_timeout) {
   control_dir_ = "/tmp/lcssh-" + run_id();
+  chain_ = "LC-" + id;
   std::vector<RemoteHost> remote_hosts;
   for (size_t h = 0; h < file_.hosts.size(); ++h) {
     const SshHost& sh = file_.hosts[h];
@@ -165,7 +166,7 @@ SshCluster::SshCluster(ServerRun server, ClusterSetup setup, SshHosts hosts, Ssh
   }
   auto firewall = std::make_unique<HostFirewall>(backend_, hosts_, [this](const std::string& party) {
     return party_host(party);
-  }, "LC-" + id, setup_.call_timeout);
+  }, chain_, setup_.call_timeout);
   place(std::move(remote_hosts), std::move(firewall), nodes, sentinels);
 }
 

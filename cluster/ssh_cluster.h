@@ -46,6 +46,7 @@ class SshCluster final : public ServerCluster {
   ~SshCluster() override;  // stop()
 
   const SshHost& host_of(size_t n) const;
+  const std::string& chain() const { return chain_; }  // the run's iptables chain on each host
 
  private:
   SshCluster(ServerRun server, ClusterSetup setup, SshHosts hosts, SshClusterOptions options, std::string run_id);
@@ -55,6 +56,7 @@ class SshCluster final : public ServerCluster {
   SshHosts file_;
   std::vector<SshCommands> cmds_;
   std::string control_dir_;
+  std::string chain_;
   std::vector<size_t> node_host_;
   std::vector<std::unique_ptr<ChildProcess>> masters_;
   std::chrono::seconds connect_timeout_;

@@ -4,6 +4,8 @@
 #include <set>
 
 #include <algorithm>
+#include <map>
+#include <mutex>
 
 #include "checkers/checker.h"
 #include "cluster/ssh_hosts.h"
@@ -110,9 +112,21 @@ void resolve_server(Plan& plan, RunConfig& c) {
 // --server-version: the build the nodes run, resolved here so that a missing one exits 2 before anything starts
 // and config.json records the version. On SSH hosts without --server-version the hosts run their own programs
 // (their version is read from the nodes once they run), and the harness's own tools are this machine's.
+// The builds of a kind with these options, found once per process (finding one may start the server's program, a
+// JVM for ZooKeeper: a matrix resolves every entry).
+std::vector<ServerBuild> builds_of(const ServerSpec& spec, const nlohmann::json& options) {
+  static std::mutex mu;
+  static std::map<std::string, std::vector<ServerBuild>> found;
+  const std::string key = spec.name() + " " + options.dump() + " " + servers_dir();
+  std::lock_guard<std::mutex> lock(mu);
+  auto it = found.find(key);
+  if (it == found.end()) it = found.emplace(key, spec.builds(options)).first;
+  return it->second;
+}
+
 void resolve_build(Plan& plan, RunConfig& c) {
   const ServerSpec& spec = *plan.server;
-  const std::vector<ServerBuild> builds = spec.builds(plan.server_options);
+  const std::vector<ServerBuild> builds = builds_of(spec, plan.server_options);
   if (c.cluster == "ssh" && c.server_version.empty()) {
     if (!builds.empty()) plan.build.tools = builds.front().tools;
     return;
@@ -146,11 +160,13 @@ void check_protocol(const Plan& plan, const RunConfig& c) {
   for (const auto& p : served) serves += (serves.empty() ? "" : ", ") + p;
   std::string how;
   for (const auto& e : server_registry()) {
-    const auto defaults = e.spec->protocols(resolve_server_options(*e.spec, nlohmann::json::object()));
-    const std::string hint = e.spec->how_to_serve(speaks);
-    if (std::find(defaults.begin(), defaults.end(), speaks) != defaults.end() || !hint.empty()) {
-      how += (how.empty() ? "" : ", or ") + std::string("--server ") + e.name + (hint.empty() ? "" : " " + hint);
+    const nlohmann::json opts = e.spec->options_serving(speaks);
+    if (opts.is_null()) continue;
+    std::string flags = std::string("--server ") + e.name;
+    for (const auto& o : e.spec->options()) {
+      if (opts.contains(o.key)) flags += std::string(" --") + o.flag + " " + (opts[o.key].is_string() ? opts[o.key].get<std::string>() : opts[o.key].dump());
     }
+    how += (how.empty() ? "" : ", or ") + flags;
   }
   throw ConfigError("--lock " + c.lock + ": speaks " + speaks + ", and --server " + plan.server->name() +
                     " serves " + serves + " as configured" +
@@ -212,6 +228,17 @@ nlohmann::json lock_extra(const RunConfig& c, const std::string& stderr_path) {
   }
   if (!stderr_path.empty() && !extra.contains("client_stderr_path")) extra["client_stderr_path"] = stderr_path;
   return extra;
+}
+
+Plan resolve_server_plan(RunConfig c) {
+  validate_fields(c);
+  Plan plan;
+  resolve_server(plan, c);
+  if (c.cluster == "ssh") load_ssh_hosts(c.hosts, ssh_hosts_schema());  // ConfigError naming the file and field
+  plan.abilities = plan.server->abilities(plan.server_options).both(backend_abilities(c.cluster));
+  resolve_build(plan, c);
+  plan.config = std::move(c);
+  return plan;
 }
 
 Plan resolve_plan(RunConfig c) {

@@ -47,6 +47,11 @@ Plan resolve_plan(RunConfig c);
 // the workload's name (a stored run is checked even where its lock adapter is not built). Throws ConfigError.
 std::vector<std::string> checkers_for(const RunConfig& c);
 
+// The server part of resolve_plan alone (the fields checked, the server kind's options, its build, its abilities
+// on the backend; no lock, workload or nemesis looked up): what make_cluster needs, for the tests and benchmarks
+// that start a cluster without a run. Throws ConfigError naming the flag.
+Plan resolve_server_plan(RunConfig c);
+
 // resolve_plan, keeping only whether it throws.
 void validate(const RunConfig& c);
 

@@ -473,6 +473,19 @@ class RedisServer final : public Server {
     return versions;
   }
 
+  // TIME: the node's gettimeofday, which the clock shim moves.
+  std::optional<int64_t> wall_clock_ns(const MemberAddress& m) const override {
+    ignore_sigpipe();
+    RedisConn conn(m.admin, milliseconds(500), milliseconds(1000));
+    const Reply r = conn.command({"TIME"});
+    const redisReply* raw = r.raw();
+    if (!r.ok() || !raw || raw->type != REDIS_REPLY_ARRAY || raw->elements != 2 || !raw->element[0]->str ||
+        !raw->element[1]->str) {
+      return std::nullopt;
+    }
+    return std::atoll(raw->element[0]->str) * 1000000000LL + std::atoll(raw->element[1]->str) * 1000LL;
+  }
+
   std::unique_ptr<Primary> primary(const Cluster& cluster) const override {
     if (topology_ == "independent") return nullptr;
     return std::make_unique<RedisPrimary>(cluster, topology_ == "cluster");
@@ -552,11 +565,11 @@ class RedisSpec final : public ServerSpec {
     const std::string t = topology_of(o);
     return {t == "replicated" ? "resp-sentinel" : t == "cluster" ? "resp-cluster" : "resp"};
   }
-  std::string how_to_serve(const std::string& protocol) const override {
-    if (protocol == "resp") return "--topology independent";
-    if (protocol == "resp-sentinel") return "--topology replicated";
-    if (protocol == "resp-cluster") return "--topology cluster";
-    return "";
+  json options_serving(const std::string& protocol) const override {
+    for (const char* t : {"independent", "replicated", "cluster"}) {
+      if (protocols(json{{"topology", t}}).front() == protocol) return json{{"topology", t}};
+    }
+    return nullptr;
   }
 
   std::vector<ServerBuild> builds(const json& o) const override {

@@ -384,6 +384,7 @@ class ZooKeeperSpec final : public ServerSpec {
             {"zookeeper_base_port", "election", kZooKeeperElectionPort - kZooKeeperClientPort}};
   }
   std::string test_label() const override { return "zookeeper"; }
+  bool heavy_tests() const override { return true; }
   std::unique_ptr<Server> make(const ServerSetup& s) const override { return std::make_unique<ZooKeeperServer>(s); }
 };
 

@@ -7,7 +7,7 @@
 #include <fstream>
 #include <thread>
 
-#include "cluster/local_cluster.h"
+#include "tests/support/local_cluster.h"
 #include "core/client_pauses.h"
 #include "locks/lock_client.h"
 #include "nemesis/nemesis.h"
@@ -82,13 +82,11 @@ TEST(ClientCrashNemesis, ModesPickThePointAndEveryFaultIsPlanned) {
 class ClientCrashRedisTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    LocalClusterOptions o;
+    testing_util::LocalClusterSpec o;
     o.nodes = 1;
-    o.nodes_dir = dir_.str() + "/nodes";
-    o.use_proxy = false;
-    o.use_clock_shim = false;
-    cluster_ = std::make_unique<LocalCluster>(o);
-    cluster_->start();
+    o.proxy = false;
+    o.clock_shim = false;
+    cluster_ = testing_util::start_local_cluster(o, dir_.str());
     history_ = std::make_unique<HistoryWriter>(dir_.str() + "/history.jsonl", &clock_);
   }
   void TearDown() override { cluster_->stop(); }
@@ -122,7 +120,7 @@ class ClientCrashRedisTest : public ::testing::Test {
   TempDir dir_;
   RunConfig cfg_;
   MonotonicClock clock_;
-  std::unique_ptr<LocalCluster> cluster_;
+  std::unique_ptr<ServerCluster> cluster_;
   std::unique_ptr<HistoryWriter> history_;
   ClientPauses pauses_{1};
   std::atomic<bool> stop_{false};

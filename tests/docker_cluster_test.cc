@@ -1,6 +1,9 @@
-// The docker backend against the real engine: each test starts its own small cluster of containers, applies a
-// fault, checks that it took effect and that it was undone, and stops the cluster; after each test nothing
-// labelled with its run id is left. Skipped when no Docker engine answers, except under CI=true, where that fails.
+// The docker backend against the real engine, beyond the contract every server kind keeps on it
+// (tests/server_contract_test.cc): each kind's image, a missing image or engine, what Redis does in containers
+// (persistence across a restart, the clock shim expiring keys, a cut between containers holding replication, the
+// replicated and cluster topologies and their split brains), `lockcheck clean`, and etcd 3.4.3 shipped in an
+// image. After each test nothing labelled with its run id is left. Skipped when no Docker engine answers, except
+// under CI=true, where that fails.
 #include "docker/docker_cluster.h"
 
 #include <fcntl.h>
@@ -22,14 +25,16 @@
 #include <boost/filesystem.hpp>
 
 #include "cluster/clock_shim.h"
-#include "cluster/server_builds.h"
-#include "cluster/tcp_probe.h"
+#include "cluster/power_loss.h"
 #include "docker/docker_cli.h"
 #include "docker/node_image.h"
+#include "harness/cluster_factory.h"
+#include "harness/plan.h"
+#include "servers/registry.h"
+#include "sys/redis_conn.h"
 #include "tests/support/ci.h"
-#include "tests/support/etcd_remote_checks.h"
 #include "tests/support/etcd_test_cluster.h"
-#include "tests/support/zookeeper_remote_checks.h"
+#include "tests/support/local_cluster.h"
 #include "tests/support/zookeeper_test_cluster.h"
 
 namespace lockcheck {
@@ -143,19 +148,41 @@ class DockerClusterTest : public ::testing::Test {
     }
   }
 
-  DockerCluster& start(int nodes, Topology topology = Topology::kIndependent,
-                       Persistence persistence = Persistence::kNone, int concurrency = 2) {
-    RunConfig config;
-    config.cluster = "docker";
-    config.nodes = nodes;
-    config.topology = topology;
-    config.persistence = persistence;
-    config.concurrency = concurrency;
-    config.seed = 7;
-    cluster_ = std::make_unique<DockerCluster>(config, run_dir_);
+  // A cluster of the server kind (its options as given) on Docker, as a run makes it; started.
+  DockerCluster& start(int nodes, const nlohmann::json& options = nlohmann::json::object(), int concurrency = 2,
+                       const std::string& server = "redis", const std::string& version = "") {
+    cluster_ = make(docker_config(nodes, options, concurrency, server, version), run_dir_);
     cluster_->start();
     return *cluster_;
   }
+
+ public:
+  static RunConfig docker_config(int nodes, const nlohmann::json& options = nlohmann::json::object(),
+                                 int concurrency = 2, const std::string& server = "redis",
+                                 const std::string& version = "") {
+    RunConfig config;
+    config.cluster = "docker";
+    config.server = server;
+    config.server_opts = options;
+    config.server_version = version;
+    config.nodes = nodes;
+    config.nodes_given = true;
+    config.concurrency = concurrency;
+    config.seed = 7;
+    return config;
+  }
+  static std::unique_ptr<DockerCluster> make(const RunConfig& config, const std::string& run_dir,
+                                             DockerClusterOptions options = {}) {
+    const Plan plan = resolve_server_plan(config);
+    ClusterSetup setup;
+    setup.run_dir = run_dir;
+    setup.concurrency = config.concurrency;
+    setup.seed = config.seed;
+    setup.power_shim = plan.abilities.has(Ability::kPowerLoss);
+    return std::make_unique<DockerCluster>(plan_server_run(plan), setup, options);
+  }
+
+ protected:
 
   std::string run_dir_;
   std::unique_ptr<DockerCluster> cluster_;
@@ -168,11 +195,10 @@ TEST(DockerEngineTest, NoEngineIsAClearClusterError) {
   std::string saved = old ? old : "";
   ::setenv("DOCKER_HOST", "unix:///nonexistent/lockcheck-test/docker.sock", 1);
   EXPECT_FALSE(docker_engine_available());
-  RunConfig config;
-  config.nodes = 1;
   const std::string dir = (fs::temp_directory_path() / fs::unique_path("lockcheck-docker-test-%%%%%%")).string();
   {
-    DockerCluster cluster(config, dir);
+    auto made = DockerClusterTest::make(DockerClusterTest::docker_config(1), dir);
+    DockerCluster& cluster = *made;
     try {
       cluster.start();
       ADD_FAILURE() << "start() succeeded without an engine";
@@ -194,9 +220,32 @@ TEST(DockerEngineTest, NoEngineIsAClearClusterError) {
 
 // --- the image --------------------------------------------------------------------------------------------
 
+// What a server kind's image needs (its spec's Server::image), with its default options and build.
+ImageNeeds needs_of(const std::string& kind) {
+  const ServerSpec& spec = server_spec(kind);
+  ServerSetup s;
+  s.options = resolve_server_options(spec, nlohmann::json::object());
+  const auto builds = spec.builds(s.options);
+  if (!builds.empty()) s.build = builds.front();
+  return spec.make(s)->image();
+}
+
+// `iptables -S` in node n's container.
+std::string iptables_rules(const ServerCluster& c, size_t n) {
+  return remote_check(c.host_remote(n), {"iptables", "-S"}, RemoteCall{true, "", std::chrono::seconds(30)}, "iptables");
+}
+
+bool has_entry(const docker::ImagePlan& p, const std::string& needle) {
+  for (const auto& e : p.entries) {
+    if (e.dest.find(needle) != std::string::npos) return true;
+  }
+  return false;
+}
+
 TEST_F(DockerClusterTest, ImageIsTaggedByItsInputsAndReused) {
   docker::NodeImageInputs inputs;
   inputs.clock_shim = clock_shim_library();
+  inputs.server = needs_of("redis");
   docker::ImagePlan a = docker::plan_node_image(inputs);
   docker::ImagePlan b = docker::plan_node_image(inputs);
   EXPECT_EQ(a.hash, b.hash);
@@ -204,7 +253,7 @@ TEST_F(DockerClusterTest, ImageIsTaggedByItsInputsAndReused) {
   bool has_loader = false, has_server = false;
   for (const auto& e : a.entries) {
     has_loader |= e.dest.find("ld-linux") != std::string::npos;
-    has_server |= e.dest == docker::kImageRedisServer;
+    has_server |= e.dest == "/usr/bin/redis-server";
   }
   EXPECT_TRUE(has_loader);
   EXPECT_TRUE(has_server);
@@ -216,94 +265,13 @@ TEST_F(DockerClusterTest, ImageIsTaggedByItsInputsAndReused) {
   EXPECT_EQ(again.tag, a.tag);
 }
 
-// etcd goes into the image when this machine has it; without it Redis images still build, and an etcd run's
-// image fails naming the Debian packages. (Planning only: no engine needed.)
-TEST(DockerImageTest, EtcdIsCarriedWhenPresentAndRequiredOnlyForEtcd) {
-  docker::NodeImageInputs inputs;
-  inputs.clock_shim = clock_shim_library();
-  auto has = [](const docker::ImagePlan& p, const char* dest) {
-    for (const auto& e : p.entries) {
-      if (e.dest == dest) return true;
-    }
-    return false;
-  };
-  if (testing_util::etcd_installed()) {
-    const docker::ImagePlan with = docker::plan_node_image(inputs);
-    EXPECT_TRUE(has(with, docker::kImageEtcd));
-    EXPECT_TRUE(has(with, docker::kImageEtcdctl));
-  }
-  inputs.etcd = "/nonexistent/lockcheck-test/etcd";
-  const docker::ImagePlan without = docker::plan_node_image(inputs);
-  EXPECT_FALSE(has(without, docker::kImageEtcd));
-  EXPECT_TRUE(has(without, docker::kImageRedisServer));
-  inputs.require_etcd = true;
-  try {
-    docker::plan_node_image(inputs);
-    ADD_FAILURE() << "an etcd image was planned without etcd";
-  } catch (const ClusterError& e) {
-    EXPECT_NE(std::string(e.what()).find("etcd-server"), std::string::npos) << e.what();
-  }
-}
 
-// The JRE and ZooKeeper's jars go in only for a ZooKeeper run (require_zookeeper): a Redis or etcd image has
-// neither. With them: java at kImageJava (a symlink into the JRE copied at its host path), libjvm, the runtime's
-// modules, the jars a member opens, the zlib ldd names for java. Without java: an error naming the package.
-// (Planning only: no engine needed.)
-TEST(DockerImageTest, TheJreAndZooKeeperJarsGoInOnlyWhenRequired) {
-  docker::NodeImageInputs inputs;
-  inputs.clock_shim = clock_shim_library();
-  auto has = [](const docker::ImagePlan& p, const std::string& needle) {
-    for (const auto& e : p.entries) {
-      if (e.dest.find(needle) != std::string::npos) return true;
-    }
-    return false;
-  };
-  const docker::ImagePlan plain = docker::plan_node_image(inputs);
-  EXPECT_FALSE(has(plain, docker::kImageJava));
-  EXPECT_FALSE(has(plain, "libjvm.so"));
-  EXPECT_FALSE(has(plain, "/usr/share/java/"));
-  inputs.require_zookeeper = true;
-  if (testing_util::zookeeper_installed()) {
-    const auto t0 = std::chrono::steady_clock::now();
-    const docker::ImagePlan zk = docker::plan_node_image(inputs);
-    std::cout << "[ image    ] ZooKeeper plan: " << zk.total_bytes / 1000000 << " MB of files ("
-              << plain.total_bytes / 1000000 << " MB without the JRE and jars), planned and hashed in "
-              << std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0).count()
-              << " ms\n";
-    EXPECT_NE(zk.hash, plain.hash);
-    EXPECT_GT(zk.total_bytes, plain.total_bytes);
-    bool java_link = false;
-    for (const auto& e : zk.entries) {
-      if (e.dest == docker::kImageJava) {
-        java_link = e.kind == docker::ImageEntry::Kind::kSymlink && e.source.find("/bin/java") != std::string::npos;
-      }
-      EXPECT_EQ(e.dest.find(".."), std::string::npos) << e.dest;
-    }
-    EXPECT_TRUE(java_link);
-    EXPECT_TRUE(has(zk, "/lib/server/libjvm.so"));
-    EXPECT_TRUE(has(zk, "/lib/modules"));
-    EXPECT_TRUE(has(zk, "libz.so"));
-    EXPECT_TRUE(has(zk, kZooKeeperJar));
-    EXPECT_TRUE(has(zk, kSlf4jSimpleJar));
-    EXPECT_TRUE(has(zk, "/usr/share/java/zookeeper-jute.jar"));
-    EXPECT_FALSE(has(zk, "/jmods/"));  // a JDK's, not a JRE's
-    EXPECT_FALSE(has(zk, "src.zip"));
-  }
-  inputs.java = "/nonexistent/lockcheck-test/java";
-  try {
-    docker::plan_node_image(inputs);
-    ADD_FAILURE() << "a ZooKeeper image was planned without java";
-  } catch (const ClusterError& e) {
-    EXPECT_NE(std::string(e.what()).find("default-jdk-headless"), std::string::npos) << e.what();
-  }
-}
 
 TEST_F(DockerClusterTest, AGivenImageMustExistLocally) {
-  RunConfig config;
-  config.nodes = 1;
   DockerClusterOptions options;
   options.image = "lockcheck-test-no-such-image:0";
-  DockerCluster c(config, run_dir_, options);
+  auto made = make(docker_config(1), run_dir_, options);
+  DockerCluster& c = *made;
   try {
     c.start();
     ADD_FAILURE() << "start() succeeded with a missing image";
@@ -313,40 +281,71 @@ TEST_F(DockerClusterTest, AGivenImageMustExistLocally) {
   EXPECT_EQ(leftovers(c.run_id()), "");
 }
 
+// Each kind's image holds its own programs and no other's: Redis' has redis-server (Sentinel a symlink to it), etcd's
+// etcd, ZooKeeper's a Java runtime (java a symlink into the JRE copied at its host path, libjvm, the runtime's
+// modules, the zlib ldd names for java) and the jars a member opens. A program or java that is not here is an error
+// naming it. (Planning only: no engine needed.)
+TEST(DockerImageTest, EachKindsImageHoldsItsOwnPrograms) {
+  docker::NodeImageInputs inputs;
+  inputs.clock_shim = clock_shim_library();
+  inputs.server = needs_of("redis");
+  const docker::ImagePlan redis = docker::plan_node_image(inputs);
+  EXPECT_EQ(redis.tag.rfind("lockcheck-redis:", 0), 0u);
+  EXPECT_TRUE(has_entry(redis, "/usr/bin/redis-server"));
+  EXPECT_TRUE(has_entry(redis, "/usr/bin/redis-sentinel"));
+  EXPECT_FALSE(has_entry(redis, "/usr/bin/etcd"));
+  EXPECT_FALSE(has_entry(redis, docker::kImageJava));
+  EXPECT_FALSE(has_entry(redis, "libjvm.so"));
+  if (testing_util::etcd_installed()) {
+    inputs.server = needs_of("etcd");
+    const docker::ImagePlan etcd = docker::plan_node_image(inputs);
+    EXPECT_EQ(etcd.tag.rfind("lockcheck-etcd:", 0), 0u);
+    EXPECT_TRUE(has_entry(etcd, "/usr/bin/etcd"));
+    EXPECT_FALSE(has_entry(etcd, "/usr/bin/redis-server"));
+  }
+  if (testing_util::zookeeper_installed()) {
+    inputs.server = needs_of("zookeeper");
+    const docker::ImagePlan zk = docker::plan_node_image(inputs);
+    EXPECT_EQ(zk.tag.rfind("lockcheck-zookeeper:", 0), 0u);
+    EXPECT_GT(zk.total_bytes, redis.total_bytes);
+    bool java_link = false;
+    for (const auto& e : zk.entries) {
+      if (e.dest == docker::kImageJava) {
+        java_link = e.kind == docker::ImageEntry::Kind::kSymlink && e.source.find("/bin/java") != std::string::npos;
+      }
+      EXPECT_EQ(e.dest.find(".."), std::string::npos) << e.dest;
+    }
+    EXPECT_TRUE(java_link);
+    EXPECT_TRUE(has_entry(zk, "/lib/server/libjvm.so"));
+    EXPECT_TRUE(has_entry(zk, "/lib/modules"));
+    EXPECT_TRUE(has_entry(zk, "libz.so"));
+    EXPECT_TRUE(has_entry(zk, "/usr/share/java/zookeeper.jar"));
+    EXPECT_TRUE(has_entry(zk, "/usr/share/java/slf4j-simple.jar"));
+    EXPECT_TRUE(has_entry(zk, "/usr/share/java/zookeeper-jute.jar"));
+    EXPECT_FALSE(has_entry(zk, "/usr/bin/redis-server"));
+    EXPECT_FALSE(has_entry(zk, "/jmods/"));  // a JDK's, not a JRE's
+    EXPECT_FALSE(has_entry(zk, "src.zip"));
+  }
+  inputs.server = needs_of("redis");
+  inputs.server.programs[0].host_program = "/nonexistent/lockcheck-test/redis-server";
+  try {
+    docker::plan_node_image(inputs);
+    ADD_FAILURE() << "an image was planned without its program";
+  } catch (const ClusterError& e) {
+    EXPECT_NE(std::string(e.what()).find("/nonexistent/lockcheck-test/redis-server"), std::string::npos) << e.what();
+  }
+  inputs.server.programs.clear();
+  inputs.server.java = "/nonexistent/lockcheck-test/java";
+  try {
+    docker::plan_node_image(inputs);
+    ADD_FAILURE() << "an image was planned without java";
+  } catch (const ClusterError& e) {
+    EXPECT_NE(std::string(e.what()).find("default-jdk-headless"), std::string::npos) << e.what();
+  }
+}
+
 // --- the cluster ------------------------------------------------------------------------------------------
 
-TEST_F(DockerClusterTest, IndependentClusterComesUpAndIsRemovedAtStop) {
-  DockerCluster& c = start(5);
-  ASSERT_EQ(c.nodes().size(), 5u);
-  EXPECT_TRUE(c.sentinels().empty());
-  for (size_t n = 0; n < 5; ++n) {
-    const NodeInfo& node = c.nodes()[n];
-    EXPECT_EQ(node.name, "n" + std::to_string(n + 1));
-    EXPECT_EQ(node.role, NodeRole::kMaster);
-    EXPECT_TRUE(pings(node.endpoint)) << node.name << " at " << node.endpoint.str();
-    EXPECT_EQ(c.endpoint_for("n2", n), node.endpoint);  // a node reaches a node directly
-    Endpoint via_proxy = c.endpoint_for("c1", n);       // a client slot through its proxy
-    EXPECT_EQ(via_proxy.host, "127.0.0.1");
-    EXPECT_TRUE(pings(via_proxy)) << node.name << " via " << via_proxy.str();
-    EXPECT_TRUE(c.is_running(n));
-  }
-  // Independent masters: a write on one is not on another.
-  ASSERT_TRUE(command(c.nodes()[0].endpoint, {"SET", "k", "v"}).ok());
-  EXPECT_TRUE(command(c.nodes()[1].endpoint, {"GET", "k"}).is_nil());
-  EXPECT_THROW(c.endpoint_for("c2", 0), ClusterError);  // concurrency 2: slots c0, c1
-  EXPECT_THROW(c.endpoint_for("x", 0), ClusterError);
-
-  const std::string run_id = c.run_id();
-  EXPECT_NE(leftovers(run_id), "");
-  c.stop();
-  EXPECT_EQ(leftovers(run_id), "");
-  c.stop();  // idempotent
-  // The node logs stay in the run folder.
-  std::ifstream log(run_dir_ + "/nodes/n1.log");
-  std::stringstream text;
-  text << log.rdbuf();
-  EXPECT_NE(text.str().find("Ready to accept connections"), std::string::npos) << text.str();
-}
 
 TEST_F(DockerClusterTest, KillAndRestartWithoutPersistenceLosesData) {
   DockerCluster& c = start(1);
@@ -366,7 +365,7 @@ TEST_F(DockerClusterTest, KillAndRestartWithoutPersistenceLosesData) {
 }
 
 TEST_F(DockerClusterTest, KillAndRestartWithAofKeepsData) {
-  DockerCluster& c = start(1, Topology::kIndependent, Persistence::kAofAlways);
+  DockerCluster& c = start(1, {{"persistence", "aof-always"}});
   const Endpoint ep = c.nodes()[0].endpoint;
   ASSERT_EQ(command(ep, {"SET", "k", "v"}).str, "OK");
   c.kill(0);
@@ -375,17 +374,6 @@ TEST_F(DockerClusterTest, KillAndRestartWithAofKeepsData) {
   EXPECT_EQ(command(ep, {"GET", "k"}).str, "v") << "AOF (always) must keep an acknowledged write";
 }
 
-TEST_F(DockerClusterTest, PauseFreezesAndResumeThaws) {
-  DockerCluster& c = start(1);
-  const Endpoint ep = c.nodes()[0].endpoint;
-  ASSERT_EQ(command(ep, {"SET", "k", "v"}).str, "OK");
-  c.pause(0);
-  EXPECT_FALSE(pings(ep, milliseconds(300))) << "a frozen node must not answer";
-  c.pause(0);  // idempotent
-  c.resume(0);
-  EXPECT_TRUE(pings(ep));
-  EXPECT_EQ(command(ep, {"GET", "k"}).str, "v");
-}
 
 TEST_F(DockerClusterTest, ClockOffsetMovesTimeAndExpiresKeys) {
   DockerCluster& c = start(2);
@@ -418,8 +406,8 @@ TEST_F(DockerClusterTest, NodeCutBlocksReplicationBetweenContainersUntilHealed) 
 
   c.cut("n1", "n2");
   c.cut("n2", "n1");  // idempotent, symmetric
-  EXPECT_NE(c.iptables_rules(0).find("-s " + n2.endpoint.host + "/32 -j DROP"), std::string::npos);
-  EXPECT_NE(c.iptables_rules(1).find("-s " + n1.endpoint.host + "/32 -j DROP"), std::string::npos);
+  EXPECT_NE(iptables_rules(c, 0).find("-s " + n2.endpoint.host + "/32 -j DROP"), std::string::npos);
+  EXPECT_NE(iptables_rules(c, 1).find("-s " + n1.endpoint.host + "/32 -j DROP"), std::string::npos);
   ASSERT_EQ(command(n1.endpoint, {"SET", "b", "2"}).str, "OK");
   std::this_thread::sleep_for(milliseconds(1500));
   EXPECT_TRUE(command(n2.endpoint, {"GET", "b"}).is_nil()) << "the write crossed a cut link";
@@ -428,7 +416,7 @@ TEST_F(DockerClusterTest, NodeCutBlocksReplicationBetweenContainersUntilHealed) 
   EXPECT_TRUE(pings(n2.endpoint));
 
   c.heal("n2", "n1");
-  EXPECT_EQ(c.iptables_rules(0).find("DROP"), std::string::npos);
+  EXPECT_EQ(iptables_rules(c, 0).find("DROP"), std::string::npos);
   EXPECT_TRUE(eventually(
       [&] {
         return command(n2.endpoint, {"GET", "b"}).str == "2";
@@ -440,13 +428,13 @@ TEST_F(DockerClusterTest, NodeCutBlocksReplicationBetweenContainersUntilHealed) 
   c.cut("n1", "n2");
   c.kill(1);
   c.restart(1);
-  EXPECT_NE(c.iptables_rules(1).find("-s " + n1.endpoint.host + "/32 -j DROP"), std::string::npos);
+  EXPECT_NE(iptables_rules(c, 1).find("-s " + n1.endpoint.host + "/32 -j DROP"), std::string::npos);
   // ... and a pause: rules changed while frozen are applied on resume.
   c.pause(1);
   c.heal_all();
   c.resume(1);
-  EXPECT_EQ(c.iptables_rules(1).find("DROP"), std::string::npos);
-  EXPECT_EQ(c.iptables_rules(0).find("DROP"), std::string::npos);
+  EXPECT_EQ(iptables_rules(c, 1).find("DROP"), std::string::npos);
+  EXPECT_EQ(iptables_rules(c, 0).find("DROP"), std::string::npos);
 }
 
 TEST_F(DockerClusterTest, ClientCutAndDelayGoThroughTheProxy) {
@@ -472,7 +460,7 @@ TEST_F(DockerClusterTest, ClientCutAndDelayGoThroughTheProxy) {
 }
 
 TEST_F(DockerClusterTest, ReplicatedTopologyHasAMasterReplicasAndSentinels) {
-  DockerCluster& c = start(3, Topology::kReplicated);
+  DockerCluster& c = start(3, {{"topology", "replicated"}});
   ASSERT_EQ(c.nodes().size(), 3u);
   EXPECT_EQ(c.nodes()[0].role, NodeRole::kMaster);
   EXPECT_EQ(c.nodes()[1].role, NodeRole::kReplica);
@@ -500,9 +488,9 @@ TEST_F(DockerClusterTest, ReplicatedTopologyHasAMasterReplicasAndSentinels) {
 // the master's namespace) while the host still reaches it; Sentinel promotes a replica; the old master keeps
 // taking writes that never reach the new one.
 TEST_F(DockerClusterTest, SplitBrainCutsTheMasterFromReplicasAndSentinels) {
-  DockerCluster& c = start(3, Topology::kReplicated);
+  DockerCluster& c = start(3, {{"topology", "replicated"}});
   for (const char* peer : {"n2", "n3", "s1", "s2", "s3"}) c.cut("n1", peer);
-  EXPECT_NE(c.iptables_rules(0).find("-s " + c.sentinels()[0].endpoint.host + "/32 -j DROP"), std::string::npos);
+  EXPECT_NE(iptables_rules(c, 0).find("-s " + c.sentinels()[0].endpoint.host + "/32 -j DROP"), std::string::npos);
   EXPECT_THROW(c.cut("s1", "s2"), ClusterError);
   const Endpoint s1 = c.sentinels()[0].endpoint;
   EXPECT_TRUE(eventually(
@@ -517,9 +505,9 @@ TEST_F(DockerClusterTest, SplitBrainCutsTheMasterFromReplicasAndSentinels) {
   EXPECT_TRUE(command(c.nodes()[1].endpoint, {"GET", "split"}).is_nil());
   EXPECT_TRUE(command(c.nodes()[2].endpoint, {"GET", "split"}).is_nil());
   c.heal("s1", "n1");
-  EXPECT_NE(c.iptables_rules(0).find("DROP"), std::string::npos);  // the other cuts stay
+  EXPECT_NE(iptables_rules(c, 0).find("DROP"), std::string::npos);  // the other cuts stay
   c.heal_all();
-  EXPECT_EQ(c.iptables_rules(0).find("DROP"), std::string::npos);
+  EXPECT_EQ(iptables_rules(c, 0).find("DROP"), std::string::npos);
 }
 
 // The master of key's slot, as node `at` sees it in CLUSTER SLOTS (its address), or "".
@@ -550,7 +538,7 @@ std::string slot_master(const Endpoint& at, const std::string& key) {
 // keeps answering the host until cluster-node-timeout, then refuses writes (CLUSTERDOWN); the majority promotes
 // its replica, which takes writes; after the heal the old master rejoins as a replica.
 TEST_F(DockerClusterTest, ClusterTopologyFormsARedisClusterAndASplitBrainPromotesTheReplica) {
-  DockerCluster& c = start(6, Topology::kCluster);
+  DockerCluster& c = start(6, {{"topology", "cluster"}});
   ASSERT_EQ(c.nodes().size(), 6u);
   for (size_t n = 0; n < 6; ++n) {
     EXPECT_EQ(c.nodes()[n].role, n < 3 ? NodeRole::kMaster : NodeRole::kReplica) << c.nodes()[n].name;
@@ -572,7 +560,7 @@ TEST_F(DockerClusterTest, ClusterTopologyFormsARedisClusterAndASplitBrainPromote
   for (size_t n = 0; n < 6; ++n) {
     if (n != old) c.cut(c.nodes()[old].name, c.nodes()[n].name);
   }
-  EXPECT_NE(c.iptables_rules(old).find("-s " + c.nodes()[replica].endpoint.host + "/32 -j DROP"), std::string::npos);
+  EXPECT_NE(iptables_rules(c, old).find("-s " + c.nodes()[replica].endpoint.host + "/32 -j DROP"), std::string::npos);
   // Within node-timeout the cut-off master still takes writes from the host (they reach no replica) ...
   Reply early = command(c.nodes()[old].endpoint, {"SET", key, "old-master"});
   if (Clock::now() - cut_at < milliseconds(800)) EXPECT_EQ(early.str, "OK") << early.error;
@@ -589,7 +577,7 @@ TEST_F(DockerClusterTest, ClusterTopologyFormsARedisClusterAndASplitBrainPromote
       },
       seconds(10)));
   c.heal_all();
-  EXPECT_EQ(c.iptables_rules(old).find("DROP"), std::string::npos);
+  EXPECT_EQ(iptables_rules(c, old).find("DROP"), std::string::npos);
   EXPECT_TRUE(eventually(
       [&] {
         Reply role = command(c.nodes()[old].endpoint, {"ROLE"});
@@ -614,10 +602,8 @@ TEST_F(DockerClusterTest, CleanRemovesWhatAKilledRunLeftBehind) {
     ::close(fds[0]);
     int status = 1;
     try {
-      RunConfig config;
-      config.nodes = 2;
-      config.concurrency = 1;
-      DockerCluster* leaked = new DockerCluster(config, run_dir_ + "/killed");  // never destroyed
+      DockerCluster* leaked = make(docker_config(2, nlohmann::json::object(), 1), run_dir_ + "/killed").release();
+      // never destroyed
       leaked->start();
       std::string id = leaked->run_id() + "\n";
       if (::write(fds[1], id.data(), id.size()) == static_cast<ssize_t>(id.size())) status = 0;
@@ -657,72 +643,7 @@ TEST_F(DockerClusterTest, CleanRemovesWhatAKilledRunLeftBehind) {
   EXPECT_EQ(leftovers(run_id), "");
 }
 
-// --server etcd on Docker: five members in five containers (the image carries etcd and etcdctl), one leader and
-// all healthy at start; kill/restart, pause/resume, the leader cut from the others; the logs fetched at stop.
-TEST_F(DockerClusterTest, EtcdMembersStartFaultAndStopLeavingNothing) {
-  LOCKCHECK_NEED_ETCD();
-  RunConfig config;
-  config.cluster = "docker";
-  config.server = ServerKind::kEtcd;
-  config.nodes = 5;
-  config.concurrency = 2;
-  config.seed = 7;
-  cluster_ = std::make_unique<DockerCluster>(config, run_dir_);
-  const auto t0 = Clock::now();
-  cluster_->start();
-  std::cout << "[ etcd     ] docker: 5 members started, leader elected, all healthy in "
-            << std::chrono::duration_cast<milliseconds>(Clock::now() - t0).count() << " ms\n";
-  EXPECT_EQ(cluster_->nodes()[0].endpoint.port, kEtcdClientPort);
-  // Clients go through the fault proxy on loopback.
-  EXPECT_EQ(cluster_->endpoint_for("c1", 0).host, "127.0.0.1");
-  EXPECT_TRUE(port_accepts(cluster_->endpoint_for("c1", 0), milliseconds(1000)));
-  // The version is the members' answer: the machine's etcd, copied into the image.
-  testing_util::expect_members_say(*cluster_, "etcdctl", server_program_version(ServerKind::kEtcd, "etcd"));
-  testing_util::check_remote_etcd_essentials(*cluster_);
-  const auto t1 = Clock::now();
-  cluster_->stop();
-  std::cout << "[ etcd     ] docker: stopped in " << std::chrono::duration_cast<milliseconds>(Clock::now() - t1).count()
-            << " ms\n";
-  for (const auto& n : cluster_->nodes()) {
-    std::ifstream log(n.log_path);
-    std::string text((std::istreambuf_iterator<char>(log)), std::istreambuf_iterator<char>());
-    EXPECT_NE(text.find("starting an etcd server"), std::string::npos) << n.name << ": " << n.log_path;
-  }
-}
 
-// --server zookeeper on Docker: a member per container (this machine's JRE and Debian's jars in the image), the
-// essentials of tests/support/zookeeper_remote_checks.h (a cut leader's quorum and election links are cut with
-// it), the logs fetched.
-TEST_F(DockerClusterTest, ZooKeeperMembersStartFaultAndStopLeavingNothing) {
-  LOCKCHECK_NEED_ZOOKEEPER();
-  RunConfig config;
-  config.cluster = "docker";
-  config.server = ServerKind::kZooKeeper;
-  config.nodes = 5;
-  config.concurrency = 2;
-  config.seed = 7;
-  cluster_ = std::make_unique<DockerCluster>(config, run_dir_);
-  const auto t0 = Clock::now();
-  cluster_->start();
-  std::cout << "[ zk       ] docker: 5 members started, one leader, all serving in "
-            << std::chrono::duration_cast<milliseconds>(Clock::now() - t0).count() << " ms\n";
-  EXPECT_EQ(cluster_->nodes()[0].endpoint.port, kZooKeeperClientPort);
-  EXPECT_EQ(cluster_->endpoint_for("c1", 0).host, "127.0.0.1");  // clients: through the fault proxy
-  EXPECT_NE(tcp_exchange(cluster_->endpoint_for("c1", 0), "srvr", milliseconds(2000)), std::nullopt);
-  const auto s = zookeeper_srvr(cluster_->nodes()[0].endpoint, milliseconds(2000));
-  ASSERT_TRUE(s.has_value());
-  EXPECT_EQ(s->version, server_program_version(ServerKind::kZooKeeper, zookeeper_default_classpath()));
-  testing_util::check_remote_zookeeper_essentials(*cluster_);
-  const auto t1 = Clock::now();
-  cluster_->stop();
-  std::cout << "[ zk       ] docker: stopped in " << std::chrono::duration_cast<milliseconds>(Clock::now() - t1).count()
-            << " ms\n";
-  for (const auto& n : cluster_->nodes()) {
-    std::ifstream log(n.log_path);
-    std::string text((std::istreambuf_iterator<char>(log)), std::istreambuf_iterator<char>());
-    EXPECT_NE(text.find("QuorumPeer"), std::string::npos) << n.name << ": " << n.log_path;
-  }
-}
 
 // --server-version 3.4.3 on Docker: the build (build/servers/etcd-3.4.3) goes into an image of its own as
 // /usr/bin/etcd, and every member says 3.4.3 when asked; stopped, nothing is left.
@@ -730,16 +651,8 @@ TEST_F(DockerClusterTest, Etcd343GoesIntoTheImageAndItsMembersSaySo) {
   LOCKCHECK_NEED_ETCD();
   LOCKCHECK_NEED(testing_util::etcd343_built(LOCKCHECK_BUILD_DIR),
                  "etcd 3.4.3 is not built (scripts/build-clients; needs go) in " << LOCKCHECK_BUILD_DIR << "/servers");
-  RunConfig config;
-  config.cluster = "docker";
-  config.server = ServerKind::kEtcd;
-  config.server_version = "3.4.3";
-  config.nodes = 5;
-  config.concurrency = 2;
-  config.seed = 8;
-  cluster_ = std::make_unique<DockerCluster>(config, run_dir_);
-  cluster_->start();
-  testing_util::expect_members_say(*cluster_, harness_etcdctl(config), "3.4.3");
+  start(5, nlohmann::json::object(), 2, "etcd", "3.4.3");
+  testing_util::expect_members_say(*cluster_, "3.4.3");
   cluster_->stop();
 }
 

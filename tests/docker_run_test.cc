@@ -81,7 +81,7 @@ TEST(DockerRunTest, ARedisClusterSplitBrainPromotesTheReplicaAndTheClientsFollow
   TempDir dir;
   RunConfig c;
   c.cluster = "docker";
-  c.topology = Topology::kCluster;
+  c.server_opts["topology"] = "cluster";
   c.nodes = 6;
   c.lock = "cluster";
   c.nemesis = {"failover:split-brain"};
@@ -130,7 +130,7 @@ TEST(DockerRunTest, EtcdLockOnDockerHealthyIsValidAndUnderKillsCompletes) {
   for (const bool kill : {false, true}) {
     TempDir dir;
     RunConfig c = docker_run_config(dir, "etcd");
-    c.server = ServerKind::kEtcd;
+    c.server = "etcd";
     if (kill) {
       c.nemesis = {"kill"};
       c.nemesis_interval_s = 2;
@@ -177,7 +177,7 @@ TEST(DockerRunTest, ZooKeeperKazooOnDockerHealthyIsValidAndUnderKillsCompletes) 
   for (const bool faults : {false, true}) {
     TempDir dir;
     RunConfig c = docker_run_config(dir, "kazoo");
-    c.server = ServerKind::kZooKeeper;
+    c.server = "zookeeper";
     if (faults) {
       c.nemesis = {"kill", "partition"};
       c.nemesis_interval_s = 2;

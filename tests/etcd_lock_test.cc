@@ -112,7 +112,7 @@ TEST(EtcdLock, HealthyRunIsValid) {
   NEED_ETCD_AND_ADAPTER();
   TempDir results;
   RunConfig cfg;
-  cfg.server = ServerKind::kEtcd;
+  cfg.server = "etcd";
   cfg.lock = "etcd";
   cfg.time_limit_s = 6;
   cfg.ttl_ms = 3000;

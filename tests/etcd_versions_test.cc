@@ -1,4 +1,4 @@
-// Server versions (--server-version, cluster/server_builds.h) with etcd 3.4.3, the etcd seed's version, which
+// Server versions (--server-version: the etcd kind's builds, servers/etcd.cc) with etcd 3.4.3, the etcd seed's version, which
 // scripts/build-clients builds from the Go module proxy into build/servers/etcd-3.4.3/ (label `etcd`): a 3.4.3
 // cluster starts, takes faults (the leader paused, a member killed and restarted) and stops leaving no process and
 // no data dir; every member answers 3.4.3 when asked; a run records the version its nodes answered (results.json,
@@ -15,7 +15,6 @@
 #include <sstream>
 #include <thread>
 
-#include "cluster/server_builds.h"
 #include "core/clock.h"
 #include "core/config.h"
 #include "core/history.h"
@@ -25,7 +24,6 @@
 #include "locks/adapters.h"
 #include "nemesis/nemesis.h"
 #include "sys/process.h"
-#include "tests/support/etcd_remote_checks.h"
 #include "tests/support/etcd_test_cluster.h"
 #include "tests/support/lock_test_util.h"
 
@@ -57,7 +55,7 @@ bool etcd343_built() { return testing_util::etcd343_built(LOCKCHECK_BUILD_DIR); 
 
 bool alive(pid_t pid) { return pid > 0 && ::kill(pid, 0) == 0; }
 
-std::optional<size_t> wait_for_leader(const EtcdCluster& c, milliseconds timeout) {
+std::optional<size_t> wait_for_leader(const Cluster& c, milliseconds timeout) {
   const auto deadline = std::chrono::steady_clock::now() + timeout;
   while (std::chrono::steady_clock::now() < deadline) {
     if (auto l = c.leader()) return l;
@@ -71,11 +69,11 @@ TEST(EtcdVersions, Etcd343StartsTakesFaultsAndStopsLeavingNothing) {
   std::vector<pid_t> pids;
   std::string dir;
   {
-    EtcdTestCluster c(5, true, kEtcd343, kEtcdctl343);
+    EtcdTestCluster c(5, true, "3.4.3");
     dir = c.dir.path();
     for (size_t n = 0; n < 5; ++n) pids.push_back(c.cluster->pid(n));
     // Asked of the members themselves, not of the program's name.
-    testing_util::expect_members_say(*c.cluster, kEtcdctl343, "3.4.3");
+    testing_util::expect_members_say(*c.cluster, "3.4.3");
     // The leader paused: the others elect another; resumed, it rejoins.
     const auto leader = wait_for_leader(*c.cluster, milliseconds(10000));
     ASSERT_TRUE(leader.has_value());
@@ -99,13 +97,13 @@ TEST(EtcdVersions, Etcd343StartsTakesFaultsAndStopsLeavingNothing) {
     // again for up to 10 s.
     std::string version;
     for (int i = 0; i < 20 && version.empty(); ++i) {
-      version = read_node_versions(*c.cluster, kEtcdctl343)[victim];
+      version = c.cluster->node_versions()[victim];
       if (version.empty()) std::this_thread::sleep_for(std::chrono::milliseconds(500));
     }
     EXPECT_EQ(version, "3.4.3");
     c.cluster->stop();
     for (const auto& n : c.cluster->nodes()) {
-      EXPECT_FALSE(std::filesystem::exists(dir + "/nodes/" + n.name + "/data")) << n.name;
+      EXPECT_FALSE(std::filesystem::exists(dir + "/nodes/" + n.name + "/etcd")) << n.name;
     }
   }
   for (pid_t p : pids) EXPECT_FALSE(alive(p)) << p;
@@ -115,14 +113,14 @@ TEST(EtcdVersions, Etcd343StartsTakesFaultsAndStopsLeavingNothing) {
 // pause:leader on etcd pauses the member the cluster names leader at that moment (Jepsen's "primaries").
 TEST(EtcdVersions, PauseLeaderPausesTheMemberNamedLeader) {
   NEED_ETCD343();
-  EtcdTestCluster c(5, true, kEtcd343, kEtcdctl343);
+  EtcdTestCluster c(5, true, "3.4.3");
   const auto leader = wait_for_leader(*c.cluster, milliseconds(10000));
   ASSERT_TRUE(leader.has_value());
   TempDir dir;
   MonotonicClock clock;
   HistoryWriter history(dir.path() + "/history.jsonl", &clock);
   RunConfig cfg;
-  cfg.server = ServerKind::kEtcd;
+  cfg.server = "etcd";
   NemesisEnv env{NemesisOptions::from(cfg), *c.cluster, history};
   auto n = make_nemesis("pause:leader");
   ASSERT_TRUE(n);
@@ -148,10 +146,10 @@ TEST(EtcdVersions, PauseLeaderPausesTheMemberNamedLeader) {
 TEST(EtcdVersions, ListShowsTheBuildsAndAMissingVersionExits2NamingIt) {
   (void)etcd343_built();  // points LOCKCHECK_SERVERS_DIR at this build's servers/
   RunConfig c;
-  c.server = ServerKind::kEtcd;
+  c.server = "etcd";
   c.server_version = "3.4.99";
   try {
-    (void)resolve_server_build(c);
+    (void)resolve_server_plan(c);
     FAIL() << "3.4.99 resolved";
   } catch (const ConfigError& e) {
     EXPECT_NE(std::string(e.what()).find("--server-version 3.4.99"), std::string::npos) << e.what();
@@ -162,9 +160,9 @@ TEST(EtcdVersions, ListShowsTheBuildsAndAMissingVersionExits2NamingIt) {
                           out, err);
   EXPECT_EQ(rc, 2);
   EXPECT_NE((out.str() + err.str()).find("3.4.99"), std::string::npos) << out.str() << err.str();
-  c.server = ServerKind::kRedis;
+  c.server = "redis";
   c.server_version = "0.0.1";
-  EXPECT_THROW(resolve_plan(c), ConfigError);  // Redis has only the machine's build
+  EXPECT_THROW(resolve_plan(c), ConfigError);  // Redis has only the machine's build (--redis-server picks it)
   if (etcd343_built()) {
     std::ostringstream list;
     EXPECT_EQ(cli_main({"list"}, list, err), 0);
@@ -174,7 +172,7 @@ TEST(EtcdVersions, ListShowsTheBuildsAndAMissingVersionExits2NamingIt) {
 
 // A short run: config.json says the version asked for, results.json the one every node answered.
 nlohmann::json run_and_read(RunConfig cfg, const std::string& results_dir, std::string* version_line) {
-  cfg.server = ServerKind::kEtcd;
+  cfg.server = "etcd";
   cfg.lock = "etcd";
   cfg.time_limit_s = 3;
   cfg.ttl_ms = 2000;
@@ -210,7 +208,9 @@ TEST(EtcdVersions, ARunRecordsTheVersionItsNodesAnswered) {
   for (const auto& [node, v] : j["results"]["node_versions"].items()) EXPECT_EQ(v, "3.4.3") << node;
   EXPECT_NE(line.find("etcd 3.4.3"), std::string::npos) << line;
   // The default is the machine's build, recorded as its members answered.
-  const std::string machine = server_program_version(ServerKind::kEtcd, "etcd");
+  RunConfig etcd;
+  etcd.server = "etcd";
+  const std::string machine = resolve_server_plan(etcd).build.version;  // the first build: the machine's
   auto d = run_and_read(RunConfig{}, results.path(), &line);
   EXPECT_EQ(d["config"]["server_version"], machine);
   EXPECT_EQ(d["results"]["versions"]["etcd"], machine);
@@ -220,7 +220,7 @@ TEST(EtcdVersions, ARunRecordsTheVersionItsNodesAnswered) {
 // acquire with a validity and a token, exclude, extend, release once, tokens that grow. Its Mutex has no TryLock,
 // so a second client's acquire waits (wait_ms) and is not granted while the first holds the lock.
 void contract(const nlohmann::json& opts) {
-  EtcdTestCluster c(5, true, kEtcd343, kEtcdctl343);
+  EtcdTestCluster c(5, true, "3.4.3");
   auto options = [&](const std::string& slot) { return c.adapter_options(opts, slot, true); };
   auto a = make_lock("etcd", options("c0"));
   auto b = make_lock("etcd", options("c1"));
@@ -258,7 +258,7 @@ TEST(EtcdVersions, LockRpcKeepsTheAdapterContract) {
 
 // The keys under prefix in c, asked of its members with the machine's etcdctl (get --prefix --keys-only); nullopt
 // when etcdctl did not answer.
-std::optional<std::vector<std::string>> etcd_keys(const EtcdCluster& c, const std::string& prefix) {
+std::optional<std::vector<std::string>> etcd_keys(const Cluster& c, const std::string& prefix) {
   std::string list;
   for (const auto& n : c.nodes()) list += (list.empty() ? "" : ",") + n.endpoint.str();
   const CommandResult r = run_command({"etcdctl", "--endpoints=" + list, "--dial-timeout=2000ms",
@@ -273,7 +273,7 @@ std::optional<std::vector<std::string>> etcd_keys(const EtcdCluster& c, const st
 }
 
 // Asks the keys under prefix until done(keys) holds (true) or timeout passes (false).
-bool wait_for_keys(const EtcdCluster& c, const std::string& prefix, milliseconds timeout,
+bool wait_for_keys(const Cluster& c, const std::string& prefix, milliseconds timeout,
                    const std::function<bool(const std::vector<std::string>&)>& done) {
   const auto deadline = std::chrono::steady_clock::now() + timeout;
   do {
@@ -295,10 +295,10 @@ bool wait_for_keys(const EtcdCluster& c, const std::string& prefix, milliseconds
 // is in etcd, a releases once b's key is gone. Only b's lease is short (2 s, the server's minimum with the default
 // election timeout); a's and c's are 10 s, so a keep-alive delayed by the load cannot end them (a 2 s lease for a
 // did, once, in CI: a's release found its key gone). b waits up to 60 s, more than every bound here together.
-bool waiter_told_it_holds(const std::string& etcd, const std::string& etcdctl, nlohmann::json opts) {
+bool waiter_told_it_holds(const std::string& version, nlohmann::json opts) {
   opts["wait_ms"] = 60000;
   opts["trust_wait"] = true;
-  EtcdTestCluster c(5, true, etcd, etcdctl);
+  EtcdTestCluster c(5, true, version);
   auto options = [&](const std::string& slot) { return c.adapter_options(opts, slot, false, 75000); };
   auto a = make_lock("etcd", options("c0"));
   auto b = make_lock("etcd", options("c1"));
@@ -337,16 +337,16 @@ bool waiter_told_it_holds(const std::string& etcd, const std::string& etcdctl, n
 
 TEST(EtcdVersions, WaiterBugTheLockRpcGrantsTheExpiredWaiterOn343And3423) {
   NEED_ETCD343_AND_ADAPTER();
-  EXPECT_TRUE(waiter_told_it_holds(kEtcd343, kEtcdctl343, {{"client", "3.4"}, {"lock_rpc", true}}))
+  EXPECT_TRUE(waiter_told_it_holds("3.4.3", {{"client", "3.4"}, {"lock_rpc", true}}))
       << "3.4.3's Lock RPC did not grant the lock to a waiter whose lease had expired";
-  EXPECT_TRUE(waiter_told_it_holds("etcd", "etcdctl", {{"client", "3.4"}, {"lock_rpc", true}}))
+  EXPECT_TRUE(waiter_told_it_holds("", {{"client", "3.4"}, {"lock_rpc", true}}))
       << "3.4.23's Lock RPC refused the expired waiter (the fix reached the 3.4 line?)";
 }
 
 TEST(EtcdVersions, WaiterBugIsInThe34ClientsMutexAndNotThe35s) {
   NEED_ETCD343_AND_ADAPTER();
-  EXPECT_TRUE(waiter_told_it_holds("etcd", "etcdctl", {{"client", "3.4"}}));
-  EXPECT_FALSE(waiter_told_it_holds("etcd", "etcdctl", {{"client", "3.5"}}));
+  EXPECT_TRUE(waiter_told_it_holds("", {{"client", "3.4"}}));
+  EXPECT_FALSE(waiter_told_it_holds("", {{"client", "3.5"}}));
 }
 
 TEST(EtcdVersions, ClientOptionIsCheckedAndPicksTheProgram) {

@@ -39,7 +39,7 @@ std::optional<std::string> get(const Endpoint& ep, const std::string& key) {
 }
 
 TEST(PeerLinksTest, ReplicationGoesThroughTheProxyAndACutStopsIt) {
-  TestCluster c(3, Topology::kReplicated, Proxy::kOn);
+  TestCluster c(3, "replicated", Proxy::kOn);
   const auto& nodes = c.cluster->nodes();
   // Every node is known by its shared proxy link, not by where it listens.
   for (const auto& n : nodes) EXPECT_NE(n.endpoint, n.own_endpoint()) << n.name;
@@ -62,7 +62,7 @@ TEST(PeerLinksTest, ReplicationGoesThroughTheProxyAndACutStopsIt) {
 }
 
 TEST(PeerLinksTest, AKilledNodeBehindTheProxyRefusesConnections) {
-  TestCluster c(1, Topology::kIndependent, Proxy::kOn);
+  TestCluster c(1, "independent", Proxy::kOn);
   RedisConn client(c.cluster->endpoint_for("c0", 0), milliseconds(300), milliseconds(500));
   ASSERT_TRUE(client.command({"PING"}).is_status("PONG"));
   c.cluster->kill(0);
@@ -96,7 +96,7 @@ TEST(FailoverRunTest, ASplitBrainFailoverLosesSingleFailoversLock) {
   c.progress = false;
   c.seed = 1;
   c.lock = "single-failover";
-  c.topology = Topology::kReplicated;
+  c.server_opts["topology"] = "replicated";
   c.nodes = 3;
   c.nemesis = {"failover:split-brain"};
   c.nemesis_targeting = "holder";
@@ -113,7 +113,7 @@ TEST(FindingsFailoverMatrixTest, Parses) {
   Matrix m = load_matrix("findings-failover", "results");
   ASSERT_EQ(m.entries.size(), 4u);
   for (const auto& e : m.entries) EXPECT_EQ(e.seeds.size(), 10u) << e.name;
-  EXPECT_EQ(m.entries[3].config.topology, Topology::kCluster);
+  EXPECT_EQ(m.entries[3].config.server_opts.value("topology", ""), "cluster");
 }
 
 TEST(ClusterKeySlotTest, IsCrc16OfTheKeyOrItsHashTag) {
@@ -126,7 +126,7 @@ TEST(ClusterKeySlotTest, IsCrc16OfTheKeyOrItsHashTag) {
 }
 
 TEST(ClusterLockTest, LocksKeysOnEveryMasterThroughTheProxyFollowingRedirections) {
-  TestCluster c(6, Topology::kCluster, Proxy::kOn);
+  TestCluster c(6, "cluster", Proxy::kOn);
   const auto& nodes = c.cluster->nodes();
   ASSERT_EQ(nodes.size(), 6u);
   EXPECT_EQ(nodes[0].role, NodeRole::kMaster);
@@ -179,7 +179,7 @@ TEST(FailoverRunTest, ARedisClusterFailoverLosesTheClusterLock) {
   c.progress = false;
   c.seed = 1;
   c.lock = "cluster";
-  c.topology = Topology::kCluster;
+  c.server_opts["topology"] = "cluster";
   c.nodes = 6;
   c.ttl_ms = 10000;
   c.hold_ms_min = 3000;  // the next holder still holds when the replica is promoted (2-3 s after the cut)

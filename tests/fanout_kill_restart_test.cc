@@ -17,7 +17,7 @@ using testing_util::Proxy;
 using testing_util::TestCluster;
 
 void loop_under_kill_and_restart(Proxy proxy, const char* algorithm) {
-  TestCluster c(5, Topology::kIndependent, proxy);
+  TestCluster c(5, "independent", proxy);
   LockOptions o = c.options(milliseconds(200));
   o.connect_timeout = milliseconds(200);
   o.extra["retry_count"] = 0;

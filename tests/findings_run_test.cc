@@ -11,7 +11,7 @@
 #include <thread>
 
 #include "checkers/checker.h"
-#include "cluster/local_cluster.h"
+#include "tests/support/local_cluster.h"
 #include "core/client_pauses.h"
 #include "core/exit_codes.h"
 #include "core/history.h"
@@ -99,13 +99,11 @@ TEST(FindingsRunTest, ResurrectedLockExtendBySetNxUnderClientPause) {
 class LivelockScenario : public ::testing::Test {
  protected:
   void SetUp() override {
-    LocalClusterOptions o;
+    testing_util::LocalClusterSpec o;
     o.nodes = 1;
-    o.nodes_dir = dir_.str() + "/nodes";
-    o.use_proxy = false;
-    o.use_clock_shim = false;
-    cluster_ = std::make_unique<LocalCluster>(o);
-    cluster_->start();
+    o.proxy = false;
+    o.clock_shim = false;
+    cluster_ = testing_util::start_local_cluster(o, dir_.str());
     history_ = std::make_unique<HistoryWriter>(dir_.str() + "/history.jsonl", &clock_);
   }
   void TearDown() override { cluster_->stop(); }
@@ -145,7 +143,7 @@ class LivelockScenario : public ::testing::Test {
   TempDir dir_;
   RunConfig cfg_;
   MonotonicClock clock_;
-  std::unique_ptr<LocalCluster> cluster_;
+  std::unique_ptr<ServerCluster> cluster_;
   std::unique_ptr<HistoryWriter> history_;
   ClientPauses pauses_{3};
   std::atomic<bool> stop_{false};

@@ -15,7 +15,7 @@
 #include <thread>
 
 #include "checkers/checker.h"
-#include "cluster/local_cluster.h"
+#include "tests/support/local_cluster.h"
 #include "core/client_pauses.h"
 #include "harness/cluster_factory.h"
 #include "locks/lock_client.h"
@@ -50,7 +50,10 @@ class AnomalyTest : public ::testing::Test {
   // Starts a local cluster (cfg_ as set by the test) through the run's cluster factory.
   void start_cluster() {
     cfg_.concurrency = 2;
-    cluster_ = make_cluster(cfg_, dir_.str());
+    cfg_.nodes_given = true;
+    Plan plan = resolve_server_plan(cfg_);
+    plan.power_shim = plan.abilities.has(Ability::kPowerLoss);
+    cluster_ = make_cluster(plan, dir_.str());
     cluster_->start();
     history_ = std::make_unique<HistoryWriter>(dir_.str() + "/history.jsonl", &clock_);
   }
@@ -121,7 +124,7 @@ class AnomalyTest : public ::testing::Test {
   TempDir dir_;
   RunConfig cfg_;
   MonotonicClock clock_;
-  std::unique_ptr<Cluster> cluster_;
+  std::unique_ptr<ServerCluster> cluster_;
   std::unique_ptr<HistoryWriter> history_;
   std::atomic<bool> stop_{false};
   ClientPauses pauses_{2};
@@ -185,7 +188,7 @@ class RedlockRestartTest : public AnomalyTest {
   // once more after A released. Returns the mutex checker's verdict.
   Validity run(milliseconds restart_delay) {
     cfg_.nodes = 5;
-    cfg_.persistence = Persistence::kNone;
+    cfg_.server_opts["persistence"] = "none";
     start_cluster();
     const milliseconds ttl(2000), hold(1000);
     Client a = client("redlock", 0), b = client("redlock", 1);
@@ -245,7 +248,7 @@ TEST_F(RedlockRestartTest, ARestartDelayAboveTheTtlKeepsMutualExclusion) {
 TEST_F(AnomalyTest, SingleFailoverLosesMutualExclusionUnderFailover) {
   ASSERT_NE(find_lock_algorithm("single-failover"), nullptr);
   cfg_.nodes = 3;
-  cfg_.topology = Topology::kReplicated;
+  cfg_.server_opts["topology"] = "replicated";
   start_cluster();
   ASSERT_FALSE(cluster_->sentinels().empty());
   const milliseconds ttl(20000);

@@ -11,7 +11,7 @@
 #include <set>
 #include <thread>
 
-#include "cluster/local_cluster.h"
+#include "tests/support/local_cluster.h"
 #include "core/client_pauses.h"
 #include "nemesis/driver.h"
 #include "nemesis/link_faults.h"
@@ -27,17 +27,16 @@ using std::chrono::milliseconds;
 
 class NemesisFaultsTest : public ::testing::Test {
  protected:
-  void start(int nodes, Persistence p = Persistence::kNone) {
+  void start(int nodes, const std::string& persistence = "none") {
     cfg_.nodes = nodes;
-    cfg_.persistence = p;
+    cfg_.server_opts["persistence"] = persistence;
     cfg_.concurrency = 2;
     cfg_.ttl_ms = 1000;
-    LocalClusterOptions o;
+    testing_util::LocalClusterSpec o;
     o.nodes = nodes;
-    o.persistence = p;
-    o.nodes_dir = dir_.str() + "/nodes";
-    cluster_ = std::make_unique<LocalCluster>(o);
-    cluster_->start();
+    o.concurrency = 2;
+    o.options = {{"persistence", persistence}};
+    cluster_ = testing_util::start_local_cluster(o, dir_.str());
     history_ = std::make_unique<HistoryWriter>(dir_.str() + "/history.jsonl", &clock_);
   }
 
@@ -114,7 +113,7 @@ class NemesisFaultsTest : public ::testing::Test {
   TempDir dir_;
   RunConfig cfg_;
   MonotonicClock clock_;
-  std::unique_ptr<LocalCluster> cluster_;
+  std::unique_ptr<ServerCluster> cluster_;
   std::unique_ptr<HistoryWriter> history_;
   ClientPauses pauses_{2};
   LinkFaults links_;
@@ -224,7 +223,7 @@ TEST_F(NemesisFaultsTest, LeaderModeKeepsThePlannedNodeWhenNoLeaderIsNamed) {
 }
 
 TEST_F(NemesisFaultsTest, KillAndRestartWithoutPersistenceForgetsTheData) {
-  start(1, Persistence::kNone);
+  start(1, "none");
   ASSERT_TRUE(cmd(direct(0), {"SET", "lock-0", "token"}).is_status("OK"));
   auto n = make_nemesis("kill");
   FaultPlan plan;
@@ -240,7 +239,7 @@ TEST_F(NemesisFaultsTest, KillAndRestartWithoutPersistenceForgetsTheData) {
 }
 
 TEST_F(NemesisFaultsTest, KillAndRestartWithAofAlwaysKeepsTheData) {
-  start(1, Persistence::kAofAlways);
+  start(1, "aof-always");
   ASSERT_TRUE(cmd(direct(0), {"SET", "lock-0", "token"}).is_status("OK"));
   auto n = make_nemesis("kill");
   FaultPlan plan;

@@ -70,7 +70,7 @@ TEST(NemesisContractTest, EveryRegisteredNemesisPlansFaultsEachWithItsStop) {
     ASSERT_TRUE(made);
     EXPECT_EQ(made->name(), info.name);
     RunConfig c = config({info.name});
-    if (std::string(info.name) == "failover") c.topology = Topology::kReplicated;
+    if (std::string(info.name) == "failover") c.server_opts["topology"] = "replicated";
     const json plan = plan_json(c);
     EXPECT_EQ(plan, plan_json(c));
     std::map<int64_t, int64_t> open;  // start step -> its at_ms
@@ -103,16 +103,16 @@ TEST(NemesisContractTest, EveryPlannedDetailPassesTheReplayCheckAndAWrongTypeIsN
     SCOPED_TRACE(info.name);
     auto made = make_nemesis(info.name);
     ASSERT_TRUE(made);
-    for (Topology topology : {Topology::kIndependent, Topology::kReplicated}) {
+    for (const std::string topology : {"independent", "replicated"}) {
       for (uint64_t seed = 1; seed <= 8; ++seed) {
         RunConfig c = config({info.name}, seed);
-        c.topology = topology;
+        c.server_opts["topology"] = topology;
         const Schedule s = schedule_from_json(plan_json(c), "plan");
         EXPECT_NO_THROW(check_schedule_nemeses(s, c.nemesis, "--schedule")) << seed;
       }
     }
     RunConfig c = config({info.name});
-    if (std::string(info.name) == "failover") c.topology = Topology::kReplicated;
+    if (std::string(info.name) == "failover") c.server_opts["topology"] = "replicated";
     const Schedule s = schedule_from_json(plan_json(c), "plan");
     ASSERT_FALSE(s.plan.empty());
     ASSERT_EQ(s.plan[0].phase, Phase::kStart);

@@ -1,18 +1,17 @@
-// Power loss on a real redis-server (cluster/powershim.c, cluster/power_loss.h, LocalCluster::power_loss): a
+// Power loss on a real redis-server (cluster/powershim.c, cluster/power_loss.h, ServerCluster::power_loss): a
 // write acknowledged under appendfsync everysec and not yet synced is gone after it; one under always is kept.
 #include <gtest/gtest.h>
 #include <signal.h>
 
 #include <boost/filesystem.hpp>
 
-#include "cluster/local_cluster.h"
 #include "cluster/power_loss.h"
 #include "core/exit_codes.h"
 #include "sys/process.h"
 #include "sys/redis_conn.h"
 #include "tests/support/ci.h"
-#include "tests/support/loopback_cluster.h"
-#include "tests/support/redis_test_server.h"
+#include "tests/support/local_cluster.h"
+#include "tests/support/remote_loopback.h"
 #include "tests/support/temp_dir.h"
 
 namespace lockcheck {
@@ -20,12 +19,11 @@ namespace {
 
 namespace fs = boost::filesystem;
 
-LocalClusterOptions one_node(const TempDir& dir, Persistence p) {
-  LocalClusterOptions o;
+testing_util::LocalClusterSpec one_node(const std::string& persistence) {
+  testing_util::LocalClusterSpec o;
   o.nodes = 1;
-  o.persistence = p;
-  o.nodes_dir = dir.file("nodes");
-  o.use_power_shim = true;
+  o.options = {{"persistence", persistence}};
+  o.power_shim = true;
   return o;
 }
 
@@ -67,8 +65,8 @@ int attempts_until_a_write_is_lost(Cluster& c) {
 
 TEST(PowerLoss, EverysecLosesAnAcknowledgedUnsyncedWrite) {
   TempDir dir("lockcheck-power");
-  LocalCluster c(one_node(dir, Persistence::kAofEverysec));
-  c.start();
+  auto cp = testing_util::start_local_cluster(one_node("aof-everysec"), dir.str());
+  ServerCluster& c = *cp;
   const pid_t first = c.pid(0);
   EXPECT_GT(attempts_until_a_write_is_lost(c), 0) << "no attempt of 5 lost its write: the power loss dropped nothing";
   const pid_t last = c.pid(0);
@@ -81,16 +79,11 @@ TEST(PowerLoss, EverysecLosesAnAcknowledgedUnsyncedWrite) {
 // uploaded with the run's folder, the journal named by one more `env`, the files stat'ed, truncated and the journal
 // emptied by the host's shell scripts.
 TEST(PowerLoss, EverysecLosesAnAcknowledgedUnsyncedWriteOnTheRemoteSeam) {
-  const auto redis_server = find_program("redis-server");
-  LOCKCHECK_NEED(redis_server.has_value(), "redis-server not found on PATH");
+  LOCKCHECK_NEED(find_program("redis-server").has_value(), "redis-server not found on PATH");
   TempDir dir("lockcheck-power");
-  RunConfig config;
-  config.nodes = 1;
-  config.concurrency = 1;
-  config.persistence = Persistence::kAofEverysec;
-  config.nemesis = {"power-loss"};
+  fs::create_directories(dir.file("host"));
   {
-    LoopbackCluster c(config, dir.file("run"), dir.file("host"), *redis_server, {testing_support::pick_free_port()});
+    testing_util::RemoteLoopbackCluster c(one_node("aof-everysec"), dir.file("run"), dir.file("host"));
     c.start();
     EXPECT_TRUE(fs::exists(dir.file("host/lockcheck-" + c.run_id() + "/libpowershim.so")));
     EXPECT_GT(attempts_until_a_write_is_lost(c), 0) << "no attempt of 5 lost its write";
@@ -101,8 +94,8 @@ TEST(PowerLoss, EverysecLosesAnAcknowledgedUnsyncedWriteOnTheRemoteSeam) {
 
 TEST(PowerLoss, AlwaysKeepsEveryAcknowledgedWrite) {
   TempDir dir("lockcheck-power");
-  LocalCluster c(one_node(dir, Persistence::kAofAlways));
-  c.start();
+  auto cp = testing_util::start_local_cluster(one_node("aof-always"), dir.str());
+  ServerCluster& c = *cp;
   const Endpoint ep = c.nodes()[0].endpoint;
   for (int i = 0; i < 3; ++i) {
     const std::string key = "k" + std::to_string(i);
@@ -117,10 +110,10 @@ TEST(PowerLoss, AlwaysKeepsEveryAcknowledgedWrite) {
 
 TEST(PowerLoss, NeedsTheShim) {
   TempDir dir("lockcheck-power");
-  LocalClusterOptions o = one_node(dir, Persistence::kAofAlways);
-  o.use_power_shim = false;
-  LocalCluster c(o);
-  c.start();
+  testing_util::LocalClusterSpec o = one_node("aof-always");
+  o.power_shim = false;
+  auto cp = testing_util::start_local_cluster(o, dir.str());
+  ServerCluster& c = *cp;
   EXPECT_THROW(c.power_loss(0), ClusterError);
   EXPECT_TRUE(c.is_running(0));  // refused before anything was done
 }

@@ -67,7 +67,7 @@ bool exists_on(const Endpoint& ep, const std::string& key) {
 }
 
 TEST(ReplicatedClusterTest, StartsAMasterReplicasAndThreeSentinels) {
-  TestCluster c(3, Topology::kReplicated);
+  TestCluster c(3, "replicated");
   ASSERT_EQ(c.cluster->nodes().size(), 3u);
   EXPECT_EQ(c.cluster->nodes()[0].role, NodeRole::kMaster);
   EXPECT_EQ(c.cluster->nodes()[1].role, NodeRole::kReplica);
@@ -94,13 +94,12 @@ TEST(ReplicatedClusterTest, StartsAMasterReplicasAndThreeSentinels) {
 TEST(ReplicatedClusterTest, TheRunConfigReachesSentinelAndTheNodesResyncAtOnce) {
   TempDir dir;
   RunConfig rc;
-  rc.topology = Topology::kReplicated;
-  rc.nodes = 3;
-  rc.sentinel_parallel_syncs = 2;
-  LocalClusterOptions o = LocalClusterOptions::from(rc, dir.path());
-  o.use_clock_shim = false;
-  LocalCluster cluster(o);
-  cluster.start();
+  testing_util::LocalClusterSpec o;
+  o.nodes = 3;
+  o.options = {{"topology", "replicated"}, {"sentinel_parallel_syncs", 2}};
+  o.clock_shim = false;
+  auto cp = testing_util::start_local_cluster(o, dir.path());
+  ServerCluster& cluster = *cp;
   RedisConn s(cluster.sentinels()[0].endpoint, milliseconds(300), milliseconds(1000));
   Reply m = s.command({"SENTINEL", "master", kSentinelMasterName});
   const redisReply* raw = m.raw();
@@ -122,7 +121,7 @@ TEST(ReplicatedClusterTest, TheRunConfigReachesSentinelAndTheNodesResyncAtOnce) 
 TEST(SingleFailoverTest, ReachesTheMasterThroughItsProxyLink) {
   // single-failover maps the address Sentinel reports (n1's own) to this client's fault-proxy link for n1:
   // cutting that link makes the client's SET time out instead of bypassing the proxy.
-  TestCluster c(3, Topology::kReplicated, testing_util::Proxy::kOn);
+  TestCluster c(3, "replicated", testing_util::Proxy::kOn);
   auto a = make_lock("single-failover", c.options());
   ASSERT_EQ(a->acquire("lock-0", milliseconds(10000)).outcome, OpType::kOk);
   ASSERT_EQ(a->release("lock-0").outcome, OpType::kOk);
@@ -138,7 +137,7 @@ TEST(SingleFailoverTest, NeedsSentinels) {
 }
 
 TEST(SingleFailoverTest, LocksOnTheMasterSentinelNamesAndFollowsAFailover) {
-  TestCluster c(3, Topology::kReplicated);
+  TestCluster c(3, "replicated");
   auto a = make_lock("single-failover", c.options());
   auto b = make_lock("single-failover", c.options());
   LockResult r = a->acquire("lock-0", milliseconds(10000));
@@ -164,7 +163,7 @@ TEST(SingleFailoverTest, LocksOnTheMasterSentinelNamesAndFollowsAFailover) {
 // master (CLIENT KILL TYPE replica) before the lock is taken, so the SET stays on the master (a paused replica
 // with a live link would still receive it into its socket buffer).
 TEST(SingleFailoverTest, AFailoverBeforeReplicationGrantsTheLockTwice) {
-  TestCluster c(3, Topology::kReplicated);
+  TestCluster c(3, "replicated");
   auto a = make_lock("single-failover", c.options());
   auto b = make_lock("single-failover", c.options());
   c.cluster->pause(1);
@@ -183,7 +182,7 @@ TEST(SingleFailoverTest, AFailoverBeforeReplicationGrantsTheLockTwice) {
 }
 
 TEST(SingleFailoverTest, WaitRefusesALockTheReplicasDidNotAcknowledge) {
-  TestCluster c(3, Topology::kReplicated);
+  TestCluster c(3, "replicated");
   LockOptions o = c.options();
   o.extra["wait_replicas"] = 2;
   auto a = make_lock("single-failover", o);

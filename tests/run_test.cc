@@ -123,15 +123,19 @@ TEST(RunTest, HoldsAreCutToTheValidity) {
   for (int slot = 0; slot < c.concurrency; ++slot) EXPECT_GT(ok_acquires[slot], 0) << "slot " << slot << " starved";
 }
 
-TEST(RunTest, MissingRedisServerExitsWithThree) {
+TEST(RunTest, MissingRedisServerIsRefusedBeforeAnythingStarts) {
   TempDir dir;
   RunConfig c = base_config(dir);
-  c.redis_server = "/nonexistent/redis-server";
+  c.server_opts["redis_server"] = "/nonexistent/redis-server";
   c.time_limit_s = 1;
   std::ostringstream out;
-  RunOutcome o = run_test(c, out);
-  EXPECT_EQ(o.exit_code, kExitHarness);
-  EXPECT_NE(out.str().find("redis-server binary not found"), std::string::npos) << out.str();
+  // Refused before anything starts, naming what to install or give (exit 2: a configuration without a build).
+  try {
+    run_test(c, out);
+    FAIL() << "ran without a redis-server";
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("no redis build on this machine"), std::string::npos) << e.what();
+  }
 }
 
 // The binary, interrupted: every node it started is gone and the history is whole.

@@ -1,7 +1,8 @@
-// The ssh backend on the namespace test bed (scripts/ssh-testbed): the cluster's primitives, a redlock run under
-// partitions and kill through the CLI, the same for --server etcd (five members, etcd's lock) and --server
-// zookeeper (five JVMs, kazoo's lock), and nothing left afterwards (no namespace, no sshd, no iptables rule, no
-// Redis, etcd or JVM, no remote folder). Needs root; skipped with a message otherwise, except under CI=true, where it fails.
+// The ssh backend on the namespace test bed (scripts/ssh-testbed), beyond the contract every server kind keeps on
+// it (tests/server_contract_test.cc): runs through the CLI (redlock under partitions and kills, a Sentinel failover,
+// etcd's and kazoo's locks), etcd 3.4.3 shipped to the hosts, `lockcheck clean` after a killed run, and nothing left
+// afterwards (no namespace, no sshd, no iptables rule, no server process, no remote folder). Needs root; skipped with
+// a message otherwise, except under CI=true, where it fails.
 #include "cluster/ssh_cluster.h"
 
 #include <signal.h>
@@ -18,15 +19,15 @@
 #include <sstream>
 #include <thread>
 
-#include "cluster/server_builds.h"
 #include "core/exit_codes.h"
 #include "harness/cli.h"
 #include "sys/process.h"
 #include "tests/support/ci.h"
-#include "tests/support/etcd_remote_checks.h"
+#include "harness/cluster_factory.h"
+#include "harness/plan.h"
 #include "tests/support/etcd_test_cluster.h"
+#include "tests/support/local_cluster.h"
 #include "tests/support/test_util.h"
-#include "tests/support/zookeeper_remote_checks.h"
 #include "tests/support/zookeeper_test_cluster.h"
 
 namespace lockcheck {
@@ -125,78 +126,6 @@ std::string redis_call(const Endpoint& ep, const char* cmd) {
   return out;
 }
 
-TEST_F(SshClusterTest, PrimitivesOnTheTestbedAndNothingLeft) {
-  TempDir run;
-  RunConfig cfg;
-  cfg.cluster = "ssh";
-  cfg.hosts = hosts_;
-  cfg.nodes = 3;
-  cfg.concurrency = 2;
-  std::string work_dir;
-  {
-    SshCluster c(cfg, run.str());
-    const auto t0 = std::chrono::steady_clock::now();
-    c.start();
-    std::cerr << "3-node ssh cluster up in "
-              << std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() << " s\n";
-    work_dir = c.host_of(0).work_dir;
-    ASSERT_EQ(c.nodes().size(), 3u);
-    EXPECT_EQ(c.nodes()[1].endpoint.host, "10.213.0.12");
-    for (size_t n = 0; n < 3; ++n) EXPECT_EQ(redis_call(c.nodes()[n].endpoint, "PING"), "PONG");
-    // Clients go through the proxy on loopback.
-    EXPECT_EQ(c.endpoint_for("c1", 0).host, "127.0.0.1");
-    EXPECT_EQ(redis_call(c.endpoint_for("c1", 0), "PING"), "PONG");
-
-    // node <-> node: DROP rules in the run's chain on both hosts.
-    c.cut("n1", "n2");
-    std::string rules = c.iptables_rules(0);
-    EXPECT_NE(rules.find("-A " + c.chain() + " -s 10.213.0.12/32 -j DROP"), std::string::npos) << rules;
-    EXPECT_NE(c.iptables_rules(1).find("10.213.0.11/32"), std::string::npos);
-    auto blocked = run_command(
-        {"ip", "netns", "exec", "lcssh-h1", "redis-cli", "-h", "10.213.0.12", "-p", "6379", "PING"}, seconds(3));
-    EXPECT_EQ(blocked.out.find("PONG"), std::string::npos) << "n1 still reaches n2";
-    c.heal("n1", "n2");
-    EXPECT_EQ(c.iptables_rules(0).find("10.213.0.12/32"), std::string::npos);
-    auto open = run_command({"ip", "netns", "exec", "lcssh-h1", "redis-cli", "-h", "10.213.0.12", "-p", "6379", "PING"},
-                            seconds(10));
-    EXPECT_NE(open.out.find("PONG"), std::string::npos) << open.out << open.err;
-
-    // kill / restart / pause / resume.
-    c.kill(1);
-    EXPECT_FALSE(c.is_running(1));
-    EXPECT_EQ(redis_call(c.nodes()[1].endpoint, "PING").rfind("ERR", 0), 0u);
-    c.restart(1);
-    EXPECT_TRUE(c.is_running(1));
-    EXPECT_EQ(redis_call(c.nodes()[1].endpoint, "PING"), "PONG");
-    c.pause(2);
-    EXPECT_EQ(redis_call(c.nodes()[2].endpoint, "PING").rfind("ERR", 0), 0u);
-    c.resume(2);
-    EXPECT_EQ(redis_call(c.nodes()[2].endpoint, "PING"), "PONG");
-
-    // Clock: an hour ahead on n1 only.
-    const long before = std::atol(redis_call(c.nodes()[0].endpoint, "TIME").c_str());
-    c.set_clock_offset(0, std::chrono::hours(1));
-    const long after = std::atol(redis_call(c.nodes()[0].endpoint, "TIME").c_str());
-    EXPECT_GE(after - before, 3590);
-    EXPECT_LT(std::labs(std::atol(redis_call(c.nodes()[1].endpoint, "TIME").c_str()) - before), 60);
-
-    // Delay between nodes: tc netem, or a clear message where the kernel lacks it.
-    try {
-      c.set_delay("n1", "n2", std::chrono::milliseconds(50), std::chrono::milliseconds(0));
-      c.heal_all();
-    } catch (const ClusterError& e) {
-      EXPECT_NE(std::string(e.what()).find("delay not available on h"), std::string::npos) << e.what();
-    }
-    c.stop();
-  }
-  EXPECT_EQ(leftovers(), "");
-  for (const char* n : {"n1", "n2", "n3"}) {
-    std::ifstream log(run.str() + "/nodes/" + n + ".log");
-    std::string text((std::istreambuf_iterator<char>(log)), std::istreambuf_iterator<char>());
-    EXPECT_NE(text.find("Ready to accept connections"), std::string::npos) << n;
-  }
-  for (auto& e : fs::directory_iterator(work_dir)) ADD_FAILURE() << "left on the host: " << e.path();
-}
 
 TEST_F(SshClusterTest, RedlockUnderPartitionAndKillIsRecordedCheckedAndLeavesNothing) {
   // Seed 1 plans the first partition at 1.8 s and the first kill at 2.9 s. The driver applies steps one after
@@ -318,7 +247,7 @@ TEST_F(SshClusterTest, CleanRemovesWhatAKilledRunLeft) {
   clean_after_killed_run(hosts_, {"--lock", "redlock"}, leftovers);
 }
 
-// The same with etcd members: clean finds them by etcd.pid and kills them.
+// The same with etcd members: clean finds them by their pid and program files and kills them.
 TEST_F(SshClusterTest, CleanRemovesTheEtcdMembersOfAKilledRun) {
   LOCKCHECK_NEED_ETCD();
   LOCKCHECK_NEED(testing_util::etcd_adapter_built(LOCKCHECK_CLIENTS_DIR),
@@ -327,53 +256,6 @@ TEST_F(SshClusterTest, CleanRemovesTheEtcdMembersOfAKilledRun) {
   EXPECT_NE(out.find("killed"), std::string::npos) << out;
 }
 
-// --server etcd on the hosts: one member per host (etcd from the host's package), the essentials of
-// tests/support/etcd_remote_checks.h, the logs fetched, nothing left.
-TEST_F(SshClusterTest, EtcdMembersStartFaultAndStopLeavingNothing) {
-  LOCKCHECK_NEED_ETCD();
-  TempDir run;
-  RunConfig cfg;
-  cfg.cluster = "ssh";
-  cfg.server = ServerKind::kEtcd;
-  cfg.hosts = hosts_;
-  cfg.nodes = 5;
-  cfg.concurrency = 2;
-  std::string work_dir;
-  {
-    SshCluster c(cfg, run.str());
-    auto t0 = std::chrono::steady_clock::now();
-    c.start();
-    std::cout << "[ etcd     ] ssh: 5 members started, leader elected, all healthy in "
-              << std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0).count()
-              << " ms\n";
-    work_dir = c.host_of(0).work_dir;
-    EXPECT_EQ(c.nodes()[1].endpoint.host, "10.213.0.12");
-    EXPECT_EQ(c.nodes()[1].endpoint.port, kEtcdClientPort);
-    testing_util::expect_members_say(c, "etcdctl", server_program_version(ServerKind::kEtcd, "etcd"));
-    testing_util::check_remote_etcd_essentials(c);
-    // A delay between members: tc netem on both hosts (or a clear message where the kernel lacks it); healed,
-    // every member is healthy again.
-    try {
-      c.set_delay("n1", "n2", std::chrono::milliseconds(50), std::chrono::milliseconds(0));
-      c.heal_all();
-      EXPECT_EQ(testing_util::wait_etcd_ready(c, std::chrono::milliseconds(20000)), "");
-    } catch (const ClusterError& e) {
-      EXPECT_NE(std::string(e.what()).find("delay not available on h"), std::string::npos) << e.what();
-    }
-    t0 = std::chrono::steady_clock::now();
-    c.stop();
-    std::cout << "[ etcd     ] ssh: stopped in "
-              << std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0).count()
-              << " ms\n";
-  }
-  EXPECT_EQ(leftovers(), "");
-  for (const char* n : {"n1", "n2", "n3", "n4", "n5"}) {
-    std::ifstream log(run.str() + "/nodes/" + n + ".log");
-    std::string text((std::istreambuf_iterator<char>(log)), std::istreambuf_iterator<char>());
-    EXPECT_NE(text.find("starting an etcd server"), std::string::npos) << n;
-  }
-  for (auto& e : fs::directory_iterator(work_dir)) ADD_FAILURE() << "left on the host: " << e.path();
-}
 
 // --server-version 3.4.3 on the hosts: this machine's build (build/servers/etcd-3.4.3/etcd) is uploaded with each
 // host's folder and run from there; every member says 3.4.3 when asked; nothing is left on the hosts.
@@ -384,17 +266,21 @@ TEST_F(SshClusterTest, Etcd343IsUploadedToTheHostsAndItsMembersSaySo) {
   TempDir run;
   RunConfig cfg;
   cfg.cluster = "ssh";
-  cfg.server = ServerKind::kEtcd;
+  cfg.server = "etcd";
   cfg.server_version = "3.4.3";
   cfg.hosts = hosts_;
   cfg.nodes = 5;
+  cfg.nodes_given = true;
   cfg.concurrency = 2;
   std::string work_dir;
   {
-    SshCluster c(cfg, run.str());
+    const Plan plan = resolve_server_plan(cfg);
+    EXPECT_TRUE(plan.ship_build);
+    auto made = make_cluster(plan, run.str());
+    SshCluster& c = dynamic_cast<SshCluster&>(*made);
     c.start();
     work_dir = c.host_of(0).work_dir;
-    testing_util::expect_members_say(c, harness_etcdctl(cfg), "3.4.3");
+    testing_util::expect_members_say(c, "3.4.3");
     c.stop();
   }
   EXPECT_EQ(leftovers(), "");
@@ -427,7 +313,7 @@ TEST_F(SshClusterTest, EtcdLockRunsOnTheHostsAndLeavesNothing) {
   }
 }
 
-// ZooKeeper: the same after a killed run: clean finds the members by zookeeper.pid (a java process) and kills them.
+// ZooKeeper: the same after a killed run: clean finds the members (java processes) and kills them.
 TEST_F(SshClusterTest, CleanRemovesTheZooKeeperMembersOfAKilledRun) {
   LOCKCHECK_NEED_ZOOKEEPER();
   LOCKCHECK_NEED(testing_util::kazoo_adapter_built(LOCKCHECK_CLIENTS_DIR),
@@ -436,61 +322,6 @@ TEST_F(SshClusterTest, CleanRemovesTheZooKeeperMembersOfAKilledRun) {
   EXPECT_NE(out.find("killed"), std::string::npos) << out;
 }
 
-// --server zookeeper on the hosts: one member per host (the hosts' java and Debian jars), the essentials of
-// tests/support/zookeeper_remote_checks.h, each member's RSS printed, the logs fetched, nothing left.
-TEST_F(SshClusterTest, ZooKeeperMembersStartFaultAndStopLeavingNothing) {
-  LOCKCHECK_NEED_ZOOKEEPER();
-  TempDir run;
-  RunConfig cfg;
-  cfg.cluster = "ssh";
-  cfg.server = ServerKind::kZooKeeper;
-  cfg.hosts = hosts_;
-  cfg.nodes = 5;
-  cfg.concurrency = 2;
-  std::string work_dir;
-  {
-    SshCluster c(cfg, run.str());
-    auto t0 = std::chrono::steady_clock::now();
-    c.start();
-    std::cout << "[ zk       ] ssh: 5 members started, one leader, all serving in "
-              << std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0).count()
-              << " ms\n";
-    work_dir = c.host_of(0).work_dir;
-    std::vector<Endpoint> all;
-    for (const auto& n : c.nodes()) all.push_back(n.endpoint);
-    EXPECT_EQ(c.nodes()[1].endpoint, (Endpoint{"10.213.0.12", kZooKeeperClientPort}));
-    // Each member's JVM (the hosts are namespaces of this machine: their processes are in its /proc).
-    for (size_t n = 0; n < all.size(); ++n) {
-      const std::string k = std::to_string(n + 1);  // node nK on host hK
-      std::ifstream pidf((fs::path(work_dir).parent_path().parent_path() / ("h" + k) / "work" /
-                          ("lockcheck-" + c.run_id()) / ("n" + k) / "zookeeper.pid")
-                             .string());
-      std::string pid;
-      std::ifstream status;
-      if (pidf >> pid) status.open("/proc/" + pid + "/status");
-      std::string line;
-      while (std::getline(status, line)) {
-        if (line.rfind("VmRSS:", 0) == 0) std::cout << "[ zk       ] ssh: n" << n + 1 << " " << line << "\n";
-      }
-    }
-    const auto s = zookeeper_srvr(all[0], std::chrono::milliseconds(2000));
-    ASSERT_TRUE(s.has_value());
-    EXPECT_EQ(s->version, server_program_version(ServerKind::kZooKeeper, zookeeper_default_classpath()));
-    testing_util::check_remote_zookeeper_essentials(c);
-    t0 = std::chrono::steady_clock::now();
-    c.stop();
-    std::cout << "[ zk       ] ssh: stopped in "
-              << std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0).count()
-              << " ms\n";
-  }
-  EXPECT_EQ(leftovers(), "");
-  for (const char* n : {"n1", "n2", "n3", "n4", "n5"}) {
-    std::ifstream log(run.str() + "/nodes/" + n + ".log");
-    std::string text((std::istreambuf_iterator<char>(log)), std::istreambuf_iterator<char>());
-    EXPECT_NE(text.find("QuorumPeer"), std::string::npos) << n;
-  }
-  for (auto& e : fs::directory_iterator(work_dir)) ADD_FAILURE() << "left on the host: " << e.path();
-}
 
 // kazoo's lock on the hosts through the CLI: healthy is valid; under member kills and partitions the run
 // completes, every fault undone; nothing is left.

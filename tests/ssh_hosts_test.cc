@@ -8,6 +8,7 @@
 
 #include "cluster/ssh_cluster.h"
 #include "core/config.h"
+#include "harness/cluster_factory.h"
 #include "harness/plan.h"
 #include "sys/process.h"
 #include "tests/support/test_util.h"
@@ -19,14 +20,21 @@ using nlohmann::json;
 
 json one_host() {
   return json::parse(R"({"known_hosts": "/kh", "hosts": [
-    {"name": "h1", "address": "10.0.0.1", "port": 2222, "user": "bob", "key": "/k/id",
-     "redis_server": "/opt/redis-server", "work_dir": "/var/tmp/lc", "base_port": 7000, "sudo": true,
-     "etcd": "/opt/etcd", "etcd_base_port": 12379}]})");
+    {"name": "h1", "address": "10.0.0.1", "port": 2222, "user": "bob", "key": "/k/id", "work_dir": "/var/tmp/lc",
+     "sudo": true, "servers": {"redis": {"programs": {"redis-server": "/opt/redis-server"}, "ports": {"client": 7000}},
+                               "etcd": {"programs": {"etcd": "/opt/etcd"}, "ports": {"client": 12379, "peer": 12380}}}}]})");
+}
+
+SshHosts parse(const json& j, const std::string& path = "hosts.json") { return parse_ssh_hosts(j, path, ssh_hosts_schema()); }
+
+// An ssh cluster as a run makes it (nothing started: no SSH here).
+std::unique_ptr<ServerCluster> ssh_cluster(const RunConfig& c, const std::string& run_dir) {
+  return make_cluster(resolve_server_plan(c), run_dir);
 }
 
 std::string error_of(const json& j) {
   try {
-    parse_ssh_hosts(j, "hosts.json");
+    parse(j);
   } catch (const ConfigError& e) {
     return e.what();
   }
@@ -38,7 +46,7 @@ bool contains(const std::vector<std::string>& v, const std::string& s) {
 }
 
 TEST(SshHostsTest, ParsesEveryField) {
-  SshHosts h = parse_ssh_hosts(one_host(), "hosts.json");
+  SshHosts h = parse(one_host());
   ASSERT_EQ(h.hosts.size(), 1u);
   EXPECT_EQ(h.known_hosts, "/kh");
   const SshHost& a = h.hosts[0];
@@ -47,27 +55,44 @@ TEST(SshHostsTest, ParsesEveryField) {
   EXPECT_EQ(a.port, 2222);
   EXPECT_EQ(a.user, "bob");
   EXPECT_EQ(a.key, "/k/id");
-  EXPECT_EQ(a.redis_server, "/opt/redis-server");
   EXPECT_EQ(a.work_dir, "/var/tmp/lc");
-  EXPECT_EQ(a.base_port, 7000);
-  EXPECT_EQ(a.etcd, "/opt/etcd");
-  EXPECT_EQ(a.etcd_base_port, 12379);
+  EXPECT_EQ(a.servers.at("redis").programs.at("redis-server"), "/opt/redis-server");
+  EXPECT_EQ(a.servers.at("redis").ports.at("client"), 7000);
+  EXPECT_EQ(a.servers.at("etcd").programs.at("etcd"), "/opt/etcd");
+  EXPECT_EQ(a.servers.at("etcd").ports.at("peer"), 12380);
   EXPECT_TRUE(a.sudo);
+  EXPECT_TRUE(h.notes.empty());
+}
+
+// The per-host fields of older hosts files keep working, each read by the kind that names it, with a note saying
+// what to write instead.
+TEST(SshHostsTest, OlderFieldsStillReadWithANote) {
+  const SshHosts h = parse(json::parse(R"({"hosts": [{"address": "a", "key": "/k", "work_dir": "/w",
+    "redis_server": "/opt/redis-server", "redis_sentinel": "/opt/redis-sentinel", "base_port": 7000,
+    "etcd": "/opt/etcd", "etcd_base_port": 12379, "java": "/opt/java", "zookeeper_base_port": 12181}]})"));
+  const auto& s = h.hosts[0].servers;
+  EXPECT_EQ(s.at("redis").programs.at("redis-server"), "/opt/redis-server");
+  EXPECT_EQ(s.at("redis").programs.at("redis-sentinel"), "/opt/redis-sentinel");
+  EXPECT_EQ(s.at("redis").ports.at("client"), 7000);
+  EXPECT_EQ(s.at("etcd").programs.at("etcd"), "/opt/etcd");
+  EXPECT_EQ(s.at("etcd").ports.at("client"), 12379);
+  EXPECT_EQ(s.at("etcd").ports.at("peer"), 12380);
+  EXPECT_EQ(s.at("zookeeper").programs.at("java"), "/opt/java");
+  EXPECT_EQ(s.at("zookeeper").ports.at("client"), 12181);
+  EXPECT_EQ(s.at("zookeeper").ports.at("quorum"), 12888);
+  EXPECT_EQ(s.at("zookeeper").ports.at("election"), 13888);
+  EXPECT_EQ(h.notes.size(), 7u);  // one per older field
+  EXPECT_NE(h.notes[0].find("an older field; write \"servers\""), std::string::npos) << h.notes[0];
 }
 
 TEST(SshHostsTest, DefaultsForOptionalFields) {
-  SshHosts h = parse_ssh_hosts(json::parse(R"({"hosts": [{"address": "a", "key": "/k", "work_dir": "/w"},
-                                                         {"address": "b", "key": "/k", "work_dir": "/w"}]})"),
-                               "f");
+  SshHosts h = parse(json::parse(R"({"hosts": [{"address": "a", "key": "/k", "work_dir": "/w"},
+                                                {"address": "b", "key": "/k", "work_dir": "/w"}]})"),
+                     "f");
   ASSERT_EQ(h.hosts.size(), 2u);
   EXPECT_EQ(h.hosts[1].name, "h2");
   EXPECT_EQ(h.hosts[0].port, 22);
-  EXPECT_EQ(h.hosts[0].base_port, 6379);
-  EXPECT_EQ(h.hosts[0].redis_server, "redis-server");
-  EXPECT_EQ(h.hosts[0].etcd, "etcd");
-  EXPECT_EQ(h.hosts[0].etcd_base_port, 2379);
-  EXPECT_EQ(h.hosts[0].java, "java");
-  EXPECT_EQ(h.hosts[0].zookeeper_base_port, 2181);
+  EXPECT_TRUE(h.hosts[0].servers.empty());  // every kind's programs on its PATH, its usual ports
   EXPECT_FALSE(h.hosts[0].user.empty());
   EXPECT_FALSE(h.hosts[0].sudo);
   EXPECT_TRUE(h.known_hosts.empty());
@@ -96,6 +121,12 @@ TEST(SshHostsTest, ErrorsNameTheField) {
       {"base_port", 70000, "hosts[0].base_port: must be an integer"},
       {"etcd_base_port", 0, "hosts[0].etcd_base_port: must be an integer"},
       {"etcd", "", "hosts[0].etcd: must be a non-empty string"},
+      {"servers", json{{"consul", json::object()}}, "hosts[0].servers.consul: not a server kind"},
+      {"servers", json{{"redis", json{{"ports", json{{"client", 0}}}}}},
+       "hosts[0].servers.redis.ports.client: must be an integer from 1 to 65000"},
+      {"servers", json{{"redis", json{{"programs", json{{"redis-server", ""}}}}}},
+       "hosts[0].servers.redis.programs.redis-server: must be a non-empty string"},
+      {"servers", json{{"redis", json{{"binaries", json::object()}}}}, "unknown field \"binaries\" (programs, ports)"},
       {"user", "-x", "hosts[0].user: must be a user name"},
       {"name", "a b", "hosts[0].name: must be a non-empty string without blanks"},
       {"name", "a/b", "hosts[0].name: 'a/b' may hold only"},
@@ -123,11 +154,11 @@ TEST(SshHostsTest, ErrorsNameTheField) {
 
 TEST(SshHostsTest, LoadReportsMissingAndBrokenFiles) {
   TempDir dir;
-  EXPECT_THROW(load_ssh_hosts(dir.str() + "/none.json"), ConfigError);
-  EXPECT_THROW(load_ssh_hosts(""), ConfigError);
+  EXPECT_THROW(load_ssh_hosts(dir.str() + "/none.json", ssh_hosts_schema()), ConfigError);
+  EXPECT_THROW(load_ssh_hosts("", ssh_hosts_schema()), ConfigError);
   std::ofstream(dir.str() + "/bad.json") << "{not json";
   try {
-    load_ssh_hosts(dir.str() + "/bad.json");
+    load_ssh_hosts(dir.str() + "/bad.json", ssh_hosts_schema());
     FAIL();
   } catch (const ConfigError& e) {
     EXPECT_NE(std::string(e.what()).find("not valid JSON"), std::string::npos) << e.what();
@@ -167,7 +198,7 @@ TEST(SshHostsTest, ShellQuotingRoundTripsThroughAShell) {
 }
 
 TEST(SshHostsTest, SshCommandLines) {
-  SshHosts h = parse_ssh_hosts(one_host(), "f");
+  SshHosts h = parse(one_host(), "f");
   SshCommands c(h.hosts[0], h.known_hosts, "/tmp/lcssh-x/0", std::chrono::seconds(7));
   EXPECT_EQ(c.destination(), "bob@10.0.0.1");
   auto run = c.run({"rm", "-rf", "--", "/var/tmp/lc/a b"});
@@ -209,14 +240,17 @@ TEST(SshHostsTest, SshCommandLines) {
 TEST(SshHostsTest, NodesAndSentinelsArePlacedRoundRobin) {
   TempDir dir;
   const std::string file = dir.str() + "/hosts.json";
-  std::ofstream(file) << R"({"hosts": [{"address": "10.0.0.1", "key": "/k", "work_dir": "/w", "base_port": 7000},
+  std::ofstream(file) << R"({"hosts": [{"address": "10.0.0.1", "key": "/k", "work_dir": "/w",
+                                        "servers": {"redis": {"ports": {"client": 7000}}}},
                                        {"address": "10.0.0.2", "key": "/k", "work_dir": "/w"},
                                        {"address": "10.0.0.3", "key": "/k", "work_dir": "/w"}]})";
   RunConfig c;
   c.cluster = "ssh";
   c.hosts = file;
   c.nodes = 5;
-  SshCluster five(c, dir.str() + "/run");  // nothing is started: no SSH here
+  c.nodes_given = true;
+  auto five_cluster = ssh_cluster(c, dir.str() + "/run");
+  SshCluster& five = dynamic_cast<SshCluster&>(*five_cluster);
   ASSERT_EQ(five.nodes().size(), 5u);
   EXPECT_EQ(five.nodes()[0].endpoint, (Endpoint{"10.0.0.1", 7000}));
   EXPECT_EQ(five.nodes()[2].endpoint, (Endpoint{"10.0.0.3", 6379}));
@@ -226,9 +260,10 @@ TEST(SshHostsTest, NodesAndSentinelsArePlacedRoundRobin) {
   EXPECT_EQ(five.chain(), "LC-" + five.run_id());
   EXPECT_LE(five.chain().size(), 28u);  // iptables' limit on chain names
 
-  c.topology = Topology::kReplicated;
+  c.server_opts["topology"] = "replicated";
   c.nodes = 2;
-  SshCluster replicated(c, dir.str() + "/run2");
+  auto replicated_cluster = ssh_cluster(c, dir.str() + "/run2");
+  ServerCluster& replicated = *replicated_cluster;
   ASSERT_EQ(replicated.sentinels().size(), 3u);
   EXPECT_EQ(replicated.nodes()[1].role, NodeRole::kReplica);
   EXPECT_EQ(replicated.sentinels()[0].endpoint, (Endpoint{"10.0.0.3", 26379}));  // after the nodes
@@ -247,21 +282,22 @@ TEST(SshHostsTest, ZooKeeperMembersArePlacedRoundRobin) {
   std::ofstream(file) << R"({"hosts": [{"address": "10.0.0.1", "key": "/k", "work_dir": "/w", "java": "/opt/jre/java",
                                         "zookeeper_base_port": 12181},
                                        {"address": "10.0.0.2", "key": "/k", "work_dir": "/w"}]})";
-  const SshHosts parsed = load_ssh_hosts(file);
-  EXPECT_EQ(parsed.hosts[0].java, "/opt/jre/java");
-  EXPECT_EQ(parsed.hosts[0].zookeeper_base_port, 12181);
+  const SshHosts parsed = load_ssh_hosts(file, ssh_hosts_schema());
+  EXPECT_EQ(parsed.hosts[0].servers.at("zookeeper").programs.at("java"), "/opt/jre/java");
+  EXPECT_EQ(parsed.hosts[0].servers.at("zookeeper").ports.at("client"), 12181);
   RunConfig c;
   c.cluster = "ssh";
   c.hosts = file;
-  c.server = ServerKind::kZooKeeper;
+  c.server = "zookeeper";
   c.nodes = 3;
+  c.nodes_given = true;
   EXPECT_NO_THROW(validate_fields(c));
-  SshCluster three(c, dir.str() + "/run");
-  ASSERT_EQ(three.nodes().size(), 3u);
-  EXPECT_EQ(three.nodes()[0].endpoint, (Endpoint{"10.0.0.1", 12181}));
-  EXPECT_EQ(three.nodes()[1].endpoint, (Endpoint{"10.0.0.2", 2181}));
-  EXPECT_EQ(three.nodes()[2].endpoint, (Endpoint{"10.0.0.1", 12182}));
-  EXPECT_EQ(three.server(), ServerKind::kZooKeeper);
+  auto three = ssh_cluster(c, dir.str() + "/run");
+  ASSERT_EQ(three->nodes().size(), 3u);
+  EXPECT_EQ(three->nodes()[0].endpoint, (Endpoint{"10.0.0.1", 12181}));
+  EXPECT_EQ(three->nodes()[1].endpoint, (Endpoint{"10.0.0.2", 2181}));
+  EXPECT_EQ(three->nodes()[2].endpoint, (Endpoint{"10.0.0.1", 12182}));
+  EXPECT_EQ(three->describe(), "zookeeper on the ssh cluster");
   EXPECT_NE(error_of(json::parse(R"({"hosts": [{"address": "a", "key": "/k", "work_dir": "/w",
                                                 "zookeeper_base_port": 64000}]})"))
                 .find("hosts[0].zookeeper_base_port: must be an integer from 1 to 63000"),

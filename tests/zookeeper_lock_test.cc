@@ -181,7 +181,7 @@ TEST_P(ZooKeeperLockTest, SessionExpiryIsLostOnLostOnly) { expect_lost_after_sto
 TEST_P(ZooKeeperLockTest, HealthyRunIsValid) {
   TempDir results;
   RunConfig cfg;
-  cfg.server = ServerKind::kZooKeeper;
+  cfg.server = "zookeeper";
   cfg.lock = GetParam();
   cfg.time_limit_s = 8;
   cfg.ttl_ms = 2000;
@@ -204,26 +204,39 @@ INSTANTIATE_TEST_SUITE_P(Shipped, ZooKeeperLockTest, ::testing::ValuesIn(kAdapte
 // Neither adapter runs against Redis or etcd: the plan refuses it before anything starts (exit 2).
 TEST(ZooKeeperLockPlan, OtherServersAreRefused) {
   for (const std::string& name : kAdapters) {
-    for (const ServerKind server : {ServerKind::kRedis, ServerKind::kEtcd}) {
+    for (const std::string server : {"redis", "etcd"}) {
       RunConfig cfg;
       cfg.lock = name;
       cfg.server = server;
       try {
         resolve_plan(cfg);
-        ADD_FAILURE() << name << " accepted --server " << to_string(server);
+        ADD_FAILURE() << name << " accepted --server " << server;
       } catch (const ConfigError& e) {
-        EXPECT_NE(std::string(e.what()).find("needs --server zookeeper"), std::string::npos) << e.what();
+        EXPECT_NE(std::string(e.what()).find("speaks zk"), std::string::npos) << e.what();
+        EXPECT_NE(std::string(e.what()).find("use --server zookeeper"), std::string::npos) << e.what();
       }
     }
   }
 }
 
-TEST(ZooKeeperLockPlan, CuratorExpirationPercentIsBounded) {
-  EXPECT_THROW(adapter_argv(*find_lock_adapter("curator"), {{"expiration_percent", 0}}), std::invalid_argument);
-  EXPECT_THROW(adapter_argv(*find_lock_adapter("curator"), {{"expiration_percent", 101}}), std::invalid_argument);
-  auto argv = adapter_argv(*find_lock_adapter("curator"), {{"expiration_percent", 50}, {"lost_only", true}});
-  EXPECT_NE(std::find(argv.begin(), argv.end(), "--lost-only"), argv.end());
-  EXPECT_THROW(adapter_argv(*find_lock_adapter("kazoo"), {{"retries", 1}}), std::invalid_argument);  // Curator's
+// A session asks for the TTL as its timeout; the ensemble's tickTime rule grants 1 s and 2 s as asked.
+TEST(ZooKeeperSessions, SessionsOfTheTtlAreGrantedAsAsked) {
+  LOCKCHECK_NEED_ZOOKEEPER();
+  const bool kazoo = run_command({"/usr/bin/python3", "-c", "import kazoo"}, std::chrono::seconds(20)).ok();
+  LOCKCHECK_NEED(kazoo, "Debian's python3-kazoo is not installed (apt-get install python3-kazoo)");
+  for (const int64_t ttl : {1000, 2000}) {
+    ZooKeeperTestCluster c(3, true, ttl);
+    std::string hosts;
+    for (const auto& e : c.options().nodes) hosts += (hosts.empty() ? "" : ",") + e.str();
+    const auto r = run_command({"/usr/bin/python3", "-c",
+                                "import sys\nfrom kazoo.client import KazooClient\n"
+                                "k = KazooClient(hosts=sys.argv[1], timeout=float(sys.argv[2]) / 1000)\n"
+                                "k.start(timeout=20)\nprint(k._session_timeout)\nk.stop()\n",
+                                hosts, std::to_string(ttl)},
+                               std::chrono::seconds(60));
+    ASSERT_TRUE(r.ok()) << r.err;
+    EXPECT_EQ(std::stoll(r.out), ttl) << c.cluster->server().describe_settings();
+  }
 }
 
 }  // namespace

@@ -1,4 +1,4 @@
-// A started etcd cluster (cluster/etcd_cluster.h) in its own temporary folder, for the tests labelled `etcd`.
+// A started etcd cluster (servers/etcd.cc on the local backend) in its own temporary folder, for the tests labelled `etcd`.
 // Without etcd (Debian etcd-server) or etcdctl (etcd-client) the test skips with the reason, except under CI,
 // where that is a failure. The destructor stops every member and removes the folder: nothing is left behind.
 #pragma once
@@ -10,12 +10,12 @@
 #include <memory>
 #include <string>
 
-#include "cluster/etcd_cluster.h"
 #include "locks/adapters.h"
 #include "locks/lock_client.h"
 #include "sys/process.h"
 #include "tests/support/ci.h"
 #include "tests/support/cluster_waits.h"
+#include "tests/support/local_cluster.h"
 #include "tests/support/temp_dir.h"
 
 namespace lockcheck {
@@ -41,17 +41,14 @@ inline bool etcd343_built(const std::string& build_dir) {
 }
 
 struct EtcdTestCluster {
-  // etcd / etcdctl: the programs (default the machine's; tests of --server-version give a build's).
-  explicit EtcdTestCluster(int nodes = 5, bool proxy = true, const std::string& etcd = "etcd",
-                           const std::string& etcdctl = "etcdctl") {
-    EtcdClusterOptions o;
-    o.etcd = etcd;
-    o.etcdctl = etcdctl;
-    o.nodes = nodes;
-    o.use_proxy = proxy;
-    o.nodes_dir = dir.path() + "/nodes";
-    cluster = std::make_unique<EtcdCluster>(o);
-    cluster->start();
+  // version: the build (default the machine's; tests of --server-version give another).
+  explicit EtcdTestCluster(int nodes = 5, bool proxy = true, const std::string& version = "") {
+    LocalClusterSpec s;
+    s.server = "etcd";
+    s.nodes = nodes;
+    s.proxy = proxy;
+    s.version = version;
+    cluster = start_local_cluster(s, dir.path());
   }
   ~EtcdTestCluster() { cluster->stop(); }
 
@@ -75,7 +72,7 @@ struct EtcdTestCluster {
   }
 
   TempDir dir{"lockcheck-etcd"};
-  std::unique_ptr<EtcdCluster> cluster;
+  std::unique_ptr<ServerCluster> cluster;
 };
 
 }  // namespace testing_util

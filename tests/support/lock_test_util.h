@@ -1,4 +1,4 @@
-// Helpers for the lock tests: a temporary folder, a real LocalCluster in it, LockOptions pointing at it, and
+// Helpers for the lock tests: a temporary folder, a real local Redis cluster in it, LockOptions pointing at it, and
 // direct connections to look at the nodes' keys. Everything is torn down by destructors (nodes killed and
 // reaped, folder removed), so a failing assertion leaves nothing behind.
 #pragma once
@@ -10,10 +10,10 @@
 #include <memory>
 #include <string>
 
-#include "cluster/local_cluster.h"
 #include "locks/adapters.h"
 #include "locks/lock_client.h"
 #include "sys/redis_conn.h"
+#include "tests/support/local_cluster.h"
 #include "tests/support/temp_dir.h"
 
 namespace lockcheck {
@@ -23,16 +23,15 @@ enum class Proxy { kOff, kOn };
 
 // A started cluster in its own temporary folder. The lock tests talk to the nodes directly by default (no
 // fault proxy, no clock shim): they test the algorithms against Redis, not the fault machinery.
+// topology: the redis kind's --topology (independent, replicated, cluster).
 struct TestCluster {
-  explicit TestCluster(int nodes, Topology topology = Topology::kIndependent, Proxy proxy = Proxy::kOff) {
-    LocalClusterOptions o;
-    o.nodes = nodes;
-    o.topology = topology;
-    o.use_proxy = proxy == Proxy::kOn;
-    o.use_clock_shim = false;
-    o.nodes_dir = dir.path() + "/nodes";
-    cluster = std::make_unique<LocalCluster>(o);
-    cluster->start();
+  explicit TestCluster(int nodes, const std::string& topology = "independent", Proxy proxy = Proxy::kOff) {
+    LocalClusterSpec s;
+    s.nodes = nodes;
+    s.options = {{"topology", topology}};
+    s.proxy = proxy == Proxy::kOn;
+    s.clock_shim = false;
+    cluster = start_local_cluster(s, dir.path());
   }
   ~TestCluster() { cluster->stop(); }
 
@@ -58,7 +57,7 @@ struct TestCluster {
   }
 
   TempDir dir;
-  std::unique_ptr<LocalCluster> cluster;
+  std::unique_ptr<ServerCluster> cluster;
 };
 
 inline std::unique_ptr<LockClient> make_lock(const std::string& name, const LockOptions& o) {
@@ -84,20 +83,20 @@ inline std::unique_ptr<LockClient> warmed_up_lock(const std::string& name, const
 }
 
 // The contract suites iterate the registries, so a new lock is tested without editing a test list.
-// Every lock of the independent topology that runs in this process (external clients and the shipped adapters
-// have suites of their own: external_lock_test, adapter_test).
+// Every lock that speaks plain RESP (Redis nodes each on its own) and runs in this process (external clients and
+// the shipped adapters have suites of their own: external_lock_test, adapter_test).
 inline std::vector<std::string> in_process_locks() {
   std::vector<std::string> names;
   for (const auto& a : lock_registry()) {
-    if (a.topology == Topology::kIndependent && !a.external) names.push_back(a.name);
+    if (std::string(a.protocol) == "resp" && !a.external) names.push_back(a.name);
   }
   return names;
 }
-// The shipped library adapters that speak Redis.
+// The shipped library adapters that speak plain RESP (etcd's and ZooKeeper's have suites of their own).
 inline std::vector<std::string> adapter_names() {
   std::vector<std::string> names;
   for (const auto& a : lock_adapters()) {
-    if (a.server == ServerKind::kRedis) names.push_back(a.name);  // etcd has tests of its own (etcd_lock_test)
+    if (std::string(a.protocol) == "resp") names.push_back(a.name);
   }
   return names;
 }

@@ -1,4 +1,4 @@
-// A started ZooKeeper ensemble (cluster/zookeeper_cluster.h) in its own temporary folder, for the tests labelled
+// A started ZooKeeper ensemble (servers/zookeeper.cc on the local backend) in its own temporary folder, for the tests labelled
 // `zookeeper`. Without java or Debian's zookeeper jars the test skips with the reason, except under CI, where
 // that is a failure. The destructor stops every member and removes the folder: nothing is left behind.
 #pragma once
@@ -12,19 +12,19 @@
 #include <memory>
 #include <string>
 
-#include "cluster/zookeeper_cluster.h"
 #include "locks/lock_client.h"
 #include "sys/process.h"
 #include "tests/support/ci.h"
 #include "tests/support/cluster_waits.h"
+#include "tests/support/local_cluster.h"
 #include "tests/support/temp_dir.h"
 
 namespace lockcheck {
 namespace testing_util {
 
 inline bool zookeeper_installed() {
-  return find_program("java").has_value() && ::access(kZooKeeperJar, R_OK) == 0 &&
-         ::access(kSlf4jSimpleJar, R_OK) == 0;
+  return find_program("java").has_value() && ::access("/usr/share/java/zookeeper.jar", R_OK) == 0 &&
+         ::access("/usr/share/java/slf4j-simple.jar", R_OK) == 0;
 }
 inline const char* kNoZooKeeper = "java or Debian's zookeeper is not installed (apt-get install zookeeper "
                                   "default-jdk-headless)";
@@ -40,13 +40,12 @@ inline const char* kNoKazoo = "the kazoo adapter is not built (scripts/build-cli
 struct ZooKeeperTestCluster {
   // ttl_ms: the run's TTL the session timing follows (zookeeper_timing).
   explicit ZooKeeperTestCluster(int nodes = 5, bool proxy = true, int64_t ttl_ms = 1000) {
-    ZooKeeperClusterOptions o;
-    o.nodes = nodes;
-    o.use_proxy = proxy;
-    o.timing = zookeeper_timing(ttl_ms);
-    o.nodes_dir = dir.path() + "/nodes";
-    cluster = std::make_unique<ZooKeeperCluster>(o);
-    cluster->start();
+    LocalClusterSpec s;
+    s.server = "zookeeper";
+    s.nodes = nodes;
+    s.proxy = proxy;
+    s.ttl_ms = ttl_ms;
+    cluster = start_local_cluster(s, dir.path());
   }
   ~ZooKeeperTestCluster() { cluster->stop(); }
 
@@ -58,7 +57,7 @@ struct ZooKeeperTestCluster {
   }
 
   TempDir dir{"lockcheck-zookeeper"};
-  std::unique_ptr<ZooKeeperCluster> cluster;
+  std::unique_ptr<ServerCluster> cluster;
 };
 
 }  // namespace testing_util

@@ -1,5 +1,7 @@
-#include "cluster/local_cluster.h"
-
+// The redis server kind (servers/redis.cc) on the local backend, beyond the contract every kind keeps
+// (tests/server_contract_test.cc): what Redis itself does under the faults (independent masters, a restart without
+// persistence forgets, AOF keeps, a paused node's timeout is indeterminate, the clock shim moves TIME and expires
+// keys, a restarted node keeps its clock), and a missing program named.
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <unistd.h>
@@ -8,8 +10,8 @@
 
 #include <hiredis/hiredis.h>
 
-#include "cluster/local_members.h"
 #include "sys/redis_conn.h"
+#include "tests/support/local_cluster.h"
 #include "tests/support/test_util.h"
 
 namespace lockcheck {
@@ -17,7 +19,7 @@ namespace {
 
 namespace fs = boost::filesystem;
 
-class LocalClusterTest : public ::testing::Test {
+class RedisServerTest : public ::testing::Test {
  protected:
   void SetUp() override {
     dir_ = fs::temp_directory_path() / fs::unique_path("lockcheck-cluster-%%%%%%%%");
@@ -25,12 +27,14 @@ class LocalClusterTest : public ::testing::Test {
   }
   void TearDown() override { fs::remove_all(dir_); }
 
-  LocalClusterOptions options(int nodes, Persistence p = Persistence::kNone) {
-    LocalClusterOptions o;
+  testing_util::LocalClusterSpec options(int nodes, const std::string& persistence = "none") {
+    testing_util::LocalClusterSpec o;
     o.nodes = nodes;
-    o.persistence = p;
-    o.nodes_dir = (dir_ / "nodes").string();
+    o.options = {{"persistence", persistence}};
     return o;
+  }
+  std::unique_ptr<ServerCluster> make(const testing_util::LocalClusterSpec& o) {
+    return testing_util::make_local_cluster(o, dir_.string());
   }
 
   static Reply cmd(const Endpoint& ep, const std::vector<std::string>& argv) {
@@ -43,10 +47,11 @@ class LocalClusterTest : public ::testing::Test {
   fs::path dir_;
 };
 
-TEST_F(LocalClusterTest, StartsNodesThatAnswerAndStopsThemAll) {
+TEST_F(RedisServerTest, StartsNodesThatAnswerAndStopsThemAll) {
   std::vector<pid_t> pids;
   {
-    LocalCluster c(options(5));
+    auto cp = make(options(5));
+  ServerCluster& c = *cp;
     c.start();
     ASSERT_EQ(c.nodes().size(), 5u);
     for (size_t n = 0; n < 5; ++n) {
@@ -64,10 +69,11 @@ TEST_F(LocalClusterTest, StartsNodesThatAnswerAndStopsThemAll) {
   }
 }
 
-TEST_F(LocalClusterTest, DestructorStopsNodes) {
+TEST_F(RedisServerTest, DestructorStopsNodes) {
   pid_t pid;
   {
-    LocalCluster c(options(1));
+    auto cp = make(options(1));
+  ServerCluster& c = *cp;
     c.start();
     pid = c.pid(0);
     ASSERT_TRUE(alive(pid));
@@ -75,8 +81,9 @@ TEST_F(LocalClusterTest, DestructorStopsNodes) {
   EXPECT_FALSE(alive(pid));
 }
 
-TEST_F(LocalClusterTest, KillAndRestartWithoutPersistenceLosesData) {
-  LocalCluster c(options(2));
+TEST_F(RedisServerTest, KillAndRestartWithoutPersistenceLosesData) {
+  auto cp = make(options(2));
+  ServerCluster& c = *cp;
   c.start();
   const Endpoint ep = c.nodes()[0].endpoint;
   ASSERT_TRUE(cmd(ep, {"SET", "k", "v"}).is_status("OK"));
@@ -89,8 +96,9 @@ TEST_F(LocalClusterTest, KillAndRestartWithoutPersistenceLosesData) {
   EXPECT_TRUE(cmd(ep, {"GET", "k"}).is_nil());
 }
 
-TEST_F(LocalClusterTest, KillAndRestartWithAofKeepsData) {
-  LocalCluster c(options(1, Persistence::kAofAlways));
+TEST_F(RedisServerTest, KillAndRestartWithAofKeepsData) {
+  auto cp = make(options(1, "aof-always"));
+  ServerCluster& c = *cp;
   c.start();
   const Endpoint ep = c.nodes()[0].endpoint;
   ASSERT_TRUE(cmd(ep, {"SET", "k", "v"}).is_status("OK"));
@@ -99,8 +107,9 @@ TEST_F(LocalClusterTest, KillAndRestartWithAofKeepsData) {
   EXPECT_EQ(cmd(ep, {"GET", "k"}).str(), std::string("v"));
 }
 
-TEST_F(LocalClusterTest, PausedNodeTimesOutAndAnswersAfterResume) {
-  LocalCluster c(options(1));
+TEST_F(RedisServerTest, PausedNodeTimesOutAndAnswersAfterResume) {
+  auto cp = make(options(1));
+  ServerCluster& c = *cp;
   c.start();
   const Endpoint ep = c.nodes()[0].endpoint;
   c.pause(0);
@@ -116,9 +125,10 @@ TEST_F(LocalClusterTest, PausedNodeTimesOutAndAnswersAfterResume) {
   EXPECT_EQ(cmd(ep, {"GET", "k"}).str(), std::string("v"));
 }
 
-TEST_F(LocalClusterTest, StopKillsPausedNodes) {
+TEST_F(RedisServerTest, StopKillsPausedNodes) {
   pid_t pid;
-  LocalCluster c(options(1));
+  auto cp = make(options(1));
+  ServerCluster& c = *cp;
   c.start();
   pid = c.pid(0);
   c.pause(0);
@@ -126,8 +136,9 @@ TEST_F(LocalClusterTest, StopKillsPausedNodes) {
   EXPECT_FALSE(alive(pid));
 }
 
-TEST_F(LocalClusterTest, ClientsGoThroughTheProxyAndACutLinkHoldsOnlyThatLink) {
-  LocalCluster c(options(2));
+TEST_F(RedisServerTest, ClientsGoThroughTheProxyAndACutLinkHoldsOnlyThatLink) {
+  auto cp = make(options(2));
+  ServerCluster& c = *cp;
   c.start();
   const Endpoint c0 = c.endpoint_for("c0", 0);
   const Endpoint c1 = c.endpoint_for("c1", 0);
@@ -143,8 +154,9 @@ TEST_F(LocalClusterTest, ClientsGoThroughTheProxyAndACutLinkHoldsOnlyThatLink) {
   EXPECT_TRUE(cmd(c0, {"PING"}).is_status("PONG"));
 }
 
-TEST_F(LocalClusterTest, ClockOffsetMovesOneNodesTimeAndExpiresItsKeys) {
-  LocalCluster c(options(2));
+TEST_F(RedisServerTest, ClockOffsetMovesOneNodesTimeAndExpiresItsKeys) {
+  auto cp = make(options(2));
+  ServerCluster& c = *cp;
   c.start();
   auto time_of = [&](size_t n) {
     RedisConn conn(c.nodes()[n].endpoint, std::chrono::milliseconds(200), std::chrono::milliseconds(300));
@@ -164,8 +176,9 @@ TEST_F(LocalClusterTest, ClockOffsetMovesOneNodesTimeAndExpiresItsKeys) {
 
 // A node restarted during a clock fault keeps the clock the nemesis gave it, as a host's clock outlives a
 // process (regression: the local backend reset it to the real clock at every spawn, the remote ones kept it).
-TEST_F(LocalClusterTest, RestartedNodeKeepsItsClock) {
-  LocalCluster c(options(1));
+TEST_F(RedisServerTest, RestartedNodeKeepsItsClock) {
+  auto cp = make(options(1));
+  ServerCluster& c = *cp;
   c.start();
   auto now_s = [&] {
     RedisConn conn(c.nodes()[0].endpoint, std::chrono::milliseconds(200), std::chrono::milliseconds(300));
@@ -183,90 +196,16 @@ TEST_F(LocalClusterTest, RestartedNodeKeepsItsClock) {
   EXPECT_LE(std::llabs(now_s() - before), 2);
 }
 
-TEST_F(LocalClusterTest, MissingBinaryIsAClearError) {
+TEST_F(RedisServerTest, MissingBinaryIsAClearError) {
   auto o = options(1);
-  o.redis_server = "/nonexistent/redis-server";
-  LocalCluster c(o);
+  o.options["redis_server"] = "/nonexistent/redis-server";
   try {
-    c.start();
-    FAIL() << "started without a binary";
-  } catch (const ClusterError& e) {
-    EXPECT_NE(std::string(e.what()).find("redis-server binary not found"), std::string::npos) << e.what();
+    make(o);
+    FAIL() << "made a cluster without a binary";
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("no redis build on this machine"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("--redis-server"), std::string::npos) << e.what();
   }
-}
-
-// The member processes' seam (cluster/local_members.h) that LocalCluster and LocalEnsemble share, on `sleep`:
-// start, pause (the process is stopped, state T), a restart of a paused member continues it rather than starting
-// another, kill (reaped: nothing left), and the errors name what they concern.
-TEST(LocalMembersTest, PausesContinuesAndKillsTheMembersProcesses) {
-  auto state = [](pid_t pid) {
-    std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
-    std::string s;
-    std::getline(in, s);
-    const auto close = s.rfind(')');
-    return close != std::string::npos && close + 2 < s.size() ? s[close + 2] : '?';
-  };
-  auto stopped_within = [&](pid_t pid, bool stopped) {
-    for (int i = 0; i < 100; ++i) {
-      if ((state(pid) == 'T') == stopped) return true;
-      std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    }
-    return false;
-  };
-  LocalMembers m;
-  m.resize(2);
-  EXPECT_EQ(m.pid(0), -1);
-  EXPECT_FALSE(m.running(0));
-  EXPECT_FALSE(m.continue_if_running(0)) << "a member that never started must be started";
-  try {
-    m.pause(1, "n2");
-    FAIL() << "paused a member that is down";
-  } catch (const ClusterError& e) {
-    EXPECT_STREQ(e.what(), "cannot pause n2: it is down");
-  }
-  m.resume(1);  // down: nothing to do
-
-  ProcessSpec spec;
-  spec.argv = {"sleep", "60"};
-  const pid_t pid = m.start(0, spec, "node n1").pid();
-  ASSERT_GT(pid, 0);
-  EXPECT_EQ(m.pid(0), pid);
-  EXPECT_TRUE(m.running(0));
-  m.pause(0, "n1");
-  EXPECT_TRUE(stopped_within(pid, true));
-  EXPECT_TRUE(m.running(0)) << "paused is still up";
-  EXPECT_TRUE(m.continue_if_running(0)) << "a restart of a paused member continues it";
-  EXPECT_TRUE(stopped_within(pid, false));
-  EXPECT_EQ(m.pid(0), pid) << "no second process";
-  m.pause(0, "n1");
-  EXPECT_TRUE(stopped_within(pid, true));
-  m.resume(0);
-  EXPECT_TRUE(stopped_within(pid, false));
-  m.pause(0, "n1");
-  m.kill(0);  // a paused member dies too (SIGCONT, SIGKILL, reaped)
-  EXPECT_EQ(m.pid(0), -1);
-  EXPECT_FALSE(testing_util::process_alive(pid));
-
-  // A member that exited by itself is down for a restart, and its slot is emptied.
-  spec.argv = {"true"};
-  const pid_t short_lived = m.start(1, spec, "node n2").pid();
-  for (int i = 0; i < 100 && m.running(1); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  EXPECT_FALSE(m.continue_if_running(1));
-  EXPECT_EQ(m.pid(1), -1);
-  EXPECT_FALSE(testing_util::process_alive(short_lived));
-
-  spec.argv = {"/nonexistent/redis-server"};
-  try {
-    m.start(1, spec, "node n2");
-    FAIL() << "started a program that does not exist";
-  } catch (const ClusterError& e) {
-    EXPECT_EQ(std::string(e.what()).rfind("cannot start node n2: ", 0), 0u) << e.what();
-  }
-  EXPECT_EQ(m.pid(1), -1);
-
-  const pid_t last = m.start(0, {{"sleep", "60"}}, "node n1").pid();
-  m.resize(0);  // kills what ran
-  EXPECT_FALSE(testing_util::process_alive(last));
 }
 
 }  // namespace
