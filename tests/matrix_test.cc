@@ -53,7 +53,7 @@ TEST(MatrixTest, RejectsBadMatricesNamingTheEntry) {
   expect_matrix_error(R"({"entries": [{"name": "x", "expect": "maybe"}]})", "'x': expect must be");
   expect_matrix_error(R"({"entries": [{"name": "x", "lock": "nope", "expect": "valid"}]})", "'x': --lock");
   expect_matrix_error(R"({"entries": [{"name": "x", "colour": "red", "expect": "valid"}]})",
-                      "unknown field \"colour\"");
+                      "'colour': neither a config field nor an option of --server redis");
   expect_matrix_error(R"({"entries": [{"name": "x", "seeds": 0, "expect": "valid"}]})", "seeds");
   expect_matrix_error(R"({"entries": [{"name": "x", "expect": {"nochecker": "valid"}}]})", "unknown checker");
   expect_matrix_error(R"({"entries": [{"name": "x", "expect": "valid"}, {"name": "x", "expect": "valid"}]})", "twice");
