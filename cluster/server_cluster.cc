@@ -530,6 +530,8 @@ void ServerCluster::check_node(size_t n) const {
 std::vector<Endpoint> ServerCluster::upstreams_of(const Member& m) const {
   std::vector<Endpoint> out;
   for (const auto& [label, listen] : m.listen) out.push_back(Endpoint{hosts_[m.host].address, listen.port});
+  // The clients' links go to the admin address, which on Docker is a published port, not the container's own.
+  if (std::find(out.begin(), out.end(), m.addr.admin) == out.end()) out.push_back(m.addr.admin);
   return out;
 }
 
@@ -794,7 +796,12 @@ Endpoint ServerCluster::endpoint_for(const std::string& party, size_t n) const {
     admin = members_[n].addr.admin;
     if (!proxy_) return admin;
   }
-  return client_links_.endpoint_for(proxy_, party, n, nodes_[n].name, admin);
+  const Endpoint link = client_links_.endpoint_for(proxy_, party, n, nodes_[n].name, admin);
+  // A link opened to a member that is down refuses from the start, as the links opened before its kill do (an
+  // unreachable container would otherwise be accepted and then closed: not a definite failure).
+  std::lock_guard<std::mutex> lock(mu_);
+  if (members_[n].killed && proxy_) proxy_->upstream_down(admin);
+  return link;
 }
 
 // The party dispatch is SplitNetwork's (cluster/split_network.h): client links go to this machine's fault proxy,
