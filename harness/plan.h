@@ -4,6 +4,7 @@
 // that will judge the history. The runner and the matrix work from the Plan; nothing resolves a name again.
 #pragma once
 
+#include <ostream>
 #include <string>
 #include <vector>
 
@@ -36,6 +37,11 @@ Plan resolve_plan(RunConfig c);
 // The checkers that judge a history of c's workload: the workload's, + "faults" when a nemesis ran. Needs only
 // the workload's name (a stored run is checked even where its lock adapter is not built). Throws ConfigError.
 std::vector<std::string> checkers_for(const RunConfig& c);
+
+// What `--dry-run` prints of a resolved plan: the lock (and the adapter's program), the workload, the nemeses,
+// the checkers, then every run setting by group, each with its resolved value (a derived default as the value
+// the run uses, with its rule in words), unit and flag. Every table of run_setting_tables() (harness/flags.h).
+void print_plan(const Plan& plan, std::ostream& out);
 
 // resolve_plan, keeping only whether it throws.
 void validate(const RunConfig& c);
