@@ -473,7 +473,8 @@ int boundary(const RunConfig& base_given, const BoundaryOptions& o, std::ostream
         << number_text(std::max(o.from, o.to)) << "], " << (o.log_scale ? "log" : "linear") << " scale, resolution "
         << (o.resolution > 0 ? number_text(o.resolution) : std::string("a 32nd of the range")) << "\n"
         << "probes:  " << o.seeds << " seeds each (from seed " << base.seed << "), unsafe at "
-        << o.effective_unsafe_at() << " of " << o.seeds << (o.target ? " runs with " + o.target->str() : " invalid runs")
+        << o.effective_unsafe_at() << " of " << o.seeds
+        << (o.target ? " runs with " + o.target->str() : std::string(" invalid runs"))
         << ", budget " << o.budget_min << " min\n"
         << "runs:    lockcheck run --lock " << base.lock << " --workload " << base.workload << " --nemesis "
         << (base.nemesis.empty() ? std::string("none") : boost::algorithm::join(base.nemesis, ",")) << ", "

@@ -145,6 +145,27 @@ FlagSpec with(FlagSpec f, const std::string& unit, const std::string& default_te
   return f;
 }
 
+// A command's spec without its flags: what --help, the top help and the reference say of it.
+CommandSpec command(const std::string& name, const std::string& synopsis, const std::string& summary,
+                    const std::string& about, Positional positional = Positional::kNone,
+                    const std::string& positional_name = "") {
+  CommandSpec s;
+  s.name = name;
+  s.synopsis = synopsis;
+  s.summary = summary;
+  s.about = about;
+  s.positional = positional;
+  s.positional_name = positional_name;
+  return s;
+}
+
+// --budget-min MIN (was --budget) of the searches, reproduce and boundary.
+FlagSpec budget_flag(double* minutes, const std::string& help) {
+  FlagSpec f = with(value_flag("budget-min", "MIN", minutes, help), "min", "");
+  f.old_name = "budget";
+  return f;
+}
+
 // --help and --dry-run: every command has them.
 struct General {
   bool help = false;
@@ -223,14 +244,12 @@ struct RunCommand {
   bool no_progress = false;
 
   CommandSpec spec() {
-    CommandSpec s;
-    s.name = "run";
-    s.synopsis = "lockcheck run [FLAGS]";
-    s.summary = "run one test: start the cluster, drive the workload, inject faults, check, report";
-    s.about = "Runs one test end to end: starts the nodes, runs the workload's clients against the lock while the "
-              "nemeses inject their faults, checks the history and writes RESULTS/<run-id>/ (config.json, "
-              "history.jsonl, results.json, report.html). The verdict is the exit status: 0 valid, 1 invalid, 4 "
-              "unknown. Each setting's config key is what a config.json or a matrix entry gives it.";
+    CommandSpec s = command("run", "lockcheck run [FLAGS]",
+        "run one test: start the cluster, drive the workload, inject faults, check, report",
+        "Runs one test end to end: starts the nodes, runs the workload's clients against the lock while the nemeses "
+        "inject their faults, checks the history and writes RESULTS/<run-id>/ (config.json, history.jsonl, "
+        "results.json, report.html). The verdict is the exit status: 0 valid, 1 invalid, 4 unknown. Each setting's "
+        "config key is what a config.json or a matrix entry gives it.");
     s.tables = run_setting_flags(c);
     s.tables.push_back(
         {"run",
@@ -361,18 +380,14 @@ struct CheckCommand {
   bool verdict_only = false;
 
   CommandSpec spec() {
-    CommandSpec s;
-    s.name = "check";
-    s.synopsis = "lockcheck check RUN_DIR [FLAGS] | lockcheck check --format edn|porcupine FILE";
-    s.summary = "re-run the checkers on a stored history, or judge another tool's history (--format)";
-    s.about = "Re-runs the workload's checkers on RUN_DIR/history.jsonl and prints the verdict. It writes "
-              "RUN_DIR/results.json (the new verdict; the run's other fields kept), RUN_DIR/report.html and the "
-              "results folder's index.html; --verdict-only leaves the run untouched and writes nothing. With "
-              "--format edn|porcupine it judges FILE, a history written by another tool (Jepsen/Knossos ops, "
-              "Porcupine operations, as lockcheck export writes them), with the lock workload's checkers, and "
-              "writes nothing.";
-    s.positional = Positional::kOne;
-    s.positional_name = "RUN_DIR|FILE";
+    CommandSpec s = command("check", "lockcheck check RUN_DIR [FLAGS] | lockcheck check --format edn|porcupine FILE",
+        "re-run the checkers on a stored history, or judge another tool's history (--format)",
+        "Re-runs the workload's checkers on RUN_DIR/history.jsonl and prints the verdict. It writes "
+        "RUN_DIR/results.json (the new verdict; the run's other fields kept), RUN_DIR/report.html and the results "
+        "folder's index.html; --verdict-only leaves the run untouched and writes nothing. With --format edn|porcupine "
+        "it judges FILE, a history written by another tool (Jepsen/Knossos ops, Porcupine operations, as lockcheck "
+        "export writes them), with the lock workload's checkers, and writes nothing.",
+        Positional::kOne, "RUN_DIR|FILE");
     s.tables.push_back(
         {"check",
          {with(value_flag("checker-timeout", "S", &timeout, "seconds of search before a checker answers unknown"), "s",
@@ -431,16 +446,13 @@ struct CheckCommand {
 struct RerunCommand {
   General g;
   CommandSpec spec() {
-    CommandSpec s;
-    s.name = "rerun";
-    s.synopsis = "lockcheck rerun RUN_DIR";
-    s.summary = "the stored configuration and seed again; RUN_DIR/repro: a minimal reproduction, run and compared";
-    s.about = "Runs a stored run's configuration and seed again with its fault schedule replayed, beside it in the "
-              "same results folder, and says how far the new run's fault timeline matched the old one. RUN_DIR may "
-              "be a minimal reproduction's folder (RUN/repro, written by lockcheck reproduce): its case runs once and "
-              "the command says whether the anomaly came back.";
-    s.positional = Positional::kOne;
-    s.positional_name = "RUN_DIR";
+    CommandSpec s = command("rerun", "lockcheck rerun RUN_DIR",
+        "the stored configuration and seed again; RUN_DIR/repro: a minimal reproduction, run and compared",
+        "Runs a stored run's configuration and seed again with its fault schedule replayed, beside it in the same "
+        "results folder, and says how far the new run's fault timeline matched the old one. RUN_DIR may be a minimal "
+        "reproduction's folder (RUN/repro, written by lockcheck reproduce): its case runs once and the command says "
+        "whether the anomaly came back.",
+        Positional::kOne, "RUN_DIR");
     s.tables.push_back(general_flags(g, kDryRunStartsNothing));
     return s;
   }
@@ -453,25 +465,18 @@ struct ReproduceCommand {
   General g;
   ReproduceOptions o;
   CommandSpec spec() {
-    CommandSpec s;
-    s.name = "reproduce";
-    s.synopsis = "lockcheck reproduce RUN_DIR [FLAGS]";
-    s.summary = "an INVALID run's reproduction rate, then its smallest reliable reproduction (RUN_DIR/repro)";
-    s.about = "How often an INVALID run's anomaly comes back, then the smallest case that still shows it (shorter, "
-              "fewer faults, processes and keys), written to RUN_DIR/repro/ (lockcheck rerun RUN_DIR/repro runs it). "
-              "Exit 1 when the anomaly reproduced, 0 when it did not.";
-    s.positional = Positional::kOne;
-    s.positional_name = "RUN_DIR";
-    FlagSpec budget = with(value_flag("budget-min", "MIN", &o.budget_min,
-                                      "minutes for the whole search; it ends at most one run past it, with the best "
-                                      "case so far"),
-                           "min", "");
-    budget.old_name = "budget";
+    CommandSpec s = command("reproduce", "lockcheck reproduce RUN_DIR [FLAGS]",
+        "an INVALID run's reproduction rate, then its smallest reliable reproduction (RUN_DIR/repro)",
+        "How often an INVALID run's anomaly comes back, then the smallest case that still shows it (shorter, fewer "
+        "faults, processes and keys), written to RUN_DIR/repro/ (lockcheck rerun RUN_DIR/repro runs it). Exit 1 when "
+        "the anomaly reproduced, 0 when it did not.",
+        Positional::kOne, "RUN_DIR");
     s.tables.push_back({"reproduce",
                         {value_flag("tries", "N", &o.tries, "runs per candidate (N)"),
                          value_flag("rate", "R", &o.rate,
                                     "a candidate is kept when the anomaly kind comes back in at least R of the N runs"),
-                         budget},
+                         budget_flag(&o.budget_min, "minutes for the whole search; it ends at most one run past it, "
+                                                    "with the best case so far")},
                         ""});
     s.tables.push_back(general_flags(g, kDryRunStartsNothing));
     return s;
@@ -489,17 +494,11 @@ struct BoundaryCommand {
   BoundaryOptions o;
   std::string anomaly, scale = "linear";
   CommandSpec spec() {
-    CommandSpec s;
-    s.name = "boundary";
-    s.synopsis = "lockcheck boundary --param NAME --from A --to B [FLAGS] [RUN SETTINGS]";
-    s.summary = "where the verdict flips as one numeric setting moves";
-    s.about = "Where a run's verdict flips as one numeric setting moves: N seeds a probe, bisection between the last "
-              "safe and the first unsafe value. The run is given by run's setting flags. Writes "
-              "RESULTS/boundary-NAME-LOCK-TIME/ (boundary.json, boundary.md, boundary.html).";
-    FlagSpec budget = with(value_flag("budget-min", "MIN", &o.budget_min,
-                                      "minutes for the whole search (hard: no run starts that could end past it)"),
-                           "min", "");
-    budget.old_name = "budget";
+    CommandSpec s = command("boundary", "lockcheck boundary --param NAME --from A --to B [FLAGS] [RUN SETTINGS]",
+        "where the verdict flips as one numeric setting moves",
+        "Where a run's verdict flips as one numeric setting moves: N seeds a probe, bisection between the last safe "
+        "and the first unsafe value. The run is given by run's setting flags. Writes RESULTS/boundary-NAME-LOCK-TIME/ "
+        "(boundary.json, boundary.md, boundary.html).");
     s.tables.push_back(
         {"boundary",
          {with(value_flag("param", "NAME", &o.param,
@@ -513,7 +512,7 @@ struct BoundaryCommand {
           with(value_flag("resolution", "X", &o.resolution,
                           "stop when each edge is bracketed this tightly, in the setting's unit"),
                "", "a 32nd of the range (0)"),
-          budget,
+          budget_flag(&o.budget_min, "minutes for the whole search (hard: no run starts that could end past it)"),
           value_flag("scale", "linear|log", &scale, "linear, or log (geometric midpoints; both ends > 0)"),
           with(value_flag("anomaly", "CHECKER[:KIND]", &anomaly, "count only this anomaly"), "", "any invalid run")},
          ""});
@@ -543,14 +542,11 @@ struct ReportCommand {
   bool index = false;
   std::string results_dir = "results";
   CommandSpec spec() {
-    CommandSpec s;
-    s.name = "report";
-    s.synopsis = "lockcheck report RUN_DIR | lockcheck report --index [--results DIR]";
-    s.summary = "re-render a run's report.html (--index: the results folder's index.html)";
-    s.about = "Writes RUN_DIR/report.html again from the run's files (config.json, history.jsonl, results.json), or "
-              "with --index the results folder's index.html (every run, test-all and trend folder in it).";
-    s.positional = Positional::kOne;
-    s.positional_name = "RUN_DIR";
+    CommandSpec s = command("report", "lockcheck report RUN_DIR | lockcheck report --index [--results DIR]",
+        "re-render a run's report.html (--index: the results folder's index.html)",
+        "Writes RUN_DIR/report.html again from the run's files (config.json, history.jsonl, results.json), or with "
+        "--index the results folder's index.html (every run, test-all and trend folder in it).",
+        Positional::kOne, "RUN_DIR");
     s.tables.push_back({"report",
                         {switch_flag("index", &index, "rewrite the index of every run in the results folder"),
                          results_flag(&results_dir, "the results folder (with --index)")},
@@ -588,15 +584,12 @@ struct ExportCommand {
   General g;
   std::string format, output;
   CommandSpec spec() {
-    CommandSpec s;
-    s.name = "export";
-    s.synopsis = "lockcheck export --format edn|porcupine RUN_DIR [--output FILE]";
-    s.summary = "write a run's history as Jepsen EDN ops or Porcupine operations";
-    s.about = "Writes RUN_DIR/history.jsonl as Jepsen EDN ops (for Knossos or Elle) or Porcupine operations (JSON), "
-              "to standard output or to FILE. --output names a file, not a results folder (that is --results on "
-              "the commands that write folders).";
-    s.positional = Positional::kOne;
-    s.positional_name = "RUN_DIR";
+    CommandSpec s = command("export", "lockcheck export --format edn|porcupine RUN_DIR [--output FILE]",
+        "write a run's history as Jepsen EDN ops or Porcupine operations",
+        "Writes RUN_DIR/history.jsonl as Jepsen EDN ops (for Knossos or Elle) or Porcupine operations (JSON), to "
+        "standard output or to FILE. --output names a file, not a results folder (that is --results on the commands "
+        "that write folders).",
+        Positional::kOne, "RUN_DIR");
     FlagSpec output_flag = with(value_flag("output", "FILE", &output, "write here instead of standard output"), "",
                                 "standard output", "output");
     output_flag.short_name = 'o';
@@ -634,12 +627,10 @@ struct CleanCommand {
   General g;
   std::string hosts;
   CommandSpec spec() {
-    CommandSpec s;
-    s.name = "clean";
-    s.synopsis = "lockcheck clean [--hosts FILE]";
-    s.summary = "remove Docker containers, networks and volumes left by killed runs (--hosts: on ssh hosts)";
-    s.about = "Removes what runs killed with SIGKILL left behind: the Docker containers, networks and volumes lockcheck "
-              "labelled, or with --hosts what --cluster ssh runs left on those hosts.";
+    CommandSpec s = command("clean", "lockcheck clean [--hosts FILE]",
+        "remove Docker containers, networks and volumes left by killed runs (--hosts: on ssh hosts)",
+        "Removes what runs killed with SIGKILL left behind: the Docker containers, networks and volumes lockcheck "
+        "labelled, or with --hosts what --cluster ssh runs left on those hosts.");
     s.tables.push_back({"clean",
                         {with(value_flag("hosts", "FILE", &hosts,
                                          "instead: what killed --cluster ssh runs left on the hosts of FILE"),
@@ -692,13 +683,11 @@ struct TestAllCommand {
   General g;
   TestAllOptions o;
   CommandSpec spec() {
-    CommandSpec s;
-    s.name = "test-all";
-    s.synopsis = "lockcheck test-all [FLAGS]";
-    s.summary = "a matrix of configurations with expected verdicts (JUnit XML, HTML summary)";
-    s.about = "Runs every entry of a matrix (each a configuration, its seeds and the verdict it must reach) and "
-              "writes RESULTS/test-all-MATRIX-TIME/ (junit.xml, summary.html, summary.json); exit 0 when every "
-              "expectation was met, 1 otherwise.";
+    CommandSpec s = command("test-all", "lockcheck test-all [FLAGS]",
+        "a matrix of configurations with expected verdicts (JUnit XML, HTML summary)",
+        "Runs every entry of a matrix (each a configuration, its seeds and the verdict it must reach) and writes "
+        "RESULTS/test-all-MATRIX-TIME/ (junit.xml, summary.html, summary.json); exit 0 when every expectation was met, "
+        "1 otherwise.");
     FlagSpec matrix = value_flag("matrix", "FILE|NAME", &o.matrix,
                                  "a matrix file, or a shipped matrix by name (" + join_words(shipped_matrices(), ", ") +
                                      ")");
@@ -720,7 +709,9 @@ struct TestAllCommand {
   }
   int execute(const ParsedCommand&, std::ostream& out) {
     check_fail_on_trend(o.fail_on_trend, o.history);
-    if (!o.history.empty() && !o.shard.empty()) throw ConfigError("--history: a shard judges nothing; give it to merge");
+    if (!o.history.empty() && !o.shard.empty()) {
+      throw ConfigError("--history: a shard judges nothing; give it to merge");
+    }
     o.dry_run = g.dry_run;
     return test_all(o, out);
   }
@@ -730,14 +721,11 @@ struct MergeCommand {
   General g;
   MergeOptions o;
   CommandSpec spec() {
-    CommandSpec s;
-    s.name = "merge";
-    s.synopsis = "lockcheck merge DIR... [FLAGS]";
-    s.summary = "join the folders of test-all --shard K/N runs into one JUnit, summary and exit status";
-    s.about = "Joins the test-all folders of the shards of one matrix (test-all --shard K/N) into one folder, "
-              "RESULTS/test-all-MATRIX-TIME/, judged as one test-all: one JUnit file, one summary, one exit status.";
-    s.positional = Positional::kMany;
-    s.positional_name = "DIR";
+    CommandSpec s = command("merge", "lockcheck merge DIR... [FLAGS]",
+        "join the folders of test-all --shard K/N runs into one JUnit, summary and exit status",
+        "Joins the test-all folders of the shards of one matrix (test-all --shard K/N) into one folder, "
+        "RESULTS/test-all-MATRIX-TIME/, judged as one test-all: one JUnit file, one summary, one exit status.",
+        Positional::kMany, "DIR");
     FlagTable t{"merge",
                 {with(value_flag("junit", "FILE", &o.junit_path, "write JUnit XML here"), "",
                       "junit.xml in the merged folder", "output"),
@@ -760,15 +748,12 @@ struct TrendCommand {
   General g;
   TrendOptions o;
   CommandSpec spec() {
-    CommandSpec s;
-    s.name = "trend";
-    s.synopsis = "lockcheck trend DIR... [FLAGS]";
-    s.summary = "what changed over the last nights of test-all folders, told apart from noise";
-    s.about = "What changed over the last nights (test-all folders, or the folders merge writes; ordered by their "
-              "own start time), told apart from noise. Writes RESULTS/trend-MATRIX-TIME/ (trend.json, trend.html). "
-              "Exit 0 nothing got worse, 1 an expectation newly unmet or an entry weaker, 2 bad input.";
-    s.positional = Positional::kMany;
-    s.positional_name = "DIR";
+    CommandSpec s = command("trend", "lockcheck trend DIR... [FLAGS]",
+        "what changed over the last nights of test-all folders, told apart from noise",
+        "What changed over the last nights (test-all folders, or the folders merge writes; ordered by their own start "
+        "time), told apart from noise. Writes RESULTS/trend-MATRIX-TIME/ (trend.json, trend.html). Exit 0 nothing got "
+        "worse, 1 an expectation newly unmet or an entry weaker, 2 bad input.",
+        Positional::kMany, "DIR");
     FlagSpec out_flag = with(value_flag("out", "DIR", &o.out_dir,
                                         "write trend.json and trend.html into DIR itself (kept for old scripts; the "
                                         "output-folder flag of every command is --results)"),
@@ -849,12 +834,10 @@ void print_list(std::ostream& out) {
 struct ListCommand {
   General g;
   CommandSpec spec() {
-    CommandSpec s;
-    s.name = "list";
-    s.synopsis = "lockcheck list";
-    s.summary = "lock algorithms, lock libraries, workloads, nemeses and checkers, one line each";
-    s.about = "Lists what --server, --lock, --lock-opt, --workload and --nemesis take, and the checkers, one line "
-              "each; the server versions and lock adapters found on this machine.";
+    CommandSpec s = command("list", "lockcheck list",
+        "lock algorithms, lock libraries, workloads, nemeses and checkers, one line each",
+        "Lists what --server, --lock, --lock-opt, --workload and --nemesis take, and the checkers, one line each; the "
+        "server versions and lock adapters found on this machine.");
     s.tables.push_back(general_flags(g, kDryRunStartsNothing));
     return s;
   }
@@ -876,8 +859,8 @@ void print_version(std::ostream& out) {
   out << "lockcheck " << kLockcheckVersion << "\n"
       << "commit:      " << git_commit() << "\n"
       << "build:       " << LOCKCHECK_BUILD_TYPE << "\n"
-      << "binary:      " << l.exe << (l.installed ? " (installed under " + l.prefix + ")" : std::string(" (build tree)"))
-      << "\n"
+      << "binary:      " << l.exe
+      << (l.installed ? " (installed under " + l.prefix + ")" : std::string(" (build tree)")) << "\n"
       << "clock shim:  " << clock_shim_library() << (cli_fs::exists(clock_shim_library()) ? "" : " (missing)") << "\n"
       << "power shim:  " << power_shim_library() << (cli_fs::exists(power_shim_library()) ? "" : " (missing)") << "\n"
       << "matrices:    " << matrix_dir() << " (" << shipped_matrices().size() << ")\n"
@@ -902,12 +885,11 @@ void print_version(std::ostream& out) {
 struct VersionCommand {
   General g;
   CommandSpec spec() {
-    CommandSpec s;
-    s.name = "version";
-    s.synopsis = "lockcheck version";
-    s.summary = "version, commit, build type, and the servers and adapters this lockcheck finds";
-    s.about = "Prints (as lockcheck --version does) lockcheck's version, the commit and build type it was built from, where it finds its own "
-              "files (shims, matrices, adapters, server builds) and which servers and lock adapters are there.";
+    CommandSpec s = command("version", "lockcheck version",
+        "version, commit, build type, and the servers and adapters this lockcheck finds",
+        "Prints (as lockcheck --version does) lockcheck's version, the commit and build type it was built from, where "
+        "it finds its own files (shims, matrices, adapters, server builds) and which servers and lock adapters are "
+        "there.");
     s.tables.push_back(general_flags(g, "the same as without it: version writes nothing"));
     return s;
   }
@@ -920,14 +902,11 @@ struct VersionCommand {
 struct CompletionCommand {
   General g;
   CommandSpec spec() {
-    CommandSpec s;
-    s.name = "completion";
-    s.synopsis = "lockcheck completion bash";
-    s.summary = "the bash completion script (installed as /usr/share/bash-completion/completions/lockcheck)";
-    s.about = "Prints a bash completion script for lockcheck, made from the same tables that parse the flags: "
-              "source <(lockcheck completion bash).";
-    s.positional = Positional::kOne;
-    s.positional_name = "SHELL";
+    CommandSpec s = command("completion", "lockcheck completion bash",
+        "the bash completion script (installed as /usr/share/bash-completion/completions/lockcheck)",
+        "Prints a bash completion script for lockcheck, made from the same tables that parse the flags: source "
+        "<(lockcheck completion bash).",
+        Positional::kOne, "SHELL");
     s.tables.push_back(general_flags(g, "the same as without it: completion writes nothing"));
     return s;
   }
@@ -938,14 +917,11 @@ struct HelpCommand {
   General g;
   bool reference = false;
   CommandSpec spec() {
-    CommandSpec s;
-    s.name = "help";
-    s.synopsis = "lockcheck help [COMMAND] | lockcheck help --reference";
-    s.summary = "this help; help COMMAND: a command's flags; help --reference: every command as Markdown";
-    s.about = "Without COMMAND the commands and exit statuses; with COMMAND exactly what lockcheck COMMAND --help "
-              "prints; with --reference the whole CLI reference as Markdown (docs/cli.md is made with it).";
-    s.positional = Positional::kOne;
-    s.positional_name = "COMMAND";
+    CommandSpec s = command("help", "lockcheck help [COMMAND] | lockcheck help --reference",
+        "this help; help COMMAND: a command's flags; help --reference: every command as Markdown",
+        "Without COMMAND the commands and exit statuses; with COMMAND exactly what lockcheck COMMAND --help prints; "
+        "with --reference the whole CLI reference as Markdown (docs/cli.md is made with it).",
+        Positional::kOne, "COMMAND");
     s.tables.push_back({"help",
                         {switch_flag("reference", &reference,
                                      "every command and flag as Markdown (build/lockcheck help --reference > "

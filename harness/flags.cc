@@ -159,8 +159,12 @@ std::string markdown_text(const std::string& text) {
 std::string anchor_of(const std::string& heading) {
   std::string a;
   for (char c : heading) {
-    if (std::isalnum(static_cast<unsigned char>(c))) a += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-    else if (c == ' ' || c == '-') a += '-';
+    const auto u = static_cast<unsigned char>(c);
+    if (std::isalnum(u)) {
+      a += static_cast<char>(std::tolower(u));
+    } else if (c == ' ' || c == '-') {
+      a += '-';
+    }
   }
   return a;
 }

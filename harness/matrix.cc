@@ -391,8 +391,8 @@ namespace {
 void print_test_all_plan(std::ostream& out, const TestAllOptions& opts, const Matrix& m, const std::vector<Job>& jobs,
                          size_t all_runs, const ShardSpec& shard, size_t history_nights, const std::string& dir) {
   out << (opts.replay ? "merge" : "test-all") << " --dry-run: nothing run, nothing written\n"
-      << "matrix: " << m.name << " (" << (opts.replay ? std::string("the shards' matrix.json") : matrix_path(opts.matrix))
-      << "): " << m.entries.size() << " entries, " << all_runs << " runs";
+      << "matrix: " << m.name << " ("
+      << (opts.replay ? std::string("the shards' matrix.json") : matrix_path(opts.matrix)) << "): " << m.entries.size() << " entries, " << all_runs << " runs";
   if (shard.sharded()) out << "; shard " << shard.k << "/" << shard.n << " takes " << jobs.size() << " of them";
   if (!opts.replay) out << ", " << opts.parallel << " at a time";
   out << "\n";
@@ -421,8 +421,8 @@ void print_test_all_plan(std::ostream& out, const TestAllOptions& opts, const Ma
     for (const auto& j : jobs) {
       if (j.entry == i) seeds += (seeds.empty() ? "" : ", ") + std::to_string(j.seed);
     }
-    out << "  " << e.name << ": expect " << expect << "; runs (seeds): " << (seeds.empty() ? "none in this shard" : seeds)
-        << "\n    " << (differs.empty() ? std::string(" the defaults") : differs) << "\n";
+    out << "  " << e.name << ": expect " << expect
+        << "; runs (seeds): " << (seeds.empty() ? "none in this shard" : seeds) << "\n    " << (differs.empty() ? std::string(" the defaults") : differs) << "\n";
   }
   out << "would write: " << dir << "/ (junit.xml" << (opts.junit_path.empty() ? "" : " at " + opts.junit_path)
       << ", summary.html, summary.json, logs/), each run's folder under " << opts.results_dir << "/\n";

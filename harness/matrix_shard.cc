@@ -153,7 +153,9 @@ int merge_test_all(const MergeOptions& opts, std::ostream& out) {
         << "shards: " << seen.size() << " of " << shards << " of " << matrix_name << " (" << opts.dirs.size()
         << " folders), " << records.size() << " recorded runs of the matrix's " << runs << "\n"
         << "matrix: " << m.entries.size() << " entries, judged as test-all judges them\n";
-    if (!opts.history.empty()) out << "history: " << opts.history << (opts.fail_on_trend ? " (--fail-on-trend)" : "") << "\n";
+    if (!opts.history.empty()) {
+      out << "history: " << opts.history << (opts.fail_on_trend ? " (--fail-on-trend)" : "") << "\n";
+    }
     out << "would write: " << opts.results_dir << "/test-all-" << m.name << "-TIME/ (junit.xml"
         << (opts.junit_path.empty() ? "" : " at " + opts.junit_path) << ", summary.html, summary.json)\n";
     return 0;

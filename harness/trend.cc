@@ -576,7 +576,10 @@ int trend_command(const TrendOptions& o, std::ostream& out) {
   }
   std::error_code ec;
   trend_fs::create_directories(dir, ec);
-  if (ec) throw ConfigError((o.out_dir.empty() ? "--results: cannot create " : "--out: cannot create ") + dir + " (" + ec.message() + ")");
+  if (ec) {
+    throw ConfigError(std::string(o.out_dir.empty() ? "--results" : "--out") + ": cannot create " + dir + " (" +
+                      ec.message() + ")");
+  }
   report::write_atomically(dir + "/trend.json", json);
   report::write_atomically(dir + "/trend.html", html);
   if (o.out_dir.empty()) {  // in the results folder: listed in its index.html

@@ -150,7 +150,9 @@ TEST(CliTest, CompletionListsEveryFlag) {
     const auto begin = at + spec.name.size() + 20, end = r.out.find('"', begin);
     const std::string flags = " " + r.out.substr(begin, end - begin) + " ";
     for (const auto& t : spec.tables) {
-      for (const auto& f : t.flags) EXPECT_NE(flags.find(" --" + f.name + " "), std::string::npos) << spec.name << " --" << f.name;
+      for (const auto& f : t.flags) {
+        EXPECT_NE(flags.find(" --" + f.name + " "), std::string::npos) << spec.name << " --" << f.name;
+      }
     }
   }
 }

@@ -227,7 +227,8 @@ class Sandbox {
     write("results/test-all-docs-shard/matrix.json",
           R"({"name":"docs","entries":[{"name":"e","lock":"single","expect":"valid"}]})");
     write("results/test-all-docs-shard/summary.json",
-          R"({"matrix":"docs","shard":"1/1","started_at":"2026-01-01T03:00:00Z","finished_at":"2026-01-01T03:00:00Z"})");
+          R"({"matrix":"docs","shard":"1/1","started_at":"2026-01-01T03:00:00Z",)"
+          R"("finished_at":"2026-01-01T03:00:00Z"})");
     write("results/test-all-docs-shard/jobs.jsonl",
           R"({"entry":"e","seed":1,"exit_code":0,"seconds":1.0,"run_dir":"","results":{"valid":"valid"}})" "\n");
     // The adapters' stand-ins.
@@ -243,7 +244,7 @@ class Sandbox {
     const CliResult merged = cli({"merge", "results/test-all-docs-shard", "--results", "nights"});
     EXPECT_EQ(merged.code, kExitValid) << merged.out << merged.err;
     for (const auto& e : fs::directory_iterator(root_ + "/nights")) {
-      if (fs::exists(e.path() / "summary.json") && fs::is_directory(e.path())) night_ = "nights/" + e.path().filename().string();
+      if (fs::exists(e.path() / "summary.json")) night_ = "nights/" + e.path().filename().string();
     }
     EXPECT_FALSE(night_.empty());
   }

@@ -50,7 +50,8 @@ for need in libhiredis libevent libboost-filesystem libboost-program-options lib
   case "$depends" in *"$need"*) ;; *) fail "Depends lacks $need: $depends" ;; esac
 done
 contents=$(dpkg-deb -c "$deb")
-for path in ./usr/bin/lockcheck ./usr/lib/lockcheck/liblockcheck_clockshim.so ./usr/lib/lockcheck/liblockcheck_powershim.so \
+for path in ./usr/bin/lockcheck ./usr/lib/lockcheck/liblockcheck_clockshim.so \
+  ./usr/lib/lockcheck/liblockcheck_powershim.so \
   ./usr/share/lockcheck/matrix/quick.json ./usr/share/bash-completion/completions/lockcheck; do
   grep -q " $path\$" <<<"$contents" || fail "the package has no $path"
 done
@@ -60,7 +61,8 @@ if dpkg-query -W -f='${Status}' lockcheck 2>/dev/null | grep -q "install ok inst
   fail "a lockcheck package is installed already: remove it first (dpkg -r lockcheck)"
 fi
 installed=1
-DEBIAN_FRONTEND=noninteractive timeout 600 apt-get install -y -qq --no-install-recommends "$deb" >"$work/apt.log" 2>&1 || {
+export DEBIAN_FRONTEND=noninteractive
+timeout 600 apt-get install -y -qq --no-install-recommends "$deb" >"$work/apt.log" 2>&1 || {
   cat "$work/apt.log" >&2
   fail "apt-get install $deb failed"
 }
@@ -73,6 +75,13 @@ case "$build" in "$src"/*) ;; *) hide="$hide && mount -t tmpfs none '$build'" ;;
 as_user() {
   (cd "$work/user" && timeout 600 unshare -m bash -c "$hide && cd '$work/user' && $1")
 }
+# as_user with its output in the file $1 and its exit status in $code, whatever it is.
+try_as_user() {
+  set +e
+  as_user "$2" >"$1" 2>&1
+  code=$?
+  set -e
+}
 mkdir -p "$work/user"
 export PATH=/usr/sbin:/usr/bin:/sbin:/bin
 unset LOCKCHECK_CLOCK_SHIM LOCKCHECK_POWER_SHIM LOCKCHECK_CLIENTS_DIR LOCKCHECK_SERVERS_DIR LOCKCHECK_MATRIX_DIR
@@ -81,17 +90,17 @@ unset LOCKCHECK_CLOCK_SHIM LOCKCHECK_POWER_SHIM LOCKCHECK_CLIENTS_DIR LOCKCHECK_
 as_user "lockcheck --version" >"$work/version.txt" || fail "lockcheck --version: exit $?"
 cat "$work/version.txt"
 grep -q "installed under /usr" "$work/version.txt" || fail "--version does not say it is installed under /usr"
-grep -q "^clock shim:  /usr/lib/lockcheck/liblockcheck_clockshim.so$" "$work/version.txt" || fail "clock shim not found in /usr/lib/lockcheck"
-grep -q "^power shim:  /usr/lib/lockcheck/liblockcheck_powershim.so$" "$work/version.txt" || fail "power shim not found in /usr/lib/lockcheck"
-grep -q "^matrices:    /usr/share/lockcheck/matrix " "$work/version.txt" || fail "matrices not in /usr/share/lockcheck/matrix"
-grep -q "^adapters:    /usr/lib/lockcheck/clients$" "$work/version.txt" || fail "adapters not in /usr/lib/lockcheck/clients"
-if grep -q -- "$src" "$work/version.txt"; then fail "--version names the source tree: $(grep -- "$src" "$work/version.txt")"; fi
+says() { grep -q "$1" "$work/version.txt" || fail "--version does not say: $1"; }
+says "^clock shim:  /usr/lib/lockcheck/liblockcheck_clockshim.so$"
+says "^power shim:  /usr/lib/lockcheck/liblockcheck_powershim.so$"
+says "^matrices:    /usr/share/lockcheck/matrix "
+says "^adapters:    /usr/lib/lockcheck/clients$"
+if grep -q -- "$src" "$work/version.txt"; then
+  fail "--version names the source tree: $(grep -- "$src" "$work/version.txt")"
+fi
 
 # A short healthy run: valid, and its report.
-set +e
-as_user "lockcheck run --nodes 3 --time-limit 3 --no-progress" >"$work/run.txt" 2>&1
-code=$?
-set -e
+try_as_user "$work/run.txt" "lockcheck run --nodes 3 --time-limit 3 --no-progress"
 cat "$work/run.txt"
 [ "$code" = 0 ] || fail "lockcheck run: exit $code (want 0, valid)"
 grep -q "^verdict: valid$" "$work/run.txt" || fail "no 'verdict: valid' (colour must be off into a file)"
@@ -100,20 +109,19 @@ run_dir=$(sed -n 's/^results: //p' "$work/run.txt")
 grep -q "lockcheck rerun" "$work/user/$run_dir/report.html" || fail "the report prints no rerun command"
 
 # The rerun command the report prints, run as printed.
-rerun_cmd=$(sed -n 's/.*<pre class="cmd" id="rerun">\([^<]*\)<\/pre>.*/\1/p' "$work/user/$run_dir/report.html" | head -1)
+report="$work/user/$run_dir/report.html"
+rerun_cmd=$(sed -n 's/.*<pre class="cmd" id="rerun">\([^<]*\)<\/pre>.*/\1/p' "$report" | head -1)
 [ -n "$rerun_cmd" ] || fail "cannot read the report's rerun command"
-set +e
-as_user "$rerun_cmd" >"$work/rerun.txt" 2>&1
-code=$?
-set -e
+try_as_user "$work/rerun.txt" "$rerun_cmd"
 [ "$code" = 0 ] || { cat "$work/rerun.txt"; fail "the report's command '$rerun_cmd': exit $code"; }
-grep -q "fault timeline matched" "$work/rerun.txt" || { cat "$work/rerun.txt"; fail "the report's command '$rerun_cmd' did not rerun"; }
+grep -q "fault timeline matched" "$work/rerun.txt" || {
+  cat "$work/rerun.txt"
+  fail "the report's command '$rerun_cmd' did not rerun"
+}
 
 # A clock fault: the nodes run with the installed clock shim preloaded.
-set +e
-as_user "lockcheck run --nodes 1 --time-limit 3 --nemesis clock:bump --nemesis-interval 1 --no-progress" >"$work/clock.txt" 2>&1
-code=$?
-set -e
+try_as_user "$work/clock.txt" \
+  "lockcheck run --nodes 1 --time-limit 3 --nemesis clock:bump --nemesis-interval 1 --no-progress"
 [ "$code" = 0 ] || [ "$code" = 1 ] || { cat "$work/clock.txt"; fail "run with --nemesis clock:bump: exit $code"; }
 
 # test-all with a one-entry matrix that finds an anomaly; the summary's reproduce command, as printed.
@@ -122,36 +130,35 @@ cat >"$work/user/pause.json" <<'EOF'
  "entries": [{"name": "single-client-pause", "lock": "single", "nemesis": ["client-pause"],
               "nemesis_targeting": "holder", "time": 6, "seed": 11, "expect": "invalid"}]}
 EOF
-set +e
-as_user "lockcheck test-all --matrix pause.json" >"$work/test-all.txt" 2>&1
-code=$?
-set -e
+try_as_user "$work/test-all.txt" "lockcheck test-all --matrix pause.json"
 cat "$work/test-all.txt"
 [ "$code" = 0 ] || fail "test-all: exit $code (want 0: the expectation met)"
 summary=$(sed -n 's/^summary: //p' "$work/test-all.txt")
-reproduce_cmd=$(sed -n 's/.*<code>\(lockcheck reproduce [^<]*\)<\/code>.*/\1/p' "$work/user/$summary" | head -1 | sed "s/&#39;/'/g")
+reproduce_cmd=$(sed -n 's/.*<code>\(lockcheck reproduce [^<]*\)<\/code>.*/\1/p' "$work/user/$summary" | head -1 |
+  sed "s/&#39;/'/g")
 [ -n "$reproduce_cmd" ] || fail "the summary prints no reproduce command"
-as_user "$reproduce_cmd --dry-run" >"$work/reproduce-dry.txt" 2>&1 || { cat "$work/reproduce-dry.txt"; fail "'$reproduce_cmd' does not resolve"; }
-set +e
-as_user "$reproduce_cmd --tries 1 --rate 1 --budget-min 0.5" >"$work/reproduce.txt" 2>&1
-code=$?
-set -e
+as_user "$reproduce_cmd --dry-run" >"$work/reproduce-dry.txt" 2>&1 || {
+  cat "$work/reproduce-dry.txt"
+  fail "'$reproduce_cmd' does not resolve"
+}
+try_as_user "$work/reproduce.txt" "$reproduce_cmd --tries 1 --rate 1 --budget-min 0.5"
 cat "$work/reproduce.txt"
 [ "$code" = 0 ] || [ "$code" = 1 ] || fail "'$reproduce_cmd': exit $code"
 # The minimal reproduction, as reproduce prints it (`lockcheck rerun RUN/repro`).
 repro_cmd=$(sed -n 's/^   or:  \(lockcheck rerun [^ ]*\) .*/\1/p' "$work/reproduce.txt" | head -1)
 if [ -n "$repro_cmd" ]; then
-  set +e
-  as_user "$repro_cmd" >"$work/repro.txt" 2>&1
-  code=$?
-  set -e
+  try_as_user "$work/repro.txt" "$repro_cmd"
   cat "$work/repro.txt"
   [ "$code" = 0 ] || [ "$code" = 1 ] || fail "'$repro_cmd': exit $code"
-  grep -q "rerun of the minimal reproduction" "$work/repro.txt" || fail "'$repro_cmd' did not compare with the reproduction"
+  grep -q "rerun of the minimal reproduction" "$work/repro.txt" ||
+    fail "'$repro_cmd' did not compare with the reproduction"
 fi
 
 # The shipped matrices by name, and the completion.
-as_user "lockcheck test-all --matrix quick --dry-run" >"$work/quick.txt" 2>&1 || { cat "$work/quick.txt"; fail "--matrix quick"; }
+as_user "lockcheck test-all --matrix quick --dry-run" >"$work/quick.txt" 2>&1 || {
+  cat "$work/quick.txt"
+  fail "--matrix quick"
+}
 bash -c 'source /usr/share/bash-completion/completions/lockcheck && complete -p lockcheck' >/dev/null ||
   fail "the installed bash completion does not load"
 
