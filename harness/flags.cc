@@ -85,7 +85,7 @@ std::string meta_line(const FlagSpec& f) {
   std::vector<std::string> parts;
   if (!f.unit.empty()) parts.push_back("unit " + f.unit);
   if (!f.default_text.empty()) parts.push_back("default " + f.default_text);
-  if (!f.config_key.empty()) parts.push_back("config " + f.config_key);
+  if (!f.config_key.empty()) parts.push_back("config key " + f.config_key);
   if (f.arity == FlagArity::kRepeated) parts.push_back("repeatable");
   if (!f.old_name.empty()) parts.push_back("was --" + f.old_name);
   std::string s;

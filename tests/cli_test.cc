@@ -76,7 +76,7 @@ TEST(CliTest, AFlagWhoseUnitIsNotSecondsNamesIt) {
     }
   }
   const CliResult r = cli({"help", "run"});
-  EXPECT_NE(r.out.find("default 80% of the TTL · config hold_ms_max"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("default 80% of the TTL · config key hold_ms_max"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("--restart-delay-ms MS"), std::string::npos) << r.out;
 }
 

@@ -109,7 +109,7 @@ TEST(FlagsTest, HelpGroupsFlagsAndSaysUnitDefaultAndConfigKey) {
   EXPECT_EQ(h.rfind("usage: lockcheck toy [FLAGS] DIR\n", 0), 0u) << h;
   EXPECT_NE(h.find("\nworkload:\n  --count N"), std::string::npos) << h;   // a grouped flag under its group
   EXPECT_NE(h.find("\ntoy:\n  --verbose"), std::string::npos) << h;        // the others under the table's title
-  EXPECT_NE(h.find("unit ms · default 3 ms · config count_ms · was --number"), std::string::npos) << h;
+  EXPECT_NE(h.find("unit ms · default 3 ms · config key count_ms · was --number"), std::string::npos) << h;
   EXPECT_LT(h.find("workload:"), h.find("toy:")) << h;
 }
 
