@@ -26,14 +26,14 @@ while [ $# -gt 0 ]; do
   esac
 done
 common=(--nemesis-targeting holder --time-limit 8 --nemesis-interval 1.5 --concurrency 3 --ttl-ms 1000
-        --hold-ms-min 1000 --hold-ms-max 1000 --lease-margin-ms 5 --seeds 10 --budget "$budget" --results "$results")
+        --hold-ms-min 1000 --hold-ms-max 1000 --lease-margin-ms 5 --seeds 10 --budget-min "$budget" --results "$results")
 for lock in $locks; do
   nodes=5
   [ "$lock" = rueidislock ] && nodes=1  # its KeyMajority keys live on one deployment
   if [ "$pause" = 1 ]; then
     build/lockcheck boundary --param pause_ms --from 20 --to 3000 --resolution 50 --lock "$lock" --nodes "$nodes" \
       --nemesis client-pause --nemesis-targeting holder --time-limit 10 --nemesis-interval 1.5 --concurrency 3 \
-      --ttl-ms 1000 --seeds 10 --budget "$budget" --results "$results" "${extra[@]}" || true
+      --ttl-ms 1000 --seeds 10 --budget-min "$budget" --results "$results" "${extra[@]}" || true
   else
     build/lockcheck boundary --param drift_ppm --from 2000 --to 128000 --scale log --resolution 2500 \
       --lock "$lock" --nodes "$nodes" --nemesis clock:drift "${common[@]}" "${extra[@]}" || true

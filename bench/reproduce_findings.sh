@@ -57,7 +57,7 @@ for f in "$summary"/logs/*.run_dir; do
     continue
   fi
   start=$(date +%s)
-  "$build/lockcheck" reproduce "$run" --tries "$tries" --rate "$rate" --budget "$budget" > "$run.reproduce.log" 2>&1 || true
+  "$build/lockcheck" reproduce "$run" --tries "$tries" --rate "$rate" --budget-min "$budget" > "$run.reproduce.log" 2>&1 || true
   wall=$(( $(date +%s) - start ))
   # The minimal case's command, --tries more times; a run counts when it shows the same anomaly kind.
   verified=0

@@ -162,6 +162,15 @@ ConfigField with_default(ConfigField f, int64_t (*effective)(const RunConfig&)) 
   return f;
 }
 
+// What the help says of a row beyond its help line: the value's name, the default in words, an earlier spelling
+// of the flag (ConfigField's value_name, default_words, old_flag).
+ConfigField doc(ConfigField f, const char* value_name, const char* default_words = "", const char* old_flag = "") {
+  f.value_name = value_name;
+  f.default_words = default_words;
+  f.old_flag = old_flag;
+  return f;
+}
+
 void one_of(const std::string& value, const char* flag, std::initializer_list<const char*> allowed) {
   std::string list;
   for (const char* a : allowed) {
@@ -173,66 +182,83 @@ void one_of(const std::string& value, const char* flag, std::initializer_list<co
 
 }  // namespace
 
-// The fields in the order of config.json, the flags' --help and the report's rows.
+// The fields in the order of config.json, the flags' --help and the report's rows. Groups: cluster, lock,
+// workload, faults, checking, output (harness/flags.h prints them in that order).
 const std::vector<ConfigField>& config_fields() {
   using C = RunConfig;
   // clang-format off
   static const std::vector<ConfigField> fields = {
-    row<&C::cluster>("cluster", "cluster", "local (redis-server processes), docker, or ssh (--hosts)", "cluster", "",
-        [](const C& c) { one_of(c.cluster, "--cluster", {"local", "docker", "ssh"}); }),
-    row<&C::server>("server", "server", "the lock service the nodes run (see lockcheck list: servers)", "cluster", ""),
-    row<&C::server_opts>("server_opts", "server-opt", "KEY=VALUE: an option of the server kind (repeatable; each also has a flag of its own, see lockcheck list)", "cluster", ""),
-    row<&C::server_version>("server_version", "server-version", "the server's version the nodes run (default: the machine's; see lockcheck list; etcd 3.4.3 is built by scripts/build-clients)", "cluster", ""),
-    row<&C::hosts>("hosts", "hosts", "hosts file of --cluster ssh (JSON; scripts/ssh-testbed writes one)", "cluster", "",
+    doc(row<&C::cluster>("cluster", "cluster", "local (server processes on this machine), docker, or ssh (--hosts)", "cluster", "",
+        [](const C& c) { one_of(c.cluster, "--cluster", {"local", "docker", "ssh"}); }), "local|docker|ssh"),
+    doc(row<&C::server>("server", "server", "the lock service the nodes run (lockcheck list: servers; each kind's options follow below)", "cluster", ""),
+        "KIND", "redis"),
+    doc(row<&C::server_opts>("server_opts", "server-opt", "KEY=VALUE: an option of the server kind (repeatable; each also has a flag of its own, see below and lockcheck list)", "cluster", ""),
+        "KEY=VALUE"),
+    doc(row<&C::server_version>("server_version", "server-version", "the server's version the nodes run (default: the machine's; see lockcheck list; etcd 3.4.3 is built by scripts/build-clients)", "cluster", ""),
+        "VERSION", "the machine's (lockcheck list shows the builds)"),
+    doc(row<&C::hosts>("hosts", "hosts", "hosts file of --cluster ssh (JSON; scripts/ssh-testbed writes one)", "cluster", "",
         [](const C& c) { if (c.cluster != "ssh" && !c.hosts.empty()) throw ConfigError("--hosts: only with --cluster ssh"); }),
-    row<&C::nodes>("nodes", "nodes", "number of nodes (default 5, or what the server kind needs)", "cluster", "",
+        "FILE", "none"),
+    doc(row<&C::nodes>("nodes", "nodes", "number of nodes", "cluster", "",
         [](const C& c) { require(c.nodes >= 1 && c.nodes <= 15, "--nodes", c.nodes, "must be between 1 and 15"); }),
-    row<&C::lock>("lock", "lock", "lock algorithm (see lockcheck list)", "lock", ""),
-    row<&C::workload>("workload", "workload", "workload (see lockcheck list)", "workload", ""),
-    row<&C::nemesis>("nemesis", "nemesis", "comma list of faults (see lockcheck list), or none", "nemesis", ""),
-    row<&C::nemesis_targeting>("nemesis_targeting", "nemesis-targeting", "random, or holder: aim faults at the current lock holder and its nodes", "nemesis", "",
-        [](const C& c) { one_of(c.nemesis_targeting, "--nemesis-targeting", {"random", "holder"}); }),
-    row<&C::nemesis_interval_s>("nemesis_interval_s", "nemesis-interval", "seconds between a fault and its heal", "nemesis", "s",
+        "N", "5, or what the server kind needs (6 for a Redis Cluster)"),
+    doc(row<&C::lock>("lock", "lock", "lock algorithm (see lockcheck list)", "lock", ""), "NAME"),
+    doc(row<&C::workload>("workload", "workload", "workload (see lockcheck list)", "workload", ""), "NAME"),
+    doc(row<&C::nemesis>("nemesis", "nemesis", "comma list of faults (see lockcheck list), or none", "faults", ""), "LIST"),
+    doc(row<&C::nemesis_targeting>("nemesis_targeting", "nemesis-targeting", "random, or holder: aim faults at the current lock holder and its nodes", "faults", "",
+        [](const C& c) { one_of(c.nemesis_targeting, "--nemesis-targeting", {"random", "holder"}); }), "random|holder"),
+    row<&C::nemesis_interval_s>("nemesis_interval_s", "nemesis-interval", "seconds between a fault and its heal", "faults", "s",
         [](const C& c) { require(c.nemesis_interval_s > 0 && c.nemesis_interval_s <= 3600, "--nemesis-interval", c.nemesis_interval_s, "must be in (0, 3600] seconds"); }),
-    row<&C::restart_delay_ms>("restart_delay_ms", "restart-delay", "ms a killed node stays down before restart", "nemesis", "ms",
-        [](const C& c) { require(c.restart_delay_ms >= 0, "--restart-delay", c.restart_delay_ms, "must be >= 0 ms"); }),
-    row<&C::drift_ppm>("drift_ppm", "drift-ppm", "clock:drift: how much faster (+) or slower (-) the target nodes' clocks run, in parts per million (50000 = 5% fast; 0: drawn per fault)", "nemesis", "ppm",
+    doc(row<&C::restart_delay_ms>("restart_delay_ms", "restart-delay-ms", "how long a killed node stays down before its restart", "faults", "ms",
+        [](const C& c) { require(c.restart_delay_ms >= 0, "--restart-delay-ms", c.restart_delay_ms, "must be >= 0 ms"); }),
+        "", "0 ms (restart at once)", "restart-delay"),
+    doc(row<&C::drift_ppm>("drift_ppm", "drift-ppm", "clock:drift: how much faster (+) or slower (-) the target nodes' clocks run, in parts per million (50000 = 5% fast; 0: drawn per fault)", "faults", "ppm",
         [](const C& c) { require(c.drift_ppm > -1000000 && c.drift_ppm <= 10000000, "--drift-ppm", c.drift_ppm, "must be in (-1000000, 10000000] ppm (a clock cannot stop or run backwards)"); }),
-    with_default(row<&C::pause_ms>("pause_ms", "pause-ms", "client-pause: how long the holder stops, in ms (-1: twice the TTL)", "nemesis", "ms",
+        "", "drawn per fault"),
+    doc(with_default(row<&C::pause_ms>("pause_ms", "pause-ms", "client-pause: how long the holder stops, in ms (-1: twice the TTL)", "faults", "ms",
         [](const C& c) { require(c.pause_ms >= -1 && c.pause_ms <= 3600000, "--pause-ms", c.pause_ms, "must be between 0 and 3600000 (or -1 for twice the TTL)"); }),
         [](const C& c) { return c.effective_pause_ms(); }),
+        "", "twice the TTL"),
     row<&C::time_limit_s>("time_limit_s", "time-limit", "seconds the workload runs", "workload", "s",
         [](const C& c) { require(c.time_limit_s > 0 && c.time_limit_s <= 7 * 24 * 3600, "--time-limit", c.time_limit_s, "must be in (0, 604800] seconds"); }),
     row<&C::concurrency>("concurrency", "concurrency", "client processes", "workload", "",
         [](const C& c) { require(c.concurrency >= 1 && c.concurrency <= 1000, "--concurrency", c.concurrency, "must be between 1 and 1000"); }),
     row<&C::keys>("keys", "keys", "number of lock keys", "workload", "",
         [](const C& c) { require(c.keys >= 1 && c.keys <= 100000, "--keys", c.keys, "must be between 1 and 100000"); }),
-    row<&C::ttl_ms>("ttl_ms", "ttl-ms", "lock TTL in ms", "timing", "ms",
+    row<&C::ttl_ms>("ttl_ms", "ttl-ms", "lock TTL in ms", "lock", "ms",
         [](const C& c) { require(c.ttl_ms >= 10 && c.ttl_ms <= 24LL * 3600 * 1000, "--ttl-ms", c.ttl_ms, "must be between 10 and 86400000"); }),
-    with_default(row<&C::hold_ms_max>("hold_ms_max", "hold-ms-max", "longest hold in ms (-1: 80% of the TTL)", "timing", "ms",
+    doc(with_default(row<&C::hold_ms_max>("hold_ms_max", "hold-ms-max", "longest hold in ms (-1: 80% of the TTL)", "workload", "ms",
         [](const C& c) { require(c.hold_ms_max >= -1, "--hold-ms-max", c.hold_ms_max, "must be >= 0 (or -1 for 80% of the TTL)"); }),
         [](const C& c) { return c.effective_hold_ms_max(); }),
-    row<&C::hold_ms_min>("hold_ms_min", "hold-ms-min", "shortest hold in ms (a hold is uniform between it and the longest)", "timing", "ms",
+        "", "80% of the TTL"),
+    row<&C::hold_ms_min>("hold_ms_min", "hold-ms-min", "shortest hold in ms (a hold is uniform between it and the longest)", "workload", "ms",
         [](const C& c) {
           require(c.hold_ms_min >= 0 && c.hold_ms_min <= c.effective_hold_ms_max(), "--hold-ms-min", c.hold_ms_min,
                   "must be between 0 and the longest hold (" + std::to_string(c.effective_hold_ms_max()) + " ms)");
         }),
-    with_default(row<&C::work_ms>("work_ms", "work-ms", "set workloads: ms between read and write under the lock (-1: TTL/3)", "timing", "ms",
+    doc(with_default(row<&C::work_ms>("work_ms", "work-ms", "set workloads: ms between read and write under the lock (-1: TTL/3)", "workload", "ms",
         [](const C& c) { require(c.work_ms >= -1, "--work-ms", c.work_ms, "must be >= 0 (or -1 for a third of the TTL)"); }),
         [](const C& c) { return c.effective_work_ms(); }),
-    row<&C::lease_margin_ms>("lease_margin_ms", "lease-margin-ms", "how long before the end of its lease (the validity its client reported) a holder stops using the lock (-1: 10% of the lease, at least 20 ms)", "timing", "ms",
+        "", "a third of the TTL"),
+    doc(row<&C::lease_margin_ms>("lease_margin_ms", "lease-margin-ms", "how long before the end of its lease (the validity its client reported) a holder stops using the lock (-1: 10% of the lease, at least 20 ms)", "workload", "ms",
         [](const C& c) { require(c.lease_margin_ms >= -1 && c.lease_margin_ms <= 3600000, "--lease-margin-ms", c.lease_margin_ms, "must be between 0 and 3600000 (or -1 for 10% of the lease, at least 20 ms)"); }),
-    row<&C::work_uniform>("work_uniform", "work-uniform", "set workloads: the work between read and write is uniform in [0, 2 x --work-ms) ms, as Jepsen's etcd lock-set (rand-int (* 2 latency)); default: exactly --work-ms", "timing", ""),
-    row<&C::blind_holder>("blind_holder", "blind-holder", "set workloads: the holder reads, works and writes without checking its lease's validity (Jepsen's lock-set client); default: a careful holder that cuts its work to the validity and skips the update when none is left", "workload", ""),
-    row<&C::op_timeout_ms>("op_timeout_ms", "op-timeout-ms", "per-request timeout of the lock clients", "timing", "ms",
+        "", "10% of the lease, at least 20 ms"),
+    doc(row<&C::work_uniform>("work_uniform", "work-uniform", "set workloads: the work between read and write is uniform in [0, 2 x --work-ms) ms, as Jepsen's etcd lock-set (rand-int (* 2 latency)); default: exactly --work-ms", "workload", ""),
+        "", "off (exactly --work-ms)"),
+    doc(row<&C::blind_holder>("blind_holder", "blind-holder", "set workloads: the holder reads, works and writes without checking its lease's validity (Jepsen's lock-set client); default: a careful holder that cuts its work to the validity and skips the update when none is left", "workload", ""),
+        "", "off (a careful holder)"),
+    row<&C::op_timeout_ms>("op_timeout_ms", "op-timeout-ms", "per-request timeout of the lock clients", "lock", "ms",
         [](const C& c) { require(c.op_timeout_ms >= 1 && c.op_timeout_ms <= 600000, "--op-timeout-ms", c.op_timeout_ms, "must be between 1 and 600000"); }),
     row<&C::fencing>("fencing", "fencing", "hand out fencing tokens with each acquire", "lock", ""),
-    row<&C::client_cmd>("client_cmd", "client-cmd", "command line of an external lock client (--lock external)", "lock", ""),
-    row<&C::lock_opts>("lock_opts", "lock-opt", "KEY=VALUE: an option of the lock (repeatable; see lockcheck list)", "lock", ""),
-    row<&C::checker_timeout_s>("checker_timeout_s", "checker-timeout", "seconds of search before a checker answers unknown", "checkers", "s",
+    doc(row<&C::client_cmd>("client_cmd", "client-cmd", "command line of an external lock client (--lock external)", "lock", ""),
+        "COMMAND", "none (a shipped adapter's is made from --lock NAME; required with --lock external)"),
+    doc(row<&C::lock_opts>("lock_opts", "lock-opt", "KEY=VALUE: an option of the lock (repeatable; see lockcheck list)", "lock", ""),
+        "KEY=VALUE"),
+    row<&C::checker_timeout_s>("checker_timeout_s", "checker-timeout", "seconds of search before a checker answers unknown", "checking", "s",
         [](const C& c) { require(c.checker_timeout_s > 0, "--checker-timeout", c.checker_timeout_s, "must be > 0 seconds"); }),
-    row<&C::seed>("seed", "seed", "RNG seed (0: pick one; it is recorded)", "seed", ""),
-    row<&C::label>("label", "label", "a name for the run, used in its id", "label", "",
+    doc(row<&C::seed>("seed", "seed", "RNG seed (0: pick one; it is recorded)", "workload", ""),
+        "N", "a random one, recorded in config.json"),
+    doc(row<&C::label>("label", "label", "a name for the run, used in its id", "output", "",
         [](const C& c) {
           for (char ch : c.label) {
             if (!std::isalnum(static_cast<unsigned char>(ch)) && ch != '-' && ch != '_' && ch != '.') {
@@ -240,8 +266,10 @@ const std::vector<ConfigField>& config_fields() {
             }
           }
         }),
-    row<&C::results_dir>("results_dir", "results", "folder for results/<run-id>/", "", "",
+        "NAME", "none (the lock and workload name the run)"),
+    doc(row<&C::results_dir>("results_dir", "results", "the results folder: each run writes RESULTS/<run-id>/", "output", "",
         [](const C& c) { if (c.results_dir.empty()) throw ConfigError("--results: must not be empty"); }),
+        "DIR"),
     row<&C::argv>("argv", "", "the command line as given", "", ""),
   };
   // clang-format on

@@ -33,7 +33,7 @@ struct RunConfig {
   std::vector<std::string> nemesis;              // --nemesis a,b,c; empty means none
   std::string nemesis_targeting = "random";      // --nemesis-targeting random|holder
   double nemesis_interval_s = 5.0;               // --nemesis-interval: seconds between fault and heal
-  int64_t restart_delay_ms = 0;                  // --restart-delay: how long a killed node stays down
+  int64_t restart_delay_ms = 0;                  // --restart-delay-ms: how long a killed node stays down
   int64_t drift_ppm = 0;                         // --drift-ppm: clock:drift's rate (0: drawn per fault)
   int64_t pause_ms = -1;                         // --pause-ms: client-pause's length (-1: 2 x TTL)
   double time_limit_s = 10.0;                    // --time-limit
@@ -89,8 +89,9 @@ struct ConfigField {
   const char* key;    // in config.json: "ttl_ms"
   const char* flag;   // the `run` flag without dashes ("ttl-ms"); "" when it has none (argv)
   const char* help;   // the flag's --help line
-  const char* group;  // the report's configuration row it is shown in ("" = not shown)
-  const char* unit;   // "ms", "s" or "" (shown after the value in the report)
+  const char* group;  // cluster, lock, workload, faults, checking or output: its group in --help, the CLI
+                      // reference and the report's configuration rows ("" = not shown)
+  const char* unit;   // "ms", "s", "ppm" or "" (shown after the value; a flag whose unit is not seconds names it)
   Kind kind;
   // The field as JSON, as config.json holds it.
   nlohmann::json (*get)(const RunConfig&);
@@ -103,6 +104,11 @@ struct ConfigField {
   // For a field whose -1 means "a default derived from other fields" (hold_ms_max, work_ms): the value the run
   // uses (RunConfig's effective_*, which the workloads read). nullptr for the other fields.
   int64_t (*effective)(const RunConfig&) = nullptr;
+  // What --help, the CLI reference, the bash completion and --dry-run say of the flag (harness/flags.h):
+  const char* value_name = "";     // the value's name ("MS", "FILE", "local|docker|ssh"); "": from kind and unit
+  const char* default_words = "";  // the default in words where the value says too little ("80% of the TTL");
+                                   // "": the value RunConfig{} holds
+  const char* old_flag = "";       // an earlier spelling of the flag, still accepted with a note naming this one
 };
 const std::vector<ConfigField>& config_fields();
 const ConfigField* find_config_field(const std::string& key);  // nullptr when unknown

@@ -3,6 +3,7 @@
 #include <signal.h>
 
 #include <algorithm>
+#include <boost/algorithm/string/join.hpp>
 #include <boost/filesystem.hpp>
 #include <cmath>
 #include <ctime>
@@ -13,6 +14,8 @@
 #include "core/exit_codes.h"
 #include "core/run_files.h"
 #include "harness/child_runs.h"
+#include "harness/flags.h"
+#include "harness/plan.h"
 #include "report/html.h"
 #include "report/svg_common.h"
 #include "sys/signals.h"
@@ -86,14 +89,7 @@ double set_run_param(RunConfig& c, const std::string& param, double value) {
     find_config_field("lock_opts")->parse_flag(c, key + "=" + number_text(value), "--lock-opt");
     return value;
   }
-  std::string key = param;
-  if (key.rfind("--", 0) == 0) key = key.substr(2);
-  const ConfigField* f = find_config_field(key);
-  if (!f) {
-    for (const auto& field : config_fields()) {
-      if (key == field.flag && field.flag[0] != '\0') f = &field;
-    }
-  }
+  const ConfigField* f = find_run_setting(param);  // a config key, a flag, or a flag's earlier spelling
   if (!f) throw ConfigError("--param: '" + param + "' is not a run setting (a config key or flag, or lock-opt:KEY)");
   const bool integer = f->kind == ConfigField::Kind::kInt || f->kind == ConfigField::Kind::kUint;
   if (!integer && f->kind != ConfigField::Kind::kDouble) {
@@ -448,7 +444,9 @@ int boundary(const RunConfig& base_given, const BoundaryOptions& o, std::ostream
     throw ConfigError("--unsafe-at: must be between 1 and --seeds (" + std::to_string(o.seeds) + "), or 0 for 9 of 10");
   }
   if (o.resolution < 0) throw ConfigError("--resolution: must be > 0 (or 0 for a 32nd of the range)");
-  if (!(o.budget_min > 0) || o.budget_min > 7 * 24 * 60) throw ConfigError("--budget: must be > 0 and <= 10080 minutes");
+  if (!(o.budget_min > 0) || o.budget_min > 7 * 24 * 60) {
+    throw ConfigError("--budget-min: must be > 0 and <= 10080 minutes");
+  }
   if (o.log_scale && (o.from <= 0 || o.to <= 0)) throw ConfigError("--scale log: --from and --to must be > 0");
   RunConfig base = base_given;
   if (base.seed == 0) base.seed = 1;
@@ -458,8 +456,8 @@ int boundary(const RunConfig& base_given, const BoundaryOptions& o, std::ostream
     RunConfig a = base, b = base;
     set_run_param(a, o.param, o.from);
     set_run_param(b, o.param, o.to);
-    validate_fields(a);
-    validate_fields(b);
+    validate(a);  // as `lockcheck run` resolves it: an unknown lock or nemesis exits 2 before any probe
+    validate(b);
   }
   const std::string stamp = utc_now("%Y%m%dT%H%M%SZ");
   std::string safe_param;
@@ -468,6 +466,21 @@ int boundary(const RunConfig& base_given, const BoundaryOptions& o, std::ostream
   std::string work = base.results_dir + "/boundary-" + safe_param + "-" + base.lock + "-" + stamp;
   for (int k = 2; fs::exists(work) && k < 1000; ++k) {
     work = base.results_dir + "/boundary-" + safe_param + "-" + base.lock + "-" + stamp + "-" + std::to_string(k);
+  }
+  if (o.dry_run) {
+    out << "boundary --dry-run: nothing run, nothing written\n"
+        << "search:  " << o.param << " in [" << number_text(std::min(o.from, o.to)) << ", "
+        << number_text(std::max(o.from, o.to)) << "], " << (o.log_scale ? "log" : "linear") << " scale, resolution "
+        << (o.resolution > 0 ? number_text(o.resolution) : std::string("a 32nd of the range")) << "\n"
+        << "probes:  " << o.seeds << " seeds each (from seed " << base.seed << "), unsafe at "
+        << o.effective_unsafe_at() << " of " << o.seeds
+        << (o.target ? " runs with " + o.target->str() : std::string(" invalid runs"))
+        << ", budget " << o.budget_min << " min\n"
+        << "runs:    lockcheck run --lock " << base.lock << " --workload " << base.workload << " --nemesis "
+        << (base.nemesis.empty() ? std::string("none") : boost::algorithm::join(base.nemesis, ",")) << ", "
+        << number_text(base.time_limit_s) << " s each\n"
+        << "would write: " << work << "/ (boundary.json, boundary.md, boundary.html; every run under runs/)\n";
+    return kExitValid;
   }
   fs::create_directories(work);
   // The command as given (the CLI records it), else the search's own options.

@@ -37,9 +37,10 @@ struct BoundaryOptions {
   int seeds = 10;           // --seeds: N runs per probe
   int unsafe_at = 0;        // --unsafe-at: R (0: N - N / 10, 9 of 10)
   double resolution = 0;    // --resolution: in the parameter's unit (0: |to - from| / 32; integers >= 1)
-  double budget_min = 60;   // --budget: minutes
+  double budget_min = 60;   // --budget-min: minutes
   bool log_scale = false;   // --scale log: geometric midpoints (from and to > 0)
   std::optional<AnomalyKind> target;  // --anomaly CHECKER[:KIND]; nullopt: any violation (an invalid run)
+  bool dry_run = false;     // --dry-run: check the search and both ends, say what it would do, run nothing
   int effective_unsafe_at() const { return unsafe_at > 0 ? unsafe_at : seeds - seeds / 10; }
 };
 

@@ -3,29 +3,40 @@
 #include <malloc.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdlib>
-#include <boost/algorithm/string.hpp>
-#include <boost/program_options.hpp>
-#include <simdjson.h>
+#include <boost/program_options/errors.hpp>
+#include <cerrno>
 #include <filesystem>
 #include <fstream>
 #include <iomanip>
+#include <limits>
+#include <map>
 #include <optional>
+#include <sstream>
+#include <type_traits>
 
 #include "checkers/checker.h"
 #include "checkers/export.h"
 #include "checkers/import.h"
+#include "cluster/clock_shim.h"
+#include "cluster/power_loss.h"
 #include "cluster/ssh_cluster.h"
+#include "cluster/ssh_hosts.h"
 #include "core/cluster.h"
 #include "core/config.h"
 #include "core/exit_codes.h"
 #include "core/history.h"
 #include "core/huge_pages.h"
+#include "core/version.h"
 #include "docker/docker_cluster.h"
+#include "harness/boundary.h"
+#include "harness/flags.h"
+#include "harness/install_layout.h"
 #include "harness/matrix.h"
 #include "harness/matrix_shard.h"
+#include "harness/night.h"
 #include "harness/plan.h"
-#include "harness/boundary.h"
 #include "harness/reproduce.h"
 #include "harness/rerun.h"
 #include "harness/runner.h"
@@ -40,165 +51,157 @@
 #include "sys/process.h"
 #include "workloads/workload.h"
 
-namespace po = boost::program_options;
-
 namespace lockcheck {
 
 namespace {
 
-const char* kUsage =
-    "usage: lockcheck COMMAND [FLAGS]\n"
-    "\n"
-    "commands:\n"
-    "  run             run one test: start the cluster, drive the workload, inject faults, check, report\n"
-    "  check RUN_DIR   re-run the checkers on a stored history (--format edn|porcupine FILE: another tool's)\n"
-    "  report RUN_DIR  re-render a run's report.html (--index: results/index.html)\n"
-    "  rerun RUN_DIR   the stored configuration and seed again\n"
-    "  reproduce RUN_DIR  an INVALID run's reproduction rate, then its smallest reliable reproduction (repro/)\n"
-    "  boundary  --param NAME --from A --to B RUN FLAGS...  where the verdict flips as one setting moves\n"
-    "  test-all        a matrix of configurations with expected verdicts (JUnit XML, HTML summary)\n"
-    "  merge DIR...    join the folders of test-all --shard K/N runs into one JUnit, summary and exit status\n"
-    "  trend DIR...    what changed over the last nights of test-all folders, told apart from noise\n"
-    "  export          write a history as Jepsen EDN ops or Porcupine operations\n"
-    "  clean           remove Docker containers, networks and volumes left by killed runs (--hosts: ssh hosts)\n"
-    "  list            lock algorithms, workloads, nemeses and checkers, one line each\n"
-    "\n"
-    "`lockcheck COMMAND --help` describes a command's flags.\n"
-    "exit status: 0 valid, 1 anomaly found, 2 usage or config error, 3 harness or cluster failed,\n"
-    "             4 a checker could not decide\n";
+namespace cli_fs = std::filesystem;
 
-// `lockcheck run`'s flags: one per field of the config table (core/config.h), plus the flags of the command
-// itself. Each field's flag is taken as text and set by the table's parser, so the flag, its help, its
-// default and its checks cannot drift from config.json.
-po::options_description run_options() {
-  po::options_description o("lockcheck run [FLAGS]");
-  const nlohmann::json defaults = RunConfig{};
-  o.add_options()("help,h", "this help");
-  for (const auto& f : config_fields()) {
-    if (!*f.flag) continue;
-    if (f.kind == ConfigField::Kind::kBool) {
-      o.add_options()(f.flag, f.help);
-    } else if (f.kind == ConfigField::Kind::kObject) {
-      o.add_options()(f.flag, po::value<std::vector<std::string>>()->composing(), f.help);
-    } else {
-      const nlohmann::json& d = defaults.at(f.key);
-      std::string shown = d.is_string() ? d.get<std::string>() : d.dump();
-      if (f.kind == ConfigField::Kind::kList) shown = "none";
-      auto* v = po::value<std::string>();
-      if (!shown.empty()) v->default_value(shown);
-      o.add_options()(f.flag, v, f.help);
+// The exit statuses, as the top help and the reference list them.
+const std::vector<std::pair<std::string, std::string>>& exit_status_table() {
+  static const std::vector<std::pair<std::string, std::string>> statuses = {
+      {"0", "valid: every checker found the history valid (or the command did what it was asked)"},
+      {"1", "an anomaly was found (test-all: an expectation not met; trend: something got worse)"},
+      {"2", "usage or configuration error: a bad flag or value, named in the message; nothing was run"},
+      {"3", "the harness or the cluster failed (no redis-server, no Docker engine, a client stuck)"},
+      {"4", "a checker could not decide (unknown)"},
+      {"128+N", "interrupted by signal N (130: SIGINT, Ctrl-C; 143: SIGTERM); what was done so far is kept"},
+  };
+  return statuses;
+}
+
+// ---- Flags of a command's own (the run settings' come from their tables: harness/flags.h) ----
+
+template <typename T>
+T parse_number(const std::string& text, const std::string& flag) {
+  errno = 0;
+  char* end = nullptr;
+  if constexpr (std::is_floating_point_v<T>) {
+    const double v = std::strtod(text.c_str(), &end);
+    if (text.empty() || errno != 0 || *end != '\0' || !std::isfinite(v)) {
+      throw ConfigError(flag + ": '" + text + "' is not a number");
     }
-  }
-  // Each server kind's own options (servers/): a flag each, whose value lands in server_opts.
-  for (const auto& e : server_registry()) {
-    for (const auto& opt : e.spec->options()) {
-      const std::string help = std::string(opt.help) + " (--server " + e.name + "; default " +
-                               (opt.default_value.is_string() ? opt.default_value.get<std::string>()
-                                                              : opt.default_value.dump()) +
-                               "; config: server_opts." + opt.key + ")";
-      o.add_options()(opt.flag, po::value<std::string>(), help.c_str());
+    return static_cast<T>(v);
+  } else {
+    const long long v = std::strtoll(text.c_str(), &end, 10);
+    if (text.empty() || errno != 0 || *end != '\0') throw ConfigError(flag + ": '" + text + "' is not an integer");
+    if (v < static_cast<long long>(std::numeric_limits<T>::min()) ||
+        v > static_cast<long long>(std::numeric_limits<T>::max())) {
+      throw ConfigError(flag + ": " + text + " is out of range");
     }
-  }
-  // clang-format off
-  o.add_options()
-    ("config", po::value<std::string>(), "run the configuration in FILE (a config.json); only --results, --seed, --schedule, --no-progress may go with it")
-    ("schedule", po::value<std::string>(), "replay the fault schedule in FILE (a run's schedule.json) by offset instead of planning one from the seed; without --nemesis its nemeses and targeting are the run's")
-    ("seeds", po::value<int>(), "seed search: run N times with seeds SEED, SEED+1, ... and report how many found an anomaly and the median time to the first")
-    ("no-progress", "no progress line");
-  // clang-format on
-  return o;
-}
-
-// The config fields given on the command line (not defaulted) into c, and the server kinds' option flags into
-// c.server_opts.
-void apply_run_flags(const po::variables_map& vm, RunConfig& c) {
-  for (const auto& e : server_registry()) {
-    for (const auto& opt : e.spec->options()) {
-      if (!vm.count(opt.flag)) continue;
-      const std::string name = std::string("--") + opt.flag;
-      if (c.server_opts.contains(opt.key)) throw ConfigError(name + ": given twice (also as --server-opt)");
-      c.server_opts[opt.key] = parse_server_option(opt, vm[opt.flag].as<std::string>(), name);
-    }
-  }
-  for (const auto& f : config_fields()) {
-    if (!*f.flag || !vm.count(f.flag)) continue;
-    const auto& v = vm[f.flag];
-    const std::string name = std::string("--") + f.flag;
-    if (f.kind == ConfigField::Kind::kBool) {
-      f.parse_flag(c, "true", name);
-    } else if (f.kind == ConfigField::Kind::kObject) {
-      for (const auto& kv : v.as<std::vector<std::string>>()) f.parse_flag(c, kv, name);
-    } else if (!v.defaulted()) {
-      f.parse_flag(c, v.as<std::string>(), name);
-    }
+    return static_cast<T>(v);
   }
 }
 
-// Parses args against desc with no positional arguments unless positional_name is given (then exactly one).
-// Every argument ends up in JSON (config.json, results.json, the report), which is UTF-8: refused here, by
-// position, rather than failing as an internal error when it is written.
-void require_utf8(const std::vector<std::string>& args) {
-  for (size_t i = 0; i < args.size(); ++i) {
-    if (simdjson::validate_utf8(args[i].data(), args[i].size())) continue;
-    throw ConfigError("argument " + std::to_string(i + 1) +
-                      (i > 0 && args[i - 1].rfind("--", 0) == 0 && simdjson::validate_utf8(args[i - 1].data(), args[i - 1].size())
-                           ? " (the value of " + args[i - 1] + ")"
-                           : std::string()) +
-                      " is not valid UTF-8");
+// A number as its default reads: 10, 0.05.
+template <typename T>
+std::string number_default(T v) {
+  if constexpr (std::is_floating_point_v<T>) {
+    std::ostringstream s;
+    s << v;
+    return s.str();
+  } else {
+    return std::to_string(v);
   }
 }
 
-po::variables_map parse(const std::vector<std::string>& args, const po::options_description& desc,
-                        const char* positional_name = nullptr, std::string* positional = nullptr) {
-  require_utf8(args);
-  po::options_description all(desc);
-  po::positional_options_description pos;
-  if (positional_name) {
-    all.add_options()(positional_name, po::value(positional), "");
-    pos.add(positional_name, 1);
+// A flag setting *target (a number or text); its default is what *target holds when the table is made.
+template <typename T>
+FlagSpec value_flag(const std::string& name, const std::string& value, T* target, const std::string& help) {
+  FlagSpec f;
+  f.name = name;
+  f.value = value;
+  f.help = help;
+  if constexpr (std::is_same_v<T, std::string>) {
+    f.default_text = target->empty() ? "" : *target;
+    f.set = [target](const std::string& text) { *target = text; };
+  } else {
+    f.default_text = number_default(*target);
+    f.set = [target, name](const std::string& text) { *target = parse_number<T>(text, "--" + name); };
   }
-  std::vector<std::string> extra;
-  all.add_options()("lockcheck-extra-args", po::value(&extra), "");
-  pos.add("lockcheck-extra-args", -1);
-  po::variables_map vm;
-  po::store(po::command_line_parser(args).options(all).positional(pos).run(), vm);
-  po::notify(vm);
-  if (!extra.empty()) throw ConfigError("unexpected argument '" + extra.front() + "'");
-  return vm;
+  return f;
 }
 
-// Parses args against desc with any number of positional folders into *dirs (merge, trend).
-po::variables_map parse_dirs(const std::vector<std::string>& args, const po::options_description& desc,
-                             std::vector<std::string>* dirs) {
-  require_utf8(args);
-  po::options_description all(desc);
-  all.add_options()("dirs", po::value(dirs), "");
-  po::positional_options_description pos;
-  pos.add("dirs", -1);
-  po::variables_map vm;
-  po::store(po::command_line_parser(args).options(all).positional(pos).run(), vm);
-  po::notify(vm);
-  return vm;
+FlagSpec switch_flag(const std::string& name, bool* target, const std::string& help) {
+  FlagSpec f;
+  f.name = name;
+  f.arity = FlagArity::kSwitch;
+  f.help = help;
+  f.set = [target](const std::string&) { *target = true; };
+  return f;
 }
 
-// --history DIR and --fail-on-trend of test-all and merge (harness/trend.h).
-void add_history_options(po::options_description& desc, std::string* history) {
-  desc.add_options()("history", po::value(history),
-                     "a folder of earlier test-all folders: the summary opens with what changed since the last "
-                     "nights (lockcheck trend), trend.html beside it")(
-      "fail-on-trend", "with --history: exit 1 also when something got worse since the last nights");
+// The few things a flag's row says besides its name, value and help.
+FlagSpec with(FlagSpec f, const std::string& unit, const std::string& default_text, const std::string& group = "",
+              const std::string& config_key = "") {
+  f.unit = unit;
+  if (!default_text.empty()) {
+    f.default_text = default_text;
+  } else if (!unit.empty() && !f.default_text.empty()) {
+    f.default_text += " " + unit;  // the number the options hold, in its unit
+  }
+  f.group = group;
+  f.config_key = config_key;
+  return f;
 }
-bool fail_on_trend_flag(const po::variables_map& vm, const std::string& history) {
-  const bool fail = vm.count("fail-on-trend") > 0;
-  if (fail && history.empty()) throw ConfigError("--fail-on-trend: needs --history DIR");
-  return fail;
+
+// A command's spec without its flags: what --help, the top help and the reference say of it.
+CommandSpec command(const std::string& name, const std::string& synopsis, const std::string& summary,
+                    const std::string& about, Positional positional = Positional::kNone,
+                    const std::string& positional_name = "") {
+  CommandSpec s;
+  s.name = name;
+  s.synopsis = synopsis;
+  s.summary = summary;
+  s.about = about;
+  s.positional = positional;
+  s.positional_name = positional_name;
+  return s;
 }
+
+// --budget-min MIN (was --budget) of the searches, reproduce and boundary.
+FlagSpec budget_flag(double* minutes, const std::string& help) {
+  FlagSpec f = with(value_flag("budget-min", "MIN", minutes, help), "min", "");
+  f.old_name = "budget";
+  return f;
+}
+
+// --help and --dry-run: every command has them.
+struct General {
+  bool help = false;
+  bool dry_run = false;
+};
+FlagTable general_flags(General& g, const std::string& dry_run_help) {
+  FlagSpec help = switch_flag("help", &g.help, "this help (the same as lockcheck help COMMAND)");
+  help.short_name = 'h';
+  return {"general", {help, switch_flag("dry-run", &g.dry_run, dry_run_help)}, ""};
+}
+const char* kDryRunStartsNothing = "parse and resolve as the command would, print what it would do; start nothing, "
+                                   "write nothing, exit 0";
+
+// The results folder flag, one name across commands: where a command writes its own folder.
+FlagSpec results_flag(std::string* dir, const std::string& help) {
+  return with(value_flag("results", "DIR", dir, help), "", "", "output", "results_dir");
+}
+
+// A RUN_DIR argument; ConfigError when it is missing.
+std::string one_positional(const ParsedCommand& p, const std::string& what) {
+  if (p.positionals.empty() || p.positionals.front().empty()) throw ConfigError(what);
+  return p.positionals.front();
+}
+
+std::string join_words(const std::vector<std::string>& v, const std::string& sep) {
+  std::string s;
+  for (const auto& x : v) s += (s.empty() ? "" : sep) + x;
+  return s;
+}
+
+// ---- The commands. Each is its options, the spec made from them (tables bound to the options) and its body. ----
 
 // `run --schedule FILE`: the stored schedule, read and checked against the run's nemeses (ConfigError naming
 // the flag). A run given no --nemesis takes the schedule's nemeses and targeting.
-std::optional<Schedule> schedule_flag(const po::variables_map& vm, RunConfig& c) {
-  if (!vm.count("schedule")) return std::nullopt;
-  const std::string file = vm["schedule"].as<std::string>();
+std::optional<Schedule> schedule_flag(const std::string& file, RunConfig& c) {
+  if (file.empty()) return std::nullopt;
   Schedule s;
   try {
     s = read_schedule_file(file);
@@ -213,74 +216,117 @@ std::optional<Schedule> schedule_flag(const po::variables_map& vm, RunConfig& c)
   return s;
 }
 
-}  // namespace
-
-RunConfig parse_run_flags(const std::vector<std::string>& args) {
-  RunConfig c;
-  auto vm = parse(args, run_options());
-  for (const char* refused : {"config", "schedule", "help"}) {
-    if (vm.count(refused)) throw ConfigError(std::string("--") + refused + ": not here (parse_run_flags)");
-  }
-  apply_run_flags(vm, c);
-  c.nodes_given = vm.count("nodes") > 0 && !vm["nodes"].defaulted();
-  return c;
-}
-
-namespace {
-
-int cmd_run(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
-  RunConfig c;
-  auto desc = run_options();
-  auto vm = parse(args, desc);
-  if (vm.count("help")) {
-    out << desc;
-    return kExitValid;
-  }
-  if (vm.count("config")) {
-    for (const auto& [name, value] : vm) {
-      if (!value.defaulted() && name != "config" && name != "results" && name != "seed" && name != "no-progress" &&
-          name != "schedule") {
-        throw ConfigError("--" + name + ": cannot be combined with --config (edit the file instead)");
+// The run settings' tables as flags setting c (a server spec's table is one more entry of run_setting_tables()).
+std::vector<FlagTable> run_setting_flags(RunConfig& c, const std::string& listed_under = "") {
+  std::vector<FlagTable> tables;
+  for (const auto* rows : run_setting_tables()) {
+    tables.push_back(setting_flags(*rows, c, "run settings"));
+    tables.back().listed_under = listed_under;
+    // The names the registries know complete --lock, --workload and --nemesis.
+    for (auto& f : tables.back().flags) {
+      if (f.name == "lock") {
+        for (const auto& a : lock_registry()) f.choices.push_back(a.name);
+      } else if (f.name == "workload") {
+        for (const auto& w : workload_registry()) f.choices.push_back(w.name);
+      } else if (f.name == "nemesis") {
+        for (const auto& n : nemesis_registry()) f.choices.push_back(n.name);
+      } else if (f.name == "server") {
+        for (const auto& e : server_registry()) f.choices.push_back(e.name);
       }
     }
-    const std::string file = vm["config"].as<std::string>();
-    std::ifstream in(file);
-    if (!in) throw ConfigError("--config: cannot open " + file);
-    nlohmann::json j;
-    try {
-      j = nlohmann::json::parse(in);
-    } catch (const nlohmann::json::exception& e) {
-      throw ConfigError("--config: " + file + " is not valid JSON (" + e.what() + ")");
-    }
-    RunConfig fc;
-    from_json(j, fc);
-    RunConfig given;
-    apply_run_flags(vm, given);
-    if (!vm["results"].defaulted()) fc.results_dir = given.results_dir;
-    if (!vm["seed"].defaulted()) fc.seed = given.seed;
-    fc.progress = vm.count("no-progress") == 0;
-    fc.argv = {"lockcheck", "run"};
-    fc.argv.insert(fc.argv.end(), args.begin(), args.end());
-    const std::optional<Schedule> replay = schedule_flag(vm, fc);
-    return run_test(fc, out, replay ? &*replay : nullptr).exit_code;
   }
-  apply_run_flags(vm, c);
-  c.nodes_given = vm.count("nodes") > 0 && !vm["nodes"].defaulted();
-  c.progress = vm.count("no-progress") == 0;
-  c.argv = {"lockcheck", "run"};
-  c.argv.insert(c.argv.end(), args.begin(), args.end());
-  if (find_lock_adapter(c.lock) && vm.count("client-cmd")) {
-    throw ConfigError("--client-cmd: --lock " + c.lock +
-                      " runs its shipped adapter (use --lock external for your own)");
-  }
-  (void)err;
-  const std::optional<Schedule> replay = schedule_flag(vm, c);
-  if (vm.count("seeds")) {
-    if (replay) throw ConfigError("--schedule: cannot be combined with --seeds");
-    return run_seeds(c, vm["seeds"].as<int>(), out);
-  }
-  return run_test(c, out, replay ? &*replay : nullptr).exit_code;
+  tables.push_back(server_option_flags(c, "run settings"));
+  tables.back().listed_under = listed_under;
+  return tables;
 }
+
+struct RunCommand {
+  RunConfig c;
+  General g;
+  std::string config_file, schedule_file;
+  int seeds = 0;
+  bool no_progress = false;
+
+  CommandSpec spec() {
+    CommandSpec s = command("run", "lockcheck run [FLAGS]",
+        "run one test: start the cluster, drive the workload, inject faults, check, report",
+        "Runs one test end to end: starts the nodes, runs the workload's clients against the lock while the nemeses "
+        "inject their faults, checks the history and writes RESULTS/<run-id>/ (config.json, history.jsonl, "
+        "results.json, report.html). The verdict is the exit status: 0 valid, 1 invalid, 4 unknown. Each setting's "
+        "config key is what a config.json or a matrix entry gives it.");
+    s.tables = run_setting_flags(c);
+    s.tables.push_back(
+        {"run",
+         {value_flag("config", "FILE", &config_file,
+                     "run the configuration in FILE (a config.json); only --results, --seed, --schedule, "
+                     "--no-progress may go with it"),
+          with(value_flag("schedule", "FILE", &schedule_file,
+                          "replay the fault schedule in FILE (a run's schedule.json) by offset instead of planning "
+                          "one from the seed; without --nemesis its nemeses and targeting are the run's"),
+               "", "none (the seed plans the faults)", "faults"),
+          with(value_flag("seeds", "N", &seeds,
+                          "seed search: run N times with seeds SEED, SEED+1, ... and report how many found an "
+                          "anomaly and the median time to the first"),
+               "", "off (one run)"),
+          with(switch_flag("no-progress", &no_progress, "no progress line"), "", "", "output")},
+         ""});
+    s.tables.push_back(general_flags(g, kDryRunStartsNothing));
+    return s;
+  }
+
+  int execute(const ParsedCommand& p, const std::vector<std::string>& args, std::ostream& out) {
+    RunConfig run = c;
+    if (!config_file.empty()) {
+      for (const auto& name : p.given) {
+        if (name != "config" && name != "results" && name != "seed" && name != "no-progress" && name != "schedule" &&
+            name != "dry-run") {
+          throw ConfigError("--" + name + ": cannot be combined with --config (edit the file instead)");
+        }
+      }
+      std::ifstream in(config_file);
+      if (!in) throw ConfigError("--config: cannot open " + config_file);
+      nlohmann::json j;
+      try {
+        j = nlohmann::json::parse(in);
+      } catch (const nlohmann::json::exception& e) {
+        throw ConfigError("--config: " + config_file + " is not valid JSON (" + e.what() + ")");
+      }
+      run = RunConfig{};
+      from_json(j, run);
+      if (p.has("results")) run.results_dir = c.results_dir;
+      if (p.has("seed")) run.seed = c.seed;
+    } else {
+      run.nodes_given = p.has("nodes");
+      if (find_lock_adapter(run.lock) && p.has("client-cmd")) {
+        throw ConfigError("--client-cmd: --lock " + run.lock +
+                          " runs its shipped adapter (use --lock external for your own)");
+      }
+    }
+    run.progress = !no_progress;
+    run.argv = {"lockcheck", "run"};
+    run.argv.insert(run.argv.end(), args.begin(), args.end());
+    const std::optional<Schedule> replay = schedule_flag(schedule_file, run);
+    if (p.has("seeds") && replay) throw ConfigError("--schedule: cannot be combined with --seeds");
+    if (g.dry_run) {
+      if (p.has("seeds") && (seeds < 1 || seeds > 1000)) throw ConfigError("--seeds: must be between 1 and 1000");
+      const Plan plan = resolve_plan(run);
+      out << "run --dry-run: nothing started, nothing written\n";
+      if (!config_file.empty()) out << "configuration: " << config_file << "\n";
+      if (replay) out << "schedule: " << schedule_file << " replayed (" << fault_count(*replay) << " faults)\n";
+      print_plan(plan, out);
+      const std::string name = run.label.empty() ? run.lock + "-" + run.workload : run.label;
+      if (p.has("seeds")) {
+        const uint64_t first = run.seed ? run.seed : 1;
+        out << "seed search: " << seeds << " runs, seeds " << first << " to " << first + seeds - 1 << "\n";
+      }
+      out << "would write: " << run.results_dir << "/<UTC time>-" << name << "-s<seed>/ (config.json, history.jsonl, "
+          << "results.json, report.html), " << run.results_dir << "/latest and index.html\n";
+      return kExitValid;
+    }
+    if (p.has("seeds")) return run_seeds(run, seeds, out);
+    return run_test(run, out, replay ? &*replay : nullptr).exit_code;
+  }
+};
 
 // `check --format edn|porcupine FILE`: another tool's lock history, checked with the lock workload's checkers.
 // Prints the verdict; writes nothing.
@@ -330,256 +376,411 @@ void set_up_check_heap() {
   }
 }
 
-int cmd_check(const std::vector<std::string>& args, std::ostream& out) {
-  po::options_description desc("lockcheck check RUN_DIR [FLAGS] | lockcheck check --format edn|porcupine FILE");
+
+struct CheckCommand {
+  General g;
   double timeout = 0;
   std::string format;
-  desc.add_options()("help,h", "this help")("checker-timeout", po::value(&timeout),
-                                            "seconds of search before a checker answers unknown (default: the run's)")(
-      "format", po::value(&format),
-      "check FILE written by another tool: edn (Jepsen/Knossos ops) or porcupine (operations), as `export` writes")(
-      "verdict-only",
-      "print the verdict and write nothing: RUN_DIR's results.json, report.html and the results index stay as they "
-      "were (by default they are rewritten with the new verdict; --format never writes)");
-  std::string dir;
-  auto vm = parse(args, desc, "run-dir", &dir);
-  if (vm.count("help")) {
-    out << desc;
-    return kExitValid;
-  }
-  std::optional<double> t;
-  if (vm.count("checker-timeout")) {
-    if (timeout <= 0) throw ConfigError("--checker-timeout: must be > 0 seconds");
-    t = timeout;
-  }
-  set_up_check_heap();
-  if (vm.count("format")) {
-    if (format != "edn" && format != "porcupine")
-      throw ConfigError("--format: '" + format + "' is not one of edn, porcupine");
-    if (dir.empty()) throw ConfigError("check --format: FILE is required");
-    return check_foreign_file(dir, format, t, out);
-  }
-  if (dir.empty()) throw ConfigError("check: RUN_DIR is required (a folder under results/)");
-  return check_run(dir, out, t, vm.count("verdict-only") == 0).exit_code;
-}
+  bool verdict_only = false;
 
-int cmd_rerun(const std::vector<std::string>& args, std::ostream& out) {
-  po::options_description desc(
-      "lockcheck rerun RUN_DIR: the stored configuration and seed again (same fault schedule)");
-  desc.add_options()("help,h", "this help");
-  std::string dir;
-  auto vm = parse(args, desc, "run-dir", &dir);
-  if (vm.count("help")) {
-    out << desc;
-    return kExitValid;
+  CommandSpec spec() {
+    CommandSpec s = command("check", "lockcheck check RUN_DIR [FLAGS] | lockcheck check --format edn|porcupine FILE",
+        "re-run the checkers on a stored history, or judge another tool's history (--format)",
+        "Re-runs the workload's checkers on RUN_DIR/history.jsonl and prints the verdict. It writes "
+        "RUN_DIR/results.json (the new verdict; the run's other fields kept), RUN_DIR/report.html and the results "
+        "folder's index.html; --verdict-only leaves the run untouched and writes nothing. With --format edn|porcupine "
+        "it judges FILE, a history written by another tool (Jepsen/Knossos ops, Porcupine operations, as lockcheck "
+        "export writes them), with the lock workload's checkers, and writes nothing.",
+        Positional::kOne, "RUN_DIR|FILE");
+    s.tables.push_back(
+        {"check",
+         {with(value_flag("checker-timeout", "S", &timeout, "seconds of search before a checker answers unknown"), "s",
+               "the run's (its config.json's checker_timeout_s; 60 for --format)", "checking"),
+          value_flag("format", "edn|porcupine", &format,
+                     "check FILE written by another tool: edn (Jepsen/Knossos ops) or porcupine (operations), as "
+                     "export writes them"),
+          with(switch_flag("verdict-only", &verdict_only,
+                           "print the verdict and write nothing: RUN_DIR's results.json, report.html and the results "
+                           "index stay as they were"),
+               "", "off (results.json, report.html and index.html rewritten)", "output")},
+         ""});
+    s.tables.push_back(general_flags(g, kDryRunStartsNothing));
+    return s;
   }
-  if (dir.empty()) throw ConfigError("rerun: RUN_DIR is required (a folder under results/)");
-  return rerun(dir, out);
-}
 
-int cmd_reproduce(const std::vector<std::string>& args, std::ostream& out) {
+  int execute(const ParsedCommand& p, std::ostream& out) {
+    std::optional<double> t;
+    if (p.has("checker-timeout")) {
+      if (timeout <= 0) throw ConfigError("--checker-timeout: must be > 0 seconds");
+      t = timeout;
+    }
+    if (p.has("format")) {
+      if (format != "edn" && format != "porcupine")
+        throw ConfigError("--format: '" + format + "' is not one of edn, porcupine");
+      const std::string file = one_positional(p, "check --format: FILE is required");
+      if (g.dry_run) {
+        if (!std::ifstream(file)) throw ConfigError(file + ": cannot open");
+        out << "check --dry-run: nothing checked, nothing written\nwould check " << file << " (" << format
+            << ") with the lock workload's checkers (" << join_words(checkers_for(RunConfig{}), ", ")
+            << "); --format writes nothing\n";
+        return kExitValid;
+      }
+      set_up_check_heap();
+      return check_foreign_file(file, format, t, out);
+    }
+    const std::string dir = one_positional(p, "check: RUN_DIR is required (a folder under results/)");
+    if (g.dry_run) {
+      const RunConfig cfg = read_run_config(dir);
+      if (!std::ifstream(dir + "/history.jsonl")) throw ConfigError(dir + "/history.jsonl: cannot open");
+      out << "check --dry-run: nothing checked, nothing written\nwould check " << dir << "/history.jsonl with "
+          << join_words(checkers_for(cfg), ", ") << " (timeout " << (t ? *t : cfg.checker_timeout_s) << " s)\n";
+      if (verdict_only) {
+        out << "would write nothing (--verdict-only)\n";
+      } else {
+        out << "would write: " << dir << "/results.json, " << dir << "/report.html, "
+            << cli_fs::path(dir).parent_path().string() << "/index.html\n";
+      }
+      return kExitValid;
+    }
+    set_up_check_heap();
+    return check_run(dir, out, t, !verdict_only).exit_code;
+  }
+};
+
+struct RerunCommand {
+  General g;
+  CommandSpec spec() {
+    CommandSpec s = command("rerun", "lockcheck rerun RUN_DIR",
+        "the stored configuration and seed again; RUN_DIR/repro: a minimal reproduction, run and compared",
+        "Runs a stored run's configuration and seed again with its fault schedule replayed, beside it in the same "
+        "results folder, and says how far the new run's fault timeline matched the old one. RUN_DIR may be a minimal "
+        "reproduction's folder (RUN/repro, written by lockcheck reproduce): its case runs once and the command says "
+        "whether the anomaly came back.",
+        Positional::kOne, "RUN_DIR");
+    s.tables.push_back(general_flags(g, kDryRunStartsNothing));
+    return s;
+  }
+  int execute(const ParsedCommand& p, std::ostream& out) {
+    return rerun(one_positional(p, "rerun: RUN_DIR is required (a folder under results/)"), out, g.dry_run);
+  }
+};
+
+struct ReproduceCommand {
+  General g;
   ReproduceOptions o;
-  po::options_description desc(
-      "lockcheck reproduce RUN_DIR [FLAGS]: how often an INVALID run's anomaly comes back, then the smallest case "
-      "that still shows it (shorter, fewer faults, processes and keys), written to RUN_DIR/repro/");
-  // clang-format off
-  desc.add_options()
-    ("help,h", "this help")
-    ("tries", po::value(&o.tries)->default_value(o.tries), "runs per candidate (N)")
-    ("rate", po::value(&o.rate)->default_value(o.rate), "a candidate is kept when the anomaly kind comes back in at least R of the N runs")
-    ("budget", po::value(&o.budget_min)->default_value(o.budget_min), "minutes for the whole search; it ends at most one run past it, with the best case so far");
-  // clang-format on
-  std::string dir;
-  auto vm = parse(args, desc, "run-dir", &dir);
-  if (vm.count("help")) {
-    out << desc;
-    return kExitValid;
+  CommandSpec spec() {
+    CommandSpec s = command("reproduce", "lockcheck reproduce RUN_DIR [FLAGS]",
+        "an INVALID run's reproduction rate, then its smallest reliable reproduction (RUN_DIR/repro)",
+        "How often an INVALID run's anomaly comes back, then the smallest case that still shows it (shorter, fewer "
+        "faults, processes and keys), written to RUN_DIR/repro/ (lockcheck rerun RUN_DIR/repro runs it). Exit 1 when "
+        "the anomaly reproduced, 0 when it did not.",
+        Positional::kOne, "RUN_DIR");
+    s.tables.push_back({"reproduce",
+                        {value_flag("tries", "N", &o.tries, "runs per candidate (N)"),
+                         value_flag("rate", "R", &o.rate,
+                                    "a candidate is kept when the anomaly kind comes back in at least R of the N runs"),
+                         budget_flag(&o.budget_min, "minutes for the whole search; it ends at most one run past it, "
+                                                    "with the best case so far")},
+                        ""});
+    s.tables.push_back(general_flags(g, kDryRunStartsNothing));
+    return s;
   }
-  if (dir.empty()) throw ConfigError("reproduce: RUN_DIR is required (an INVALID run's folder under results/)");
-  return reproduce(dir, o, out);
-}
+  int execute(const ParsedCommand& p, std::ostream& out) {
+    o.dry_run = g.dry_run;
+    return reproduce(one_positional(p, "reproduce: RUN_DIR is required (an INVALID run's folder under results/)"), o,
+                     out);
+  }
+};
 
-int cmd_boundary(const std::vector<std::string>& args, std::ostream& out) {
+struct BoundaryCommand {
+  General g;
+  RunConfig c;
   BoundaryOptions o;
   std::string anomaly, scale = "linear";
-  po::options_description own(
-      "lockcheck boundary --param NAME --from A --to B [FLAGS] RUN FLAGS...: where a run's verdict flips as one "
-      "numeric setting moves (N seeds a probe, bisection between the last safe and the first unsafe value); "
-      "writes results/boundary-NAME-TIME/");
-  // clang-format off
-  own.add_options()
-    ("param", po::value(&o.param), "the setting: a config key or run flag (drift_ppm, --pause-ms, ttl_ms), or lock-opt:KEY")
-    ("from", po::value(&o.from), "one end of the range")
-    ("to", po::value(&o.to), "the other end (either end may be the unsafe one)")
-    ("unsafe-at", po::value(&o.unsafe_at)->default_value(o.unsafe_at), "a probe is unsafe at R of N invalid runs or more (0: 9 of 10)")
-    ("resolution", po::value(&o.resolution)->default_value(o.resolution), "stop when each edge is bracketed this tightly, in the setting's unit (0: a 32nd of the range)")
-    ("budget", po::value(&o.budget_min)->default_value(o.budget_min), "minutes for the whole search (hard: no run starts that could end past it)")
-    ("scale", po::value(&scale)->default_value(scale), "linear, or log (geometric midpoints; both ends > 0)")
-    ("anomaly", po::value(&anomaly), "CHECKER[:KIND]: count only this anomaly (default: any invalid run)");
-  // clang-format on
-  po::options_description desc = run_options();
-  desc.add(own);
-  auto vm = parse(args, desc);
-  if (vm.count("help")) {
-    out << own << "\n" << desc;
-    return kExitValid;
+  CommandSpec spec() {
+    CommandSpec s = command("boundary", "lockcheck boundary --param NAME --from A --to B [FLAGS] [RUN SETTINGS]",
+        "where the verdict flips as one numeric setting moves",
+        "Where a run's verdict flips as one numeric setting moves: N seeds a probe, bisection between the last safe "
+        "and the first unsafe value. The run is given by run's setting flags. Writes RESULTS/boundary-NAME-LOCK-TIME/ "
+        "(boundary.json, boundary.md, boundary.html).");
+    s.tables.push_back(
+        {"boundary",
+         {with(value_flag("param", "NAME", &o.param,
+                          "the setting: a config key or run flag (drift_ppm, --pause-ms, ttl_ms), or lock-opt:KEY"),
+               "", "none (required)"),
+          with(value_flag("from", "A", &o.from, "one end of the range, in the setting's unit"), "", "none (required)"),
+          with(value_flag("to", "B", &o.to, "the other end (either end may be the unsafe one)"), "", "none (required)"),
+          value_flag("seeds", "N", &o.seeds, "runs per probe: seeds SEED, SEED+1, ..."),
+          with(value_flag("unsafe-at", "R", &o.unsafe_at, "a probe is unsafe at R of N invalid runs or more"), "",
+               "9 of 10 (0)"),
+          with(value_flag("resolution", "X", &o.resolution,
+                          "stop when each edge is bracketed this tightly, in the setting's unit"),
+               "", "a 32nd of the range (0)"),
+          budget_flag(&o.budget_min, "minutes for the whole search (hard: no run starts that could end past it)"),
+          value_flag("scale", "linear|log", &scale, "linear, or log (geometric midpoints; both ends > 0)"),
+          with(value_flag("anomaly", "CHECKER[:KIND]", &anomaly, "count only this anomaly"), "", "any invalid run")},
+         ""});
+    for (auto& t : run_setting_flags(c, "run")) s.tables.push_back(std::move(t));
+    s.tables.push_back(general_flags(g, kDryRunStartsNothing));
+    return s;
   }
-  for (const char* required : {"param", "from", "to"}) {
-    if (!vm.count(required)) throw ConfigError(std::string("--") + required + ": required");
-  }
-  for (const char* refused : {"config", "schedule"}) {
-    if (vm.count(refused)) {
-      throw ConfigError(std::string("--") + refused + ": not with boundary (each probe runs --seeds seeds of the given flags)");
+  int execute(const ParsedCommand& p, const std::vector<std::string>& args, std::ostream& out) {
+    for (const char* required : {"param", "from", "to"}) {
+      if (!p.has(required)) throw ConfigError(std::string("--") + required + ": required");
     }
+    if (scale != "linear" && scale != "log") throw ConfigError("--scale: '" + scale + "' is not one of linear, log");
+    o.log_scale = scale == "log";
+    if (p.has("anomaly")) o.target = parse_anomaly_flag(anomaly);
+    o.dry_run = g.dry_run;
+    RunConfig run = c;
+    run.nodes_given = p.has("nodes");
+    run.progress = false;
+    run.argv = {"lockcheck", "boundary"};
+    run.argv.insert(run.argv.end(), args.begin(), args.end());
+    return boundary(run, o, out);
   }
-  if (vm.count("seeds")) o.seeds = vm["seeds"].as<int>();  // runs per probe (N): seed, seed + 1, ... (default 10)
-  if (scale != "linear" && scale != "log") throw ConfigError("--scale: '" + scale + "' is not one of linear, log");
-  o.log_scale = scale == "log";
-  if (vm.count("anomaly")) o.target = parse_anomaly_flag(anomaly);
-  RunConfig c;
-  apply_run_flags(vm, c);
-  c.nodes_given = vm.count("nodes") > 0 && !vm["nodes"].defaulted();
-  c.progress = false;
-  c.argv = {"lockcheck", "boundary"};
-  c.argv.insert(c.argv.end(), args.begin(), args.end());
-  return boundary(c, o, out);
-}
+};
 
-int cmd_report(const std::vector<std::string>& args, std::ostream& out) {
-  po::options_description desc(
-      "lockcheck report RUN_DIR | --index [--results DIR]: re-render report.html / results/index.html");
+struct ReportCommand {
+  General g;
+  bool index = false;
   std::string results_dir = "results";
-  desc.add_options()("help,h", "this help")("index", "rewrite the index of every run in the results folder")(
-      "results", po::value(&results_dir)->default_value(results_dir), "results folder (with --index)");
-  std::string dir;
-  auto vm = parse(args, desc, "run-dir", &dir);
-  if (vm.count("help")) {
-    out << desc;
+  CommandSpec spec() {
+    CommandSpec s = command("report", "lockcheck report RUN_DIR | lockcheck report --index [--results DIR]",
+        "re-render a run's report.html (--index: the results folder's index.html)",
+        "Writes RUN_DIR/report.html again from the run's files (config.json, history.jsonl, results.json), or with "
+        "--index the results folder's index.html (every run, test-all and trend folder in it).",
+        Positional::kOne, "RUN_DIR");
+    s.tables.push_back({"report",
+                        {switch_flag("index", &index, "rewrite the index of every run in the results folder"),
+                         results_flag(&results_dir, "the results folder (with --index)")},
+                        ""});
+    s.tables.push_back(general_flags(g, kDryRunStartsNothing));
+    return s;
+  }
+  int execute(const ParsedCommand& p, std::ostream& out) {
+    if (index) {
+      if (!p.positionals.empty()) throw ConfigError("report: give RUN_DIR or --index, not both");
+      if (g.dry_run) {
+        if (!cli_fs::is_directory(results_dir)) throw ConfigError("--results: " + results_dir + " is not a folder");
+        out << "report --dry-run: nothing written\nwould write: " << results_dir << "/index.html\n";
+        return kExitValid;
+      }
+      write_index(results_dir);
+      out << "index: " << results_dir << "/index.html\n";
+      return kExitValid;
+    }
+    const std::string dir = one_positional(p, "report: RUN_DIR or --index is required");
+    if (g.dry_run) {
+      bool any = false;
+      for (const char* f : {"config.json", "history.jsonl", "results.json"}) any = any || cli_fs::exists(dir + "/" + f);
+      if (!any) throw ConfigError(dir + ": not a run folder (no config.json, history.jsonl or results.json)");
+      out << "report --dry-run: nothing written\nwould write: " << dir << "/report.html\n";
+      return kExitValid;
+    }
+    write_report(dir);
+    out << "report: " << dir << "/report.html\n";
     return kExitValid;
   }
-  if (vm.count("index")) {
-    if (!dir.empty()) throw ConfigError("report: give RUN_DIR or --index, not both");
-    write_index(results_dir);
-    out << "index: " << results_dir << "/index.html\n";
-    return kExitValid;
-  }
-  if (dir.empty()) throw ConfigError("report: RUN_DIR or --index is required");
-  write_report(dir);
-  out << "report: " << dir << "/report.html\n";
-  return kExitValid;
-}
+};
 
-int cmd_export(const std::vector<std::string>& args, std::ostream& out) {
-  po::options_description desc("lockcheck export --format edn|porcupine RUN_DIR [--output FILE]");
+struct ExportCommand {
+  General g;
   std::string format, output;
-  desc.add_options()("help,h", "this help")("format", po::value(&format),
-                                            "edn (Jepsen ops for Knossos/Elle) or porcupine")(
-      "output,o", po::value(&output), "write here instead of standard output");
-  std::string dir;
-  auto vm = parse(args, desc, "run-dir", &dir);
-  if (vm.count("help")) {
-    out << desc;
+  CommandSpec spec() {
+    CommandSpec s = command("export", "lockcheck export --format edn|porcupine RUN_DIR [--output FILE]",
+        "write a run's history as Jepsen EDN ops or Porcupine operations",
+        "Writes RUN_DIR/history.jsonl as Jepsen EDN ops (for Knossos or Elle) or Porcupine operations (JSON), to "
+        "standard output or to FILE. --output names a file, not a results folder (that is --results on the commands "
+        "that write folders).",
+        Positional::kOne, "RUN_DIR");
+    FlagSpec output_flag = with(value_flag("output", "FILE", &output, "write here instead of standard output"), "",
+                                "standard output", "output");
+    output_flag.short_name = 'o';
+    s.tables.push_back({"export",
+                        {with(value_flag("format", "edn|porcupine", &format,
+                                         "edn (Jepsen ops for Knossos/Elle) or porcupine"),
+                              "", "none (required)"),
+                         output_flag},
+                        ""});
+    s.tables.push_back(general_flags(g, kDryRunStartsNothing));
+    return s;
+  }
+  int execute(const ParsedCommand& p, std::ostream& out) {
+    if (format != "edn" && format != "porcupine")
+      throw ConfigError("--format: '" + format + "' is not one of edn, porcupine");
+    const std::string dir = one_positional(p, "export: RUN_DIR is required (a folder under results/)");
+    History h = read_history(dir + "/history.jsonl");
+    if (g.dry_run) {
+      out << "export --dry-run: nothing written\nwould write " << h.size() << " ops of " << dir << "/history.jsonl as "
+          << format << " to " << (output.empty() ? std::string("standard output") : output) << "\n";
+      return kExitValid;
+    }
+    std::string text = format == "edn" ? export_edn(h) : export_porcupine(h).dump() + "\n";
+    if (output.empty()) {
+      out << text;
+    } else {
+      std::ofstream f(output);
+      if (!(f << text)) throw std::runtime_error("cannot write " + output);
+    }
     return kExitValid;
   }
-  if (format != "edn" && format != "porcupine")
-    throw ConfigError("--format: '" + format + "' is not one of edn, porcupine");
-  if (dir.empty()) throw ConfigError("export: RUN_DIR is required (a folder under results/)");
-  History h = read_history(dir + "/history.jsonl");
-  std::string text = format == "edn" ? export_edn(h) : export_porcupine(h).dump() + "\n";
-  if (output.empty()) {
-    out << text;
-  } else {
-    std::ofstream f(output);
-    if (!(f << text)) throw std::runtime_error("cannot write " + output);
-  }
-  return kExitValid;
-}
+};
 
-int cmd_clean(const std::vector<std::string>& args, std::ostream& out) {
-  po::options_description desc(
-      "lockcheck clean: remove containers, networks and volumes left by runs that were killed");
+struct CleanCommand {
+  General g;
   std::string hosts;
-  desc.add_options()("help,h", "this help")("hosts", po::value(&hosts),
-                                            "instead: what killed --cluster ssh runs left on these hosts");
-  auto vm = parse(args, desc);
-  if (vm.count("help")) {
-    out << desc;
-    return kExitValid;
+  CommandSpec spec() {
+    CommandSpec s = command("clean", "lockcheck clean [--hosts FILE]",
+        "remove Docker containers, networks and volumes left by killed runs (--hosts: on ssh hosts)",
+        "Removes what runs killed with SIGKILL left behind: the Docker containers, networks and volumes lockcheck "
+        "labelled, or with --hosts what --cluster ssh runs left on those hosts.");
+    s.tables.push_back({"clean",
+                        {with(value_flag("hosts", "FILE", &hosts,
+                                         "instead: what killed --cluster ssh runs left on the hosts of FILE"),
+                              "", "none (the Docker engine)")},
+                        ""});
+    s.tables.push_back(general_flags(g, kDryRunStartsNothing));
+    return s;
   }
-  if (vm.count("hosts")) return ssh_clean(load_ssh_hosts(hosts, ssh_hosts_schema()), out);
-  return docker_clean(out);
+  int execute(const ParsedCommand& p, std::ostream& out) {
+    if (g.dry_run) {
+      out << "clean --dry-run: nothing removed\n";
+      if (p.has("hosts")) {
+        const SshHosts h = load_ssh_hosts(hosts, ssh_hosts_schema());
+        out << "would remove what killed runs left on the " << h.hosts.size() << " hosts of " << hosts << "\n";
+      } else {
+        out << "would remove the containers, networks and volumes lockcheck labelled on the Docker engine\n";
+      }
+      return kExitValid;
+    }
+    if (p.has("hosts")) return ssh_clean(load_ssh_hosts(hosts, ssh_hosts_schema()), out);
+    return docker_clean(out);
+  }
+};
+
+// The shipped matrices' names (for --matrix's completion and help).
+std::vector<std::string> shipped_matrices() {
+  std::vector<std::string> names;
+  std::error_code ec;
+  for (const auto& e : cli_fs::directory_iterator(matrix_dir(), ec)) {
+    if (e.path().extension() == ".json") names.push_back(e.path().stem().string());
+  }
+  std::sort(names.begin(), names.end());
+  return names;
 }
 
-int cmd_test_all(const std::vector<std::string>& args, std::ostream& out) {
+// --history DIR and --fail-on-trend of test-all and merge (harness/trend.h).
+void add_history_flags(FlagTable& t, std::string* history, bool* fail_on_trend) {
+  t.flags.push_back(with(value_flag("history", "DIR", history,
+                                    "a folder of earlier test-all folders: the summary opens with what changed since "
+                                    "the last nights (lockcheck trend), trend.html beside it"),
+                         "", "none"));
+  t.flags.push_back(
+      switch_flag("fail-on-trend", fail_on_trend, "with --history: exit 1 also when something got worse"));
+}
+void check_fail_on_trend(bool fail, const std::string& history) {
+  if (fail && history.empty()) throw ConfigError("--fail-on-trend: needs --history DIR");
+}
+
+struct TestAllCommand {
+  General g;
   TestAllOptions o;
-  po::options_description desc("lockcheck test-all [FLAGS]: run a matrix of configurations with expected verdicts");
-  // clang-format off
-  desc.add_options()
-    ("help,h", "this help")
-    ("matrix", po::value(&o.matrix)->default_value(o.matrix),
-     "matrix file, or a shipped one by name (harness/matrix/NAME.json: default, quick, findings, libraries, etcd, "
-     "side-by-side, ...)")
-    ("junit", po::value(&o.junit_path), "write JUnit XML here (default: in the summary folder)")
-    ("parallel", po::value(&o.parallel)->default_value(o.parallel), "runs at a time")
-    ("shard", po::value(&o.shard), "K/N: run only share K of N of the runs (then: lockcheck merge)")
-    ("results", po::value(&o.results_dir)->default_value(o.results_dir), "results folder");
-  // clang-format on
-  add_history_options(desc, &o.history);
-  auto vm = parse(args, desc);
-  if (vm.count("help")) {
-    out << desc;
-    return kExitValid;
+  CommandSpec spec() {
+    CommandSpec s = command("test-all", "lockcheck test-all [FLAGS]",
+        "a matrix of configurations with expected verdicts (JUnit XML, HTML summary)",
+        "Runs every entry of a matrix (each a configuration, its seeds and the verdict it must reach) and writes "
+        "RESULTS/test-all-MATRIX-TIME/ (junit.xml, summary.html, summary.json); exit 0 when every expectation was met, "
+        "1 otherwise.");
+    FlagSpec matrix = value_flag("matrix", "FILE|NAME", &o.matrix,
+                                 "a matrix file, or a shipped matrix by name (" + join_words(shipped_matrices(), ", ") +
+                                     ")");
+    matrix.choices = shipped_matrices();
+    FlagTable t{"test-all",
+                {matrix,
+                 with(value_flag("junit", "FILE", &o.junit_path, "write JUnit XML here"), "",
+                      "junit.xml in the test-all folder", "output"),
+                 value_flag("parallel", "N", &o.parallel, "runs at a time"),
+                 with(value_flag("shard", "K/N", &o.shard,
+                                 "run only share K of N of the runs (then: lockcheck merge)"),
+                      "", "all the runs"),
+                 results_flag(&o.results_dir, "the results folder: the test-all folder and every run go there")},
+                ""};
+    add_history_flags(t, &o.history, &o.fail_on_trend);
+    s.tables.push_back(std::move(t));
+    s.tables.push_back(general_flags(g, kDryRunStartsNothing));
+    return s;
   }
-  o.fail_on_trend = fail_on_trend_flag(vm, o.history);
-  if (!o.history.empty() && !o.shard.empty()) throw ConfigError("--history: a shard judges nothing; give it to merge");
-  return test_all(o, out);
-}
+  int execute(const ParsedCommand&, std::ostream& out) {
+    check_fail_on_trend(o.fail_on_trend, o.history);
+    if (!o.history.empty() && !o.shard.empty()) {
+      throw ConfigError("--history: a shard judges nothing; give it to merge");
+    }
+    o.dry_run = g.dry_run;
+    return test_all(o, out);
+  }
+};
 
-int cmd_merge(const std::vector<std::string>& args, std::ostream& out) {
+struct MergeCommand {
+  General g;
   MergeOptions o;
-  po::options_description desc("lockcheck merge DIR... [FLAGS]: join test-all shards' folders into one result");
-  desc.add_options()("help,h", "this help")("junit", po::value(&o.junit_path),
-                                            "write JUnit XML here (default: in the merged folder)")(
-      "results", po::value(&o.results_dir)->default_value(o.results_dir), "results folder for the merged folder");
-  add_history_options(desc, &o.history);
-  auto vm = parse_dirs(args, desc, &o.dirs);
-  if (vm.count("help")) {
-    out << desc;
-    return kExitValid;
+  CommandSpec spec() {
+    CommandSpec s = command("merge", "lockcheck merge DIR... [FLAGS]",
+        "join the folders of test-all --shard K/N runs into one JUnit, summary and exit status",
+        "Joins the test-all folders of the shards of one matrix (test-all --shard K/N) into one folder, "
+        "RESULTS/test-all-MATRIX-TIME/, judged as one test-all: one JUnit file, one summary, one exit status.",
+        Positional::kMany, "DIR");
+    FlagTable t{"merge",
+                {with(value_flag("junit", "FILE", &o.junit_path, "write JUnit XML here"), "",
+                      "junit.xml in the merged folder", "output"),
+                 results_flag(&o.results_dir, "the results folder the merged folder goes to")},
+                ""};
+    add_history_flags(t, &o.history, &o.fail_on_trend);
+    s.tables.push_back(std::move(t));
+    s.tables.push_back(general_flags(g, kDryRunStartsNothing));
+    return s;
   }
-  o.fail_on_trend = fail_on_trend_flag(vm, o.history);
-  return merge_test_all(o, out);
-}
+  int execute(const ParsedCommand& p, std::ostream& out) {
+    check_fail_on_trend(o.fail_on_trend, o.history);
+    o.dirs = p.positionals;
+    o.dry_run = g.dry_run;
+    return merge_test_all(o, out);
+  }
+};
 
-int cmd_trend(const std::vector<std::string>& args, std::ostream& out) {
+struct TrendCommand {
+  General g;
   TrendOptions o;
-  po::options_description desc(
-      "lockcheck trend DIR... [FLAGS]: what changed over the last nights (test-all folders, or the folders merge "
-      "writes; ordered by their own start time). Exit 0 nothing got worse, 1 an expectation newly unmet or an "
-      "entry weaker, 2 bad input");
-  // clang-format off
-  desc.add_options()
-    ("help,h", "this help")
-    ("out", po::value(&o.out_dir), "write trend.json and trend.html here (default: RESULTS/trend-MATRIX-TIME)")
-    ("alpha", po::value(&o.alpha)->default_value(o.alpha, "0.05"), "weaker / stronger when the two-sided Fisher exact test gives p below this")
-    ("results", po::value(&o.results_dir)->default_value(o.results_dir), "results folder (for the default --out)");
-  // clang-format on
-  auto vm = parse_dirs(args, desc, &o.dirs);
-  if (vm.count("help")) {
-    out << desc;
-    return kExitValid;
+  CommandSpec spec() {
+    CommandSpec s = command("trend", "lockcheck trend DIR... [FLAGS]",
+        "what changed over the last nights of test-all folders, told apart from noise",
+        "What changed over the last nights (test-all folders, or the folders merge writes; ordered by their own start "
+        "time), told apart from noise. Writes RESULTS/trend-MATRIX-TIME/ (trend.json, trend.html). Exit 0 nothing got "
+        "worse, 1 an expectation newly unmet or an entry weaker, 2 bad input.",
+        Positional::kMany, "DIR");
+    FlagSpec out_flag = with(value_flag("out", "DIR", &o.out_dir,
+                                        "write trend.json and trend.html into DIR itself (kept for old scripts; the "
+                                        "output-folder flag of every command is --results)"),
+                             "", "none", "output");
+    out_flag.note = "--out DIR still writes into DIR itself; the output-folder flag of every command is --results DIR "
+                    "(trend then writes DIR/trend-MATRIX-TIME/)";
+    s.tables.push_back(
+        {"trend",
+         {results_flag(&o.results_dir, "the results folder: trend writes RESULTS/trend-MATRIX-TIME/ there"), out_flag,
+          value_flag("alpha", "P", &o.alpha,
+                     "weaker / stronger when the two-sided Fisher exact test gives p below this")},
+         ""});
+    s.tables.push_back(general_flags(g, kDryRunStartsNothing));
+    return s;
   }
-  return trend_command(o, out);
-}
+  int execute(const ParsedCommand& p, std::ostream& out) {
+    o.dirs = p.positionals;
+    o.dry_run = g.dry_run;
+    return trend_command(o, out);
+  }
+};
 
-int cmd_list(const std::vector<std::string>& args, std::ostream& out) {
-  po::options_description desc("lockcheck list");
-  desc.add_options()("help,h", "this help");
-  auto vm = parse(args, desc);
-  if (vm.count("help")) {
-    out << desc;
-    return kExitValid;
-  }
+void print_list(std::ostream& out) {
   out << "servers (--server; default " << RunConfig{}.server << "), their options and versions on this machine "
          "(--server-version; default: the first):\n";
   for (const auto& e : server_registry()) {
@@ -631,38 +832,280 @@ int cmd_list(const std::vector<std::string>& args, std::ostream& out) {
   for (const auto& n : nemesis_registry()) out << "  " << std::left << std::setw(20) << n.name << n.description << "\n";
   out << "checkers:\n";
   for (const auto& c : checker_registry()) out << "  " << std::left << std::setw(20) << c.name << c.description << "\n";
+}
+
+struct ListCommand {
+  General g;
+  CommandSpec spec() {
+    CommandSpec s = command("list", "lockcheck list",
+        "lock algorithms, lock libraries, workloads, nemeses and checkers, one line each",
+        "Lists what --server, --lock, --lock-opt, --workload and --nemesis take, and the checkers, one line each; the "
+        "server versions and lock adapters found on this machine.");
+    s.tables.push_back(general_flags(g, kDryRunStartsNothing));
+    return s;
+  }
+  int execute(const ParsedCommand&, std::ostream& out) {
+    if (g.dry_run) {
+      out << "list --dry-run: would list " << lock_registry().size() << " lock algorithms, " << lock_adapters().size()
+          << " lock libraries, " << workload_registry().size() << " workloads, " << nemesis_registry().size()
+          << " nemeses and " << checker_registry().size()
+          << " checkers, and ask each server program on this machine its version\n";
+      return kExitValid;
+    }
+    print_list(out);
+    return kExitValid;
+  }
+};
+
+void print_version(std::ostream& out) {
+  const InstallLayout& l = this_install_layout();
+  out << "lockcheck " << kLockcheckVersion << "\n"
+      << "commit:      " << git_commit() << "\n"
+      << "build:       " << LOCKCHECK_BUILD_TYPE << "\n"
+      << "binary:      " << l.exe
+      << (l.installed ? " (installed under " + l.prefix + ")" : std::string(" (build tree)")) << "\n"
+      << "clock shim:  " << clock_shim_library() << (cli_fs::exists(clock_shim_library()) ? "" : " (missing)") << "\n"
+      << "power shim:  " << power_shim_library() << (cli_fs::exists(power_shim_library()) ? "" : " (missing)") << "\n"
+      << "matrices:    " << matrix_dir() << " (" << shipped_matrices().size() << ")\n"
+      << "adapters:    " << adapters_dir() << "\n";
+  for (const auto& a : lock_adapters()) {
+    std::error_code ec;
+    const bool built = cli_fs::exists(adapter_program(a), ec);
+    out << "  " << std::left << std::setw(20) << a.name << (built ? "built" : "not built (scripts/build-clients)")
+        << "\n";
+  }
+  out << "servers:     " << servers_dir() << " and this machine's\n";
+  for (const auto& e : server_registry()) {
+    const auto builds = e.spec->builds(resolve_server_options(*e.spec, nlohmann::json::object()));
+    if (builds.empty()) out << "  " << std::left << std::setw(20) << e.name << "none found\n";
+    for (const auto& b : builds) {
+      out << "  " << std::left << std::setw(20) << (std::string(e.name) + " " + b.version) << b.origin << "\n";
+    }
+  }
+}
+
+struct VersionCommand {
+  General g;
+  CommandSpec spec() {
+    CommandSpec s = command("version", "lockcheck version",
+        "version, commit, build type, and the servers and adapters this lockcheck finds",
+        "Prints (as lockcheck --version does) lockcheck's version, the commit and build type it was built from, where "
+        "it finds its own files (shims, matrices, adapters, server builds) and which servers and lock adapters are "
+        "there.");
+    s.tables.push_back(general_flags(g, "the same as without it: version writes nothing"));
+    return s;
+  }
+  int execute(const ParsedCommand&, std::ostream& out) {
+    print_version(out);
+    return kExitValid;
+  }
+};
+
+struct CompletionCommand {
+  General g;
+  CommandSpec spec() {
+    CommandSpec s = command("completion", "lockcheck completion bash",
+        "the bash completion script (installed as /usr/share/bash-completion/completions/lockcheck)",
+        "Prints a bash completion script for lockcheck, made from the same tables that parse the flags: source "
+        "<(lockcheck completion bash).",
+        Positional::kOne, "SHELL");
+    s.tables.push_back(general_flags(g, "the same as without it: completion writes nothing"));
+    return s;
+  }
+  int execute(const ParsedCommand& p, std::ostream& out);
+};
+
+struct HelpCommand {
+  General g;
+  bool reference = false;
+  CommandSpec spec() {
+    CommandSpec s = command("help", "lockcheck help [COMMAND] | lockcheck help --reference",
+        "this help; help COMMAND: a command's flags; help --reference: every command as Markdown",
+        "Without COMMAND the commands and exit statuses; with COMMAND exactly what lockcheck COMMAND --help prints; "
+        "with --reference the whole CLI reference as Markdown (docs/cli.md is made with it).",
+        Positional::kOne, "COMMAND");
+    s.tables.push_back({"help",
+                        {switch_flag("reference", &reference,
+                                     "every command and flag as Markdown (build/lockcheck help --reference > "
+                                     "docs/cli.md)")},
+                        ""});
+    s.tables.push_back(general_flags(g, "the same as without it: help writes nothing"));
+    return s;
+  }
+  int execute(const ParsedCommand& p, std::ostream& out, std::ostream& err);
+};
+
+std::string exit_status_lines(bool markdown) {
+  std::ostringstream s;
+  for (const auto& [code, meaning] : exit_status_table()) {
+    if (markdown) {
+      s << "| " << code << " | " << meaning << " |\n";
+    } else {
+      s << "  " << std::left << std::setw(7) << code << meaning << "\n";
+    }
+  }
+  return s.str();
+}
+
+void print_usage(std::ostream& out) {
+  out << "usage: lockcheck COMMAND [FLAGS]\n\ncommands:\n";
+  for (const auto& c : command_specs()) {
+    out << "  " << std::left << std::setw(12) << c.name << wrap_text(c.summary, 14, 14, 116) << "\n";
+  }
+  out << "\n`lockcheck COMMAND --help` (or `lockcheck help COMMAND`) describes a command's flags, each with its unit,\n"
+         "default and config key; every command takes --dry-run (resolve and print what it would do, start and\n"
+         "write nothing). lockcheck --version: version, commit, and the servers and adapters found.\n"
+         "\nexit status:\n"
+      << exit_status_lines(false);
+}
+
+int CompletionCommand::execute(const ParsedCommand& p, std::ostream& out) {
+  const std::string shell = one_positional(p, "SHELL is required (bash)");
+  if (shell != "bash") throw ConfigError("'" + shell + "' is not a shell it knows (bash)");
+  write_bash_completion(command_specs(), out);
   return kExitValid;
+}
+
+// Parses args for Cmd; prints its help, or runs body(cmd, parsed).
+template <typename Cmd, typename Body>
+int run_parsed(const std::vector<std::string>& args, std::ostream& out, std::ostream& err, Body body) {
+  Cmd cmd;
+  const CommandSpec spec = cmd.spec();
+  const ParsedCommand p = parse_command(spec, args, err);
+  if (cmd.g.help) {
+    print_command_help(spec, out);
+    return kExitValid;
+  }
+  return body(cmd, p);
+}
+
+// A command whose body needs only what was parsed and standard output.
+template <typename Cmd>
+int plain_command(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
+  return run_parsed<Cmd>(args, out, err, [&](Cmd& c, const ParsedCommand& p) { return c.execute(p, out); });
+}
+
+int help_command(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
+  return run_parsed<HelpCommand>(args, out, err,
+                                 [&](HelpCommand& c, const ParsedCommand& p) { return c.execute(p, out, err); });
+}
+
+// run and boundary record their command line (config.json's argv).
+template <typename Cmd>
+int recording_command(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
+  return run_parsed<Cmd>(args, out, err, [&](Cmd& c, const ParsedCommand& p) { return c.execute(p, args, out); });
+}
+
+// The command `name` with args: its body, or its help; nullopt when there is no such command.
+std::optional<int> dispatch(const std::string& name, const std::vector<std::string>& args, std::ostream& out,
+                            std::ostream& err) {
+  using Body = int (*)(const std::vector<std::string>&, std::ostream&, std::ostream&);
+  static const std::map<std::string, Body> bodies = {
+      {"run", &recording_command<RunCommand>},         {"check", &plain_command<CheckCommand>},
+      {"report", &plain_command<ReportCommand>},       {"rerun", &plain_command<RerunCommand>},
+      {"reproduce", &plain_command<ReproduceCommand>}, {"boundary", &recording_command<BoundaryCommand>},
+      {"test-all", &plain_command<TestAllCommand>},    {"merge", &plain_command<MergeCommand>},
+      {"trend", &plain_command<TrendCommand>},         {"export", &plain_command<ExportCommand>},
+      {"clean", &plain_command<CleanCommand>},         {"list", &plain_command<ListCommand>},
+      {"help", &help_command},                         {"version", &plain_command<VersionCommand>},
+      {"completion", &plain_command<CompletionCommand>}};
+  const auto it = bodies.find(name);
+  if (it == bodies.end()) return std::nullopt;
+  return it->second(args, out, err);
+}
+
+int HelpCommand::execute(const ParsedCommand& p, std::ostream& out, std::ostream& err) {
+  if (reference) {
+    if (!p.positionals.empty()) throw ConfigError("give COMMAND or --reference, not both");
+    write_reference(command_specs(), exit_status_lines(true), out);
+    return kExitValid;
+  }
+  if (p.positionals.empty()) {
+    print_usage(out);
+    return kExitValid;
+  }
+  // Exactly what `lockcheck COMMAND --help` prints.
+  const std::string& name = p.positionals.front();
+  if (const std::optional<int> code = dispatch(name, {"--help"}, out, err)) return *code;
+  throw ConfigError("unknown command '" + name + "' (lockcheck help lists them)");
 }
 
 }  // namespace
 
+std::vector<CommandSpec> command_specs() {
+  static RunCommand run;
+  static CheckCommand check;
+  static ReportCommand report;
+  static RerunCommand rerun_cmd;
+  static ReproduceCommand reproduce_cmd;
+  static BoundaryCommand boundary_cmd;
+  static TestAllCommand test_all_cmd;
+  static MergeCommand merge;
+  static TrendCommand trend;
+  static ExportCommand export_cmd;
+  static CleanCommand clean;
+  static ListCommand list;
+  static HelpCommand help;
+  static VersionCommand version;
+  static CompletionCommand completion;
+  return {run.spec(),   check.spec(), report.spec(), rerun_cmd.spec(), reproduce_cmd.spec(),
+          boundary_cmd.spec(), test_all_cmd.spec(), merge.spec(), trend.spec(), export_cmd.spec(),
+          clean.spec(), list.spec(), help.spec(), version.spec(), completion.spec()};
+}
+
+RunConfig parse_run_flags(const std::vector<std::string>& args) {
+  RunCommand cmd;
+  std::ostringstream notes;
+  const ParsedCommand p = parse_command(cmd.spec(), args, notes);
+  for (const char* refused : {"config", "schedule", "help"}) {
+    if (p.has(refused)) throw ConfigError(std::string("--") + refused + ": not here (parse_run_flags)");
+  }
+  RunConfig c = cmd.c;
+  c.nodes_given = p.has("nodes");
+  return c;
+}
+
+std::optional<CommandFlags> command_flags(const std::string& command) {
+  for (const auto& spec : command_specs()) {
+    if (spec.name != command) continue;
+    CommandFlags f;
+    for (const auto& t : spec.tables) {
+      for (const auto& flag : t.flags) {
+        f.flags.push_back(flag.name);
+        if (flag.short_name) f.flags.push_back(std::string(1, flag.short_name));
+        if (!flag.old_name.empty()) f.old_names.push_back(flag.old_name);
+        if (!flag.note.empty()) f.old_names.push_back(flag.name);  // kept for old scripts
+      }
+    }
+    return f;
+  }
+  return std::nullopt;
+}
+
+std::vector<std::string> command_names() {
+  std::vector<std::string> names;
+  for (const auto& spec : command_specs()) names.push_back(spec.name);
+  return names;
+}
+
 int cli_main(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
   if (args.empty()) {
-    err << kUsage;
+    print_usage(err);
     return kExitUsage;
   }
   const std::string cmd = args[0];
   const std::vector<std::string> rest(args.begin() + 1, args.end());
   try {
-    if (cmd == "--help" || cmd == "-h" || cmd == "help") {
-      out << kUsage;
+    if (cmd == "--help" || cmd == "-h") {
+      print_usage(out);
       return kExitValid;
     }
-    if (cmd == "run") return cmd_run(rest, out, err);
-    if (cmd == "check") return cmd_check(rest, out);
-    if (cmd == "list") return cmd_list(rest, out);
-    if (cmd == "rerun") return cmd_rerun(rest, out);
-    if (cmd == "reproduce") return cmd_reproduce(rest, out);
-    if (cmd == "boundary") return cmd_boundary(rest, out);
-    if (cmd == "report") return cmd_report(rest, out);
-    if (cmd == "clean") return cmd_clean(rest, out);
-    if (cmd == "export") return cmd_export(rest, out);
-    if (cmd == "test-all") return cmd_test_all(rest, out);
-    if (cmd == "merge") return cmd_merge(rest, out);
-    if (cmd == "trend") return cmd_trend(rest, out);
-    err << "lockcheck: unknown command '" << cmd << "'\n\n" << kUsage;
+    if (cmd == "--version") return *dispatch("version", rest, out, err);
+    if (const std::optional<int> code = dispatch(cmd, rest, out, err)) return *code;
+    err << "lockcheck: unknown command '" << cmd << "'\n\n";
+    print_usage(err);
     return kExitUsage;
-  } catch (const po::error& e) {
+  } catch (const boost::program_options::error& e) {
     err << "lockcheck " << cmd << ": " << e.what() << " (see lockcheck " << cmd << " --help)\n";
     return kExitUsage;
   } catch (const ConfigError& e) {

@@ -23,6 +23,8 @@
 #include "checkers/checker.h"
 #include "core/exit_codes.h"
 #include "core/history.h"
+#include "harness/flags.h"
+#include "harness/install_layout.h"
 #include "harness/matrix_shard.h"
 #include "harness/night.h"
 #include "harness/plan.h"
@@ -382,6 +384,52 @@ std::string run_dir_written_to(const std::string& file) {
 
 }  // namespace
 
+namespace {
+
+// `test-all --dry-run`: the matrix, its entries with their expectations, settings and seeds (the runs), and what
+// it would write.
+void print_test_all_plan(std::ostream& out, const TestAllOptions& opts, const Matrix& m, const std::vector<Job>& jobs,
+                         size_t all_runs, const ShardSpec& shard, size_t history_nights, const std::string& dir) {
+  out << (opts.replay ? "merge" : "test-all") << " --dry-run: nothing run, nothing written\n"
+      << "matrix: " << m.name << " ("
+      << (opts.replay ? std::string("the shards' matrix.json") : matrix_path(opts.matrix)) << "): " << m.entries.size() << " entries, " << all_runs << " runs";
+  if (shard.sharded()) out << "; shard " << shard.k << "/" << shard.n << " takes " << jobs.size() << " of them";
+  if (!opts.replay) out << ", " << opts.parallel << " at a time";
+  out << "\n";
+  if (!opts.history.empty()) {
+    out << "history: " << opts.history << " (" << history_nights << " earlier nights)"
+        << (opts.fail_on_trend ? "; exit 1 when something got worse" : "") << "\n";
+  }
+  const nlohmann::json defaults = RunConfig{};
+  for (size_t i = 0; i < m.entries.size(); ++i) {
+    const MatrixEntry& e = m.entries[i];
+    const nlohmann::json settings = entry_settings(e);
+    std::string expect = settings.at("expect").is_string() ? settings.at("expect").get<std::string>()
+                                                             : settings.at("expect").dump();
+    const bool any_invalid = e.expect == Validity::kInvalid ||
+                             std::any_of(e.expect_checkers.begin(), e.expect_checkers.end(),
+                                         [](const auto& c) { return c.second == Validity::kInvalid; });
+    if (any_invalid) {
+      expect += " (found in at least " + std::to_string(e.min_found) + " of " + std::to_string(e.seeds.size()) + ")";
+    }
+    std::string differs;
+    for (auto it = settings.begin(); it != settings.end(); ++it) {
+      if (!defaults.contains(it.key()) || defaults.at(it.key()) == it.value()) continue;
+      differs += " " + it.key() + "=" + setting_text(it.value());
+    }
+    std::string seeds;
+    for (const auto& j : jobs) {
+      if (j.entry == i) seeds += (seeds.empty() ? "" : ", ") + std::to_string(j.seed);
+    }
+    out << "  " << e.name << ": expect " << expect
+        << "; runs (seeds): " << (seeds.empty() ? "none in this shard" : seeds) << "\n    " << (differs.empty() ? std::string(" the defaults") : differs) << "\n";
+  }
+  out << "would write: " << dir << "/ (junit.xml" << (opts.junit_path.empty() ? "" : " at " + opts.junit_path)
+      << ", summary.html, summary.json, logs/), each run's folder under " << opts.results_dir << "/\n";
+}
+
+}  // namespace
+
 nlohmann::json entry_settings(const MatrixEntry& e) {
   nlohmann::json s = e.config;
   for (const char* k : {"results_dir", "label", "seed", "argv", "progress"}) s.erase(k);
@@ -499,13 +547,13 @@ Matrix parse_matrix(const nlohmann::json& j, const std::string& results_dir) {
   return m;
 }
 
+std::string matrix_path(const std::string& file_or_name) {
+  if (file_or_name.find('/') != std::string::npos || file_or_name.find('.') != std::string::npos) return file_or_name;
+  return matrix_dir() + "/" + file_or_name + ".json";
+}
+
 Matrix load_matrix(const std::string& file_or_name, const std::string& results_dir) {
-  std::string path = file_or_name;
-  if (file_or_name.find('/') == std::string::npos && file_or_name.find('.') == std::string::npos) {
-    const char* dir = std::getenv("LOCKCHECK_MATRIX_DIR");
-    path = std::string(dir ? dir : LOCKCHECK_SOURCE_DIR "/harness/matrix") + "/" + file_or_name + ".json";
-  }
-  return parse_matrix(read_json_file(path), results_dir);
+  return parse_matrix(read_json_file(matrix_path(file_or_name)), results_dir);
 }
 
 int test_all(const TestAllOptions& opts, std::ostream& out) {
@@ -514,12 +562,6 @@ int test_all(const TestAllOptions& opts, std::ostream& out) {
   // The earlier nights, read before anything runs: a bad history is bad input (exit 2), found at once.
   std::vector<Night> history;
   if (!opts.history.empty()) history = read_history_nights(opts.history, m.name, kHistoryNights - 1);
-  const std::time_t started = std::time(nullptr);
-  const auto started_steady = std::chrono::steady_clock::now();
-  const std::string dir = opts.results_dir + "/test-all-" + m.name + "-" + utc_stamp();
-  fs::create_directories(dir + "/logs");
-  const std::string binary = opts.lockcheck_binary.empty() ? self_exe() : opts.lockcheck_binary;
-
   const ShardSpec shard = parse_shard(opts.shard);
   std::vector<Job> jobs;
   size_t run_number = 0;
@@ -532,6 +574,15 @@ int test_all(const TestAllOptions& opts, std::ostream& out) {
       jobs.push_back(j);
     }
   }
+  const std::time_t started = std::time(nullptr);
+  const auto started_steady = std::chrono::steady_clock::now();
+  const std::string dir = opts.results_dir + "/test-all-" + m.name + "-" + utc_stamp();
+  if (opts.dry_run) {
+    print_test_all_plan(out, opts, m, jobs, run_number, shard, history.size(), dir);
+    return kExitValid;
+  }
+  fs::create_directories(dir + "/logs");
+  const std::string binary = opts.lockcheck_binary.empty() ? self_exe() : opts.lockcheck_binary;
   write_shard_files(dir, opts.matrix, m.name, shard, jobs.size());
   if (shard.sharded()) out << "test-all: shard " << shard.k << "/" << shard.n << " of " << run_number << " runs\n";
   out << "test-all: " << m.name << ": " << m.entries.size() << " entries, " << jobs.size() << " runs, " << opts.parallel

@@ -55,8 +55,11 @@ struct Matrix {
 
 // Parses a matrix; throws ConfigError naming the entry and field.
 Matrix parse_matrix(const nlohmann::json& j, const std::string& results_dir);
-// Reads FILE, or a shipped matrix by name ("default", "quick": harness/matrix/NAME.json).
+// Reads FILE, or a shipped matrix by name ("default", "quick": harness/matrix/NAME.json in the source tree,
+// PREFIX/share/lockcheck/matrix/NAME.json installed; harness/install_layout.h).
 Matrix load_matrix(const std::string& file_or_name, const std::string& results_dir);
+// The file load_matrix reads for file_or_name: itself when it holds a '/' or a '.', else the shipped matrix.
+std::string matrix_path(const std::string& file_or_name);
 
 class JobRecords;  // harness/matrix_shard.h
 
@@ -71,6 +74,7 @@ struct TestAllOptions {
   nlohmann::json replay_night;         // `lockcheck merge`: the shards' started_at, duration_s, versions, cores
   std::string history;                 // --history DIR: earlier test-all folders; the summary opens with the trend
   bool fail_on_trend = false;          // --fail-on-trend: exit 1 also when the trend got worse
+  bool dry_run = false;                // --dry-run: load and resolve the matrix, print its entries and runs
 };
 
 // One seed's run as an entry's judgement sees it.

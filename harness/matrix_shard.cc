@@ -17,13 +17,6 @@ namespace lockcheck {
 
 namespace {
 
-// The file test-all reads for `matrix` (a path, or a shipped matrix's name): as load_matrix resolves it.
-std::string matrix_file(const std::string& matrix) {
-  if (matrix.find('/') != std::string::npos || matrix.find('.') != std::string::npos) return matrix;
-  const char* dir = std::getenv("LOCKCHECK_MATRIX_DIR");
-  return std::string(dir ? dir : LOCKCHECK_SOURCE_DIR "/harness/matrix") + "/" + matrix + ".json";
-}
-
 // One night's head from its shards': the earliest start, the latest finish, the span between, the versions
 // joined, the cores (one number when the shards agree, else each shard's).
 nlohmann::json merged_night(const std::vector<nlohmann::json>& heads) {
@@ -69,7 +62,7 @@ ShardSpec parse_shard(const std::string& s) {
 
 void write_shard_files(const std::string& dir, const std::string& matrix, const std::string& matrix_name,
                        const ShardSpec& shard, size_t runs) {
-  fs::copy_file(matrix_file(matrix), fs::path(dir) / "matrix.json", fs::copy_option::overwrite_if_exists);
+  fs::copy_file(matrix_path(matrix), fs::path(dir) / "matrix.json", fs::copy_option::overwrite_if_exists);
   std::ofstream(dir + "/shard.json")
       << nlohmann::json{{"matrix", matrix_name}, {"shard", shard.k}, {"shards", shard.n}, {"runs", runs}}.dump(2)
       << "\n";
@@ -151,6 +144,21 @@ int merge_test_all(const MergeOptions& opts, std::ostream& out) {
       out << "merge: shard " << k << "/" << shards << " of " << matrix_name
           << " is missing: its runs count as not run\n";
     }
+  }
+  if (opts.dry_run) {
+    const Matrix m = parse_matrix(matrix, opts.results_dir);  // resolved as test-all will
+    size_t runs = 0;
+    for (const auto& e : m.entries) runs += e.seeds.size();
+    out << "merge --dry-run: nothing written\n"
+        << "shards: " << seen.size() << " of " << shards << " of " << matrix_name << " (" << opts.dirs.size()
+        << " folders), " << records.size() << " recorded runs of the matrix's " << runs << "\n"
+        << "matrix: " << m.entries.size() << " entries, judged as test-all judges them\n";
+    if (!opts.history.empty()) {
+      out << "history: " << opts.history << (opts.fail_on_trend ? " (--fail-on-trend)" : "") << "\n";
+    }
+    out << "would write: " << opts.results_dir << "/test-all-" << m.name << "-TIME/ (junit.xml"
+        << (opts.junit_path.empty() ? "" : " at " + opts.junit_path) << ", summary.html, summary.json)\n";
+    return 0;
   }
   // The merged matrix file, then test-all on the recorded runs (it runs nothing).
   fs::create_directories(opts.results_dir);

@@ -76,6 +76,7 @@ struct MergeOptions {
   std::string junit_path;               // empty: in the merged folder
   std::string history;                  // --history DIR (harness/trend.h), as test-all's
   bool fail_on_trend = false;           // --fail-on-trend
+  bool dry_run = false;                 // --dry-run: read and check the shards, write nothing
 };
 
 // `lockcheck merge`: checks the folders are shards of one matrix (same matrix.json, same N, no shard twice;

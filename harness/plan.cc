@@ -1,5 +1,6 @@
 #include "harness/plan.h"
 
+#include <algorithm>
 #include <filesystem>
 #include <set>
 
@@ -9,6 +10,7 @@
 
 #include "checkers/checker.h"
 #include "cluster/ssh_hosts.h"
+#include "harness/flags.h"
 #include "locks/adapters.h"
 #include "locks/lock_client.h"
 #include "nemesis/nemesis.h"
@@ -292,5 +294,74 @@ std::vector<std::string> checkers_for(const RunConfig& c) {
 }
 
 void validate(const RunConfig& c) { (void)resolve_plan(c); }
+
+namespace {
+
+// A setting's value as --dry-run shows it: what the run will use. A value that stands for a rule (-1, 0 or
+// nothing, as RunConfig{} holds it) is the rule in words, or the value it gives with the rule beside it.
+std::string plan_value(const ConfigField& f, const RunConfig& c) {
+  const nlohmann::json v = f.get(c);
+  const std::string unit = v.is_number() && *f.unit ? std::string(" ") + f.unit : "";
+  if (f.effective && v.is_number_integer() && v.get<int64_t>() == -1) {
+    return std::to_string(f.effective(c)) + unit + " (" + f.default_words + ")";
+  }
+  const bool stands_for_a_rule = v == f.get(RunConfig{}) && (v == -1 || v == 0 || v == "" || v.empty());
+  if (*f.default_words && stands_for_a_rule) return f.default_words;
+  return setting_text(v) + unit;
+}
+
+}  // namespace
+
+void print_plan(const Plan& plan, std::ostream& out) {
+  const RunConfig& c = plan.config;
+  std::string nemeses;
+  for (const auto& n : plan.nemeses) nemeses += (nemeses.empty() ? "" : ", ") + n;
+  std::string checkers;
+  for (const auto& n : plan.checkers) checkers += (checkers.empty() ? "" : ", ") + n;
+  out << "plan:\n  lock:      " << c.lock << ": " << plan.lock->description << "\n";
+  if (plan.adapter) out << "             adapter " << adapter_program(*plan.adapter, c.lock_opts) << "\n";
+  std::string options;
+  for (const auto& [key, value] : plan.server_options.items()) {
+    options += (options.empty() ? "" : ", ") + key + "=" + setting_text(value);
+  }
+  out << "  server:    " << c.server << (c.server_version.empty() ? "" : " " + c.server_version) << ", " << c.nodes
+      << " node" << (c.nodes == 1 ? "" : "s") << " on the " << c.cluster << " backend"
+      << (options.empty() ? "" : " (" + options + ")") << "\n"
+      << "  workload:  " << c.workload << ", " << c.concurrency << " clients, " << c.keys << " key"
+      << (c.keys == 1 ? "" : "s") << ", " << c.time_limit_s << " s\n"
+      << "  nemeses:   " << (nemeses.empty() ? "none" : nemeses + " (aimed: " + c.nemesis_targeting + ")") << "\n"
+      << "  checkers:  " << checkers << "\n"
+      << "  fencing:   " << (plan.fencing ? "tokens with each acquire" : "none") << "\n"
+      << "settings (config key, value the run uses, flag):\n";
+  for (const auto& group : flag_groups()) {
+    bool header = false;
+    for (const auto* rows : run_setting_tables()) {
+      for (const auto& f : *rows) {
+        if (group != f.group) continue;
+        if (!header) out << "  " << group << ":\n";
+        header = true;
+        std::string key = std::string("    ") + f.key;
+        key.resize(std::max<size_t>(key.size() + 1, 30), ' ');
+        std::string line = key + plan_value(f, c);
+        if (*f.flag) {
+          line.resize(std::max<size_t>(line.size() + 1, 70), ' ');
+          line += std::string("--") + f.flag;
+        }
+        out << line << "\n";
+      }
+    }
+    // The server kind's own options, resolved (servers/), with the cluster settings.
+    if (group == "cluster" && plan.server) {
+      for (const auto& opt : plan.server->options()) {
+        std::string line = std::string("    ") + opt.key;
+        line.resize(std::max<size_t>(line.size() + 1, 30), ' ');
+        line += setting_text(plan.server_options.value(opt.key, opt.default_value)) +
+                (*opt.unit ? std::string(" ") + opt.unit : "");
+        line.resize(std::max<size_t>(line.size() + 1, 70), ' ');
+        out << line << "--" << opt.flag << "\n";
+      }
+    }
+  }
+}
 
 }  // namespace lockcheck

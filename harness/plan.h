@@ -6,6 +6,7 @@
 // runner and the matrix work from the Plan; nothing resolves a name again.
 #pragma once
 
+#include <ostream>
 #include <string>
 #include <vector>
 
@@ -51,6 +52,11 @@ std::vector<std::string> checkers_for(const RunConfig& c);
 // on the backend; no lock, workload or nemesis looked up): what make_cluster needs, for the tests and benchmarks
 // that start a cluster without a run. Throws ConfigError naming the flag.
 Plan resolve_server_plan(RunConfig c);
+
+// What `--dry-run` prints of a resolved plan: the lock (and the adapter's program), the workload, the nemeses,
+// the checkers, then every run setting by group, each with its resolved value (a derived default as the value
+// the run uses, with its rule in words), unit and flag. Every table of run_setting_tables() (harness/flags.h).
+void print_plan(const Plan& plan, std::ostream& out);
 
 // resolve_plan, keeping only whether it throws.
 void validate(const RunConfig& c);

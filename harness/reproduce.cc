@@ -430,7 +430,9 @@ int reproduce(const std::string& run_dir_given, const ReproduceOptions& o, std::
   if (o.rate < 1 || o.rate > o.tries) {
     throw ConfigError("--rate: must be between 1 and --tries (" + std::to_string(o.tries) + ")");
   }
-  if (!(o.budget_min > 0) || o.budget_min > 24 * 60) throw ConfigError("--budget: must be > 0 and <= 1440 minutes");
+  if (!(o.budget_min > 0) || o.budget_min > 24 * 60) {
+    throw ConfigError("--budget-min: must be > 0 and <= 1440 minutes");
+  }
   std::string run_dir = run_dir_given;
   while (run_dir.size() > 1 && run_dir.back() == '/') run_dir.pop_back();
   if (!fs::is_directory(run_dir)) throw ConfigError(run_dir + " is not a run folder");
@@ -458,6 +460,21 @@ int reproduce(const std::string& run_dir_given, const ReproduceOptions& o, std::
   check_schedule_nemeses(schedule, cfg.nemesis, run_dir + "/schedule.json");
 
   const std::string work = run_dir + "/repro";
+  if (o.dry_run) {
+    out << "reproduce --dry-run: nothing run, nothing written\n"
+        << "run:      " << run_dir << " (" << cfg.lock << ", " << cfg.workload << ", seed " << cfg.seed << ", "
+        << fault_count(schedule) << " faults in schedule.json)\n"
+        << "anomaly:  " << target.str();
+    if (kinds.front().first_ns) {
+      out << " (first at " << std::fixed << std::setprecision(1)
+          << static_cast<double>(*kinds.front().first_ns) / 1e9 << " s)";
+    }
+    out << "\nsearch:   " << o.tries << " tries per candidate, kept at " << o.rate << " of " << o.tries
+        << ", budget " << o.budget_min << " min\n"
+        << "would write: " << work << "/ (config.json, schedule.json, command.txt, tried.md, tried.json; each run "
+        << "under runs/), and the reproduction into " << run_dir << "/results.json and report.html\n";
+    return kExitValid;
+  }
   boost::system::error_code ec;
   fs::remove_all(work, ec);
   fs::create_directories(work);
@@ -528,7 +545,9 @@ int reproduce(const std::string& run_dir_given, const ReproduceOptions& o, std::
         << "), " << min.faults << " fault" << (min.faults == 1 ? "" : "s") << " (was " << base.faults << "), "
         << min.concurrency << " processes, " << min.keys << " key" << (min.keys == 1 ? "" : "s") << "; reproduced in "
         << rate_text(min) << ", median first anomaly " << median_cell(min) << "\n"
-        << "run it: " << command << "\n";
+        << "run it: " << command << "\n"
+        << "   or:  lockcheck rerun " << report::shell_quote(work)
+        << " (runs it and says whether the anomaly came back)\n";
   }
   out << "shrink: " << r.tried.size() << " candidates, " << std::fixed << std::setprecision(0) << r.elapsed_s << " s ("
       << r.stopped << ")\n"

@@ -85,7 +85,8 @@ class ReproRunner {
 struct ReproduceOptions {
   int tries = 10;            // --tries: runs per candidate (N)
   int rate = 8;              // --rate: a candidate is kept when it reproduces in at least this many (R of N)
-  double budget_min = 30.0;  // --budget: minutes for the whole shrink (see the header comment)
+  double budget_min = 30.0;  // --budget-min: minutes for the whole shrink (see the header comment)
+  bool dry_run = false;      // --dry-run: check and read the run, say what the search would do, run nothing
 };
 
 // What was tried and how it went.

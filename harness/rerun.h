@@ -13,7 +13,14 @@ namespace lockcheck {
 // The stored config and seed again, in the same results folder, with the stored fault schedule replayed
 // (schedule.json's plan, when the folder has one); says how far the new run's fault timeline matched the old one
 // (and records it in the new results.json under "rerun").
-int rerun(const std::string& run_dir, std::ostream& out);
+//
+// run_dir may also be a minimal reproduction's folder (RUN/repro/, written by `lockcheck reproduce`: config.json,
+// schedule.json, command.txt, tried.json; no history): its case is run once beside RUN (in RUN's results folder)
+// and compared with what reproduce found: whether the anomaly kind came back (it came back in R of N tries there,
+// so one run may miss it) and how many of the schedule's faults started. Recorded under "rerun" as well.
+// dry_run: read and resolve as the run would, print the plan, run and write nothing.
+// Returns the new run's exit status (core/exit_codes.h; 1 when the anomaly is there).
+int rerun(const std::string& run_dir, std::ostream& out, bool dry_run = false);
 
 // What a fault was aimed at, as a role rather than the names the aim happened to pick: "holder" (the client
 // slots of a holder-targeted client fault), "holder's nodes" (a node fault aimed at the nodes holding the

@@ -31,6 +31,7 @@
 #include "core/version.h"
 #include "harness/cluster_factory.h"
 #include "harness/plan.h"
+#include "harness/terminal.h"
 #include "locks/lock_client.h"
 #include "nemesis/driver.h"
 #include "report/report.h"
@@ -53,7 +54,7 @@ int exit_code_for(Validity v) {
 }
 
 void print_checker_lines(std::ostream& out, const nlohmann::json& verdict) {
-  out << "verdict: " << verdict.value("valid", "unknown") << "\n";
+  out << "verdict: " << coloured_verdict(verdict.value("valid", "unknown")) << "\n";
   for (const auto& c : verdict.value("checkers", nlohmann::json::array())) {
     out << "  " << std::left << std::setw(14) << c.value("checker", "?") << std::setw(8) << c.value("valid", "?")
         << c.value("summary", "") << "\n";
@@ -610,6 +611,7 @@ RunOutcome check_run(const std::string& run_dir, std::ostream& out, std::optiona
   if (!write_files) {
     const nlohmann::json verdict = check_history(cfg, h);
     print_checker_lines(out, verdict);
+    out << "wrote nothing (--verdict-only): " << run_dir << " is as it was\n";
     o.valid = *validity_from_string(verdict["valid"].get<std::string>());
     o.exit_code = exit_code_for(o.valid);
     return o;
@@ -630,6 +632,7 @@ RunOutcome check_run(const std::string& run_dir, std::ostream& out, std::optiona
   write_json_file(run_dir + "/results.json", results);
   write_reports(run_dir, out, &h, &pairs);
   print_verdict(out, results, run_dir);
+  out << "rewrote " << run_dir << "/results.json (the verdict) and report.html; --verdict-only writes nothing\n";
   o.valid = *validity_from_string(results["valid"].get<std::string>());
   o.exit_code = exit_code_for(o.valid);
   return o;

@@ -567,9 +567,19 @@ int trend_command(const TrendOptions& o, std::ostream& out) {
     stamp.erase(std::remove(stamp.begin(), stamp.end(), ':'), stamp.end());
     dir = o.results_dir + "/trend-" + t->nights.back().matrix + "-" + stamp;
   }
+  if (o.dry_run) {
+    out << "trend --dry-run: nothing written\n"
+        << "nights: " << t->nights.size() << " of " << t->nights.back().matrix << " (oldest "
+        << t->nights.front().started_at << ", tonight " << t->nights.back().started_at << "), alpha " << o.alpha
+        << "\nwould write: " << dir << "/trend.json, trend.html\n";
+    return 0;
+  }
   std::error_code ec;
   trend_fs::create_directories(dir, ec);
-  if (ec) throw ConfigError("--out: cannot create " + dir + " (" + ec.message() + ")");
+  if (ec) {
+    throw ConfigError(std::string(o.out_dir.empty() ? "--results" : "--out") + ": cannot create " + dir + " (" +
+                      ec.message() + ")");
+  }
   report::write_atomically(dir + "/trend.json", json);
   report::write_atomically(dir + "/trend.html", html);
   if (o.out_dir.empty()) {  // in the results folder: listed in its index.html

@@ -103,6 +103,7 @@ struct TrendOptions {
   std::string out_dir;  // empty: <results_dir>/trend-<time>
   std::string results_dir = "results";
   double alpha = 0.05;
+  bool dry_run = false;  // --dry-run: read the nights and compute the trend, write nothing
 };
 // `lockcheck trend`: reads, computes, writes trend.json and trend.html, prints the changes. Returns 0 / 1 as
 // above; throws ConfigError (exit 2) on bad input before writing anything.

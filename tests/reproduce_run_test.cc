@@ -91,6 +91,23 @@ TEST(ReproduceRunTest, ShrinksAClientPauseRunToOneFaultAndItsCommandReproduces) 
   EXPECT_TRUE(same_kind) << r.out;
   // The replayed schedule is the run's own schedule.json, one fault.
   EXPECT_EQ(fault_count(read_schedule_file(again + "/schedule.json")), 1u);
+
+  // `lockcheck rerun RUN/repro`, as reproduce prints it: runs the case beside RUN and says whether the anomaly came
+  // back (it was "malformed history: RUN/repro/history.jsonl: cannot open").
+  EXPECT_NE(rout.str().find("lockcheck rerun " + repro), std::string::npos) << rout.str();
+  std::ostringstream rerun_out, rerun_err;
+  const int rerun_code = cli_main({"rerun", repro}, rerun_out, rerun_err);
+  EXPECT_TRUE(rerun_code == kExitInvalid || rerun_code == kExitValid) << rerun_out.str() << rerun_err.str();
+  EXPECT_NE(rerun_out.str().find("rerun of the minimal reproduction " + repro + ": anomaly " +
+                                 want["checker"].get<std::string>() + ":" + want["kind"].get<std::string>()),
+            std::string::npos)
+      << rerun_out.str();
+  EXPECT_NE(rerun_out.str().find("1 of the schedule's 1 faults started"), std::string::npos) << rerun_out.str();
+  const std::string rerun_dir = testing_util::latest_run(c.results_dir);
+  EXPECT_NE(rerun_dir, again);  // a new run, in the results folder beside RUN (not inside it)
+  const nlohmann::json rerun_results = read_json_file(rerun_dir + "/results.json");
+  EXPECT_EQ(rerun_results["rerun"]["reproduction"], true) << rerun_results.dump(1);
+  if (rerun_results["rerun"]["came_back"] == true) EXPECT_EQ(rerun_code, kExitInvalid);
 }
 
 TEST(ReproduceRunTest, ScheduleFlagReplaysAStoredScheduleByHand) {
