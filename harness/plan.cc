@@ -9,6 +9,7 @@
 #include <mutex>
 
 #include "checkers/checker.h"
+#include "core/random.h"
 #include "cluster/ssh_hosts.h"
 #include "harness/flags.h"
 #include "locks/adapters.h"
@@ -232,6 +233,21 @@ nlohmann::json lock_extra(const RunConfig& c, const std::string& stderr_path) {
   return extra;
 }
 
+LockOptions run_lock_options(const Plan& plan, const Cluster& cluster, const std::string& party, int process,
+                             const std::string& stderr_path) {
+  const RunConfig& c = plan.config;
+  LockOptions lo;
+  for (size_t n = 0; n < cluster.nodes().size(); ++n) lo.nodes.push_back(cluster.endpoint_for(party, n));
+  for (const auto& n : cluster.nodes()) lo.node_addresses.push_back(n.endpoint);
+  for (const auto& s : cluster.sentinels()) lo.sentinels.push_back(s.endpoint);
+  lo.op_timeout = std::chrono::milliseconds(c.op_timeout_ms);
+  lo.connect_timeout = std::chrono::milliseconds(std::min<int64_t>(c.op_timeout_ms, 1000));
+  lo.fencing = plan.fencing;
+  lo.seed = derive_seed(c.seed, 1000 + static_cast<uint64_t>(process));
+  lo.extra = lock_extra(c, stderr_path);
+  return lo;
+}
+
 Plan resolve_server_plan(RunConfig c) {
   validate_fields(c);
   Plan plan;
@@ -264,6 +280,10 @@ Plan resolve_plan(RunConfig c) {
   check_abilities(plan, c);
   resolve_build(plan, c);  // after the cheap checks: it may start the server program to ask its version
   const auto workload = plan.workload->make();
+  if (*plan.lock->no_fencing && (c.fencing || workload->needs_fencing())) {
+    throw ConfigError(std::string(c.fencing ? "--fencing" : "--workload " + c.workload + " needs fencing tokens, and") +
+                      ": --lock " + c.lock + " hands out no fencing tokens: " + plan.lock->no_fencing);
+  }
   if (workload->needs_fencing() && !plan.lock->hands_out_tokens && !c.fencing) {
     throw ConfigError("--workload " + c.workload +
                       ": the resource accepts only writes that carry a fencing token, and "

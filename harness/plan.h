@@ -15,6 +15,7 @@
 #include "cluster/server_spec.h"
 #include "cluster/ssh_hosts.h"
 #include "core/config.h"
+#include "locks/lock_client.h"
 
 namespace lockcheck {
 
@@ -78,5 +79,11 @@ void resolve_lock(RunConfig& c);
 // LockOptions.extra for the run's lock clients: client_cmd and, for built-in algorithms, the lock_opts (an adapter's options are flags in its client_cmd instead). stderr_path: where an external client's
 // stderr goes ("" for /dev/null).
 nlohmann::json lock_extra(const RunConfig& c, const std::string& stderr_path = "");
+
+// A run's lock client options for one process: the nodes as `party` (its client slot, "c0") reaches them through
+// the cluster's network, their own addresses, the Sentinels, the timeouts, fencing, a seed derived from the run's
+// and lock_extra (stderr_path: lock_extra's). What the runner gives each process, and the lock contract test too.
+LockOptions run_lock_options(const Plan& plan, const Cluster& cluster, const std::string& party, int process,
+                             const std::string& stderr_path = "");
 
 }  // namespace lockcheck

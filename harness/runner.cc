@@ -202,15 +202,8 @@ class Workers {
         for (int i = 0; i < 6000; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(100));
       }
       try {
-        LockOptions lo;
-        for (size_t n = 0; n < cluster_.nodes().size(); ++n) lo.nodes.push_back(cluster_.endpoint_for(party, n));
-        for (const auto& n : cluster_.nodes()) lo.node_addresses.push_back(n.endpoint);
-        for (const auto& s : cluster_.sentinels()) lo.sentinels.push_back(s.endpoint);
-        lo.op_timeout = std::chrono::milliseconds(cfg_.op_timeout_ms);
-        lo.connect_timeout = std::chrono::milliseconds(std::min<int64_t>(cfg_.op_timeout_ms, 1000));
-        lo.fencing = plan_.fencing;
-        lo.seed = derive_seed(cfg_.seed, 1000 + static_cast<uint64_t>(p));
-        lo.extra = lock_extra(cfg_, run_dir_ + "/clients/p" + std::to_string(p) + ".stderr");
+        LockOptions lo =
+            run_lock_options(plan_, cluster_, party, p, run_dir_ + "/clients/p" + std::to_string(p) + ".stderr");
         // A loss notice is stamped when the client's line is read (HistoryWriter::record stamps the time).
         lo.on_lost = [this, p](const std::string& key, const std::string& detail) {
           Op notice;

@@ -31,6 +31,11 @@ constexpr int kMaxRedirects = 5;
 
 bool starts_with(const std::string& s, const char* prefix) { return s.rfind(prefix, 0) == 0; }
 
+// Why this lock hands out no fencing tokens (the plan says it before a run starts).
+constexpr const char* kNoFencing =
+    "a token counter would be one more key on a master that fails over with asynchronous replication (an "
+    "acknowledged INCR can be lost and a token handed out twice), so it gives none";
+
 class ClusterLock : public LockClient {
  public:
   explicit ClusterLock(const LockOptions& o)
@@ -42,7 +47,7 @@ class ClusterLock : public LockClient {
         conns_(o.nodes.size()),
         slots_(kClusterSlots, -1) {
     if (nodes_.empty()) throw std::invalid_argument("lock cluster needs at least one node");
-    if (fencing_) throw std::invalid_argument("lock cluster: --fencing is not supported (the counter key's slot)");
+    if (fencing_) throw std::invalid_argument(std::string("lock cluster: no fencing tokens: ") + kNoFencing);
     if (addresses_.size() != nodes_.size()) {
       throw std::invalid_argument("lock cluster: node_addresses and nodes differ in length");
     }
@@ -216,8 +221,10 @@ LockAlgorithm cluster_lock() {
           "receives",
           make_cluster_lock,
           "",
-          /*hands_out_tokens=*/true,
-          "resp-cluster"};
+          /*hands_out_tokens=*/false,
+          "resp-cluster",
+          /*external=*/false,
+          /*no_fencing=*/kNoFencing};
 }
 
 }  // namespace lockcheck

@@ -105,6 +105,9 @@ struct LockAlgorithm {
   const char* protocol = "resp";
   // A subprocess client (external and the shipped library adapters) rather than a client in this process.
   bool external = false;
+  // Why it cannot hand out fencing tokens at all ("": it can, or its client decides): the plan refuses --fencing and
+  // the workloads that need tokens with this reason, before anything starts.
+  const char* no_fencing = "";
 };
 
 // The registry (locks/registry.cc): one line per algorithm, then one lock per shipped library adapter.

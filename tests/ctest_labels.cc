@@ -1,12 +1,14 @@
-// ctest_labels TEST_BINARY OUT_FILE: the ctest properties of the server contract's tests, from the server kinds'
-// specs (tests/support/contract_params.h): runs TEST_BINARY --gtest_list_tests, and for each test whose
-// parameter is KIND_BACKEND writes a set_tests_properties line with its labels and resource locks into OUT_FILE,
+// ctest_labels TEST_BINARY OUT_FILE: the ctest properties of the server and lock contracts' tests, from the server
+// kinds' specs (tests/support/contract_params.h): runs TEST_BINARY --gtest_list_tests, and for each test whose
+// parameter is KIND_BACKEND (or KIND_LOCK: the local backend) writes a set_tests_properties line with its labels and resource locks into OUT_FILE,
 // which ctest includes after the discovered tests (tests/CMakeLists.txt). So a new server kind's tests carry its
 // label without a CMake edit.
 #include <fstream>
 #include <iostream>
 #include <sstream>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "sys/process.h"
 #include "tests/support/contract_params.h"
@@ -43,8 +45,15 @@ int main(int argc, char** argv) {
     }
     std::string test = line.substr(line.find_first_not_of(' '));
     test = test.substr(0, test.find(' '));
+    // The parameter names of both contracts, each with the kind and backend whose properties it carries.
+    std::vector<std::pair<std::string, lockcheck::testing_util::ContractParam>> names;
     for (const auto& p : lockcheck::testing_util::contract_params()) {
-      const std::string name = lockcheck::testing_util::contract_param_name(p);
+      names.push_back({lockcheck::testing_util::contract_param_name(p), p});
+    }
+    for (const auto& p : lockcheck::testing_util::lock_contract_params()) {
+      names.push_back({lockcheck::testing_util::lock_contract_param_name(p), {p.kind, "local"}});
+    }
+    for (const auto& [name, p] : names) {
       if (test.size() <= name.size() || test.compare(test.size() - name.size() - 1, std::string::npos, "/" + name) != 0) {
         continue;
       }
@@ -52,6 +61,7 @@ int main(int argc, char** argv) {
       out << "set_tests_properties(\"" << suite << test << "\" PROPERTIES LABELS \"" << joined(props.labels) << "\"";
       if (!props.locks.empty()) out << " RESOURCE_LOCK \"" << joined(props.locks) << "\"";
       out << ")\n";
+      break;
     }
   }
   std::ofstream f(argv[2], std::ios::trunc);

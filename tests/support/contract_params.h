@@ -3,9 +3,12 @@
 // (ServerSpec::test_label), and the backend's label and lock.
 #pragma once
 
+#include <cctype>
+#include <ostream>
 #include <string>
 #include <vector>
 
+#include "locks/lock_client.h"
 #include "servers/registry.h"
 
 namespace lockcheck {
@@ -27,6 +30,41 @@ inline std::vector<ContractParam> contract_params() {
     for (const auto& b : contract_backends()) out.push_back({e.name, b});
   }
   return out;
+}
+
+// The lock contract's grid (tests/lock_contract_test.cc): every lock of the registry that names the protocol it
+// speaks (not `external`, which speaks what its client does), on every server kind that serves that protocol,
+// with the kind's options that make it serve it (Redis' topology for Sentinel and Cluster locks).
+struct LockContractParam {
+  std::string kind;
+  std::string lock;
+  nlohmann::json server_opts;
+};
+
+inline std::vector<LockContractParam> lock_contract_params() {
+  std::vector<LockContractParam> out;
+  for (const auto& a : lock_registry()) {
+    if (std::string(a.protocol) == "*") continue;
+    for (const auto& e : server_registry()) {
+      nlohmann::json opts = e.spec->options_serving(a.protocol);
+      if (!opts.is_null()) out.push_back({e.name, a.name, std::move(opts)});
+    }
+  }
+  return out;
+}
+
+// How gtest prints a parameter (ctest -N, a failure): "redis: single-failover {"topology":"replicated"}".
+inline void PrintTo(const LockContractParam& p, std::ostream* os) {
+  *os << p.kind << ": " << p.lock << " " << p.server_opts.dump();
+}
+
+// The gtest parameter name: "redis_single_failover" (gtest takes letters, digits and _ only).
+inline std::string lock_contract_param_name(const LockContractParam& p) {
+  std::string name = p.kind + "_" + p.lock;
+  for (char& ch : name) {
+    if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
+  }
+  return name;
 }
 
 // The gtest parameter name: "redis_local".
