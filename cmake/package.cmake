@@ -6,7 +6,7 @@
 #                                server builds, build/servers/: etcd 3.4.3)
 #   PREFIX/share/lockcheck/matrix/   the shipped matrices (harness/matrix/*.json)
 #   PREFIX/share/bash-completion/completions/lockcheck   made by `lockcheck completion bash` at build time
-#   PREFIX/share/doc/lockcheck/  README.md and docs/
+#   PREFIX/share/doc/lockcheck/  README.md, CHANGELOG.md, docs/ and copyright (the LICENSE)
 # The binary finds them from its own location (harness/install_layout.h): PREFIX/bin/lockcheck beside
 # PREFIX/lib/lockcheck/ is an installed lockcheck; anything else is a build tree. The folder is lib/lockcheck, not
 # CMAKE_INSTALL_LIBDIR (lib/x86_64-linux-gnu on Debian): it holds the program's own files, found at a fixed place
@@ -30,8 +30,11 @@ install(DIRECTORY ${CMAKE_BINARY_DIR}/servers/ DESTINATION lib/lockcheck/servers
         PATTERN ".stamp" EXCLUDE)
 install(DIRECTORY harness/matrix/ DESTINATION ${CMAKE_INSTALL_DATADIR}/lockcheck/matrix FILES_MATCHING PATTERN "*.json")
 install(FILES ${LOCKCHECK_COMPLETION} DESTINATION ${CMAKE_INSTALL_DATADIR}/bash-completion/completions)
-install(FILES README.md DESTINATION ${CMAKE_INSTALL_DOCDIR})
-install(DIRECTORY docs/ DESTINATION ${CMAKE_INSTALL_DOCDIR} OPTIONAL)
+# The README beside its docs/ folder, as in a clone, so that its links and the pages' ../ links hold; the licence as
+# Debian's copyright file.
+install(FILES README.md CHANGELOG.md DESTINATION ${CMAKE_INSTALL_DOCDIR} OPTIONAL)
+install(DIRECTORY docs DESTINATION ${CMAKE_INSTALL_DOCDIR} OPTIONAL)
+install(FILES LICENSE DESTINATION ${CMAKE_INSTALL_DOCDIR} RENAME copyright OPTIONAL)
 
 # The Debian package: lockcheck_<version>_amd64.deb. Depends: the shared libraries the binary links (found by
 # dpkg-shlibdeps: libhiredis, libevent, Boost.Filesystem and Boost.ProgramOptions, libsimdjson, libstdc++, libc)

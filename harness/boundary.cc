@@ -462,6 +462,7 @@ int boundary(const RunConfig& base_given, const BoundaryOptions& o, std::ostream
   const std::string stamp = utc_now("%Y%m%dT%H%M%SZ");
   std::string safe_param;
   for (char ch : o.param) safe_param += std::isalnum(static_cast<unsigned char>(ch)) ? ch : '-';
+  safe_param.erase(0, safe_param.find_first_not_of('-'));  // --pause-ms: boundary-pause-ms-..., not boundary---
   // One folder per search: the lock in its name, and a number when two searches start in the same second.
   std::string work = base.results_dir + "/boundary-" + safe_param + "-" + base.lock + "-" + stamp;
   for (int k = 2; fs::exists(work) && k < 1000; ++k) {

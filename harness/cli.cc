@@ -235,8 +235,9 @@ std::vector<FlagTable> run_setting_flags(RunConfig& c, const std::string& listed
       }
     }
   }
-  tables.push_back(server_option_flags(c, "run settings"));
-  tables.back().listed_under = listed_under;
+  // The server kinds' options go with the run settings (one table: shown once where a command lists it by
+  // reference).
+  for (auto& f : server_option_flags(c, "run settings").flags) tables.back().flags.push_back(std::move(f));
   return tables;
 }
 
@@ -512,10 +513,10 @@ struct BoundaryCommand {
           with(value_flag("to", "B", &o.to, "the other end (either end may be the unsafe one)"), "", "none (required)"),
           value_flag("seeds", "N", &o.seeds, "runs per probe: seeds SEED, SEED+1, ..."),
           with(value_flag("unsafe-at", "R", &o.unsafe_at, "a probe is unsafe at R of N invalid runs or more"), "",
-               "9 of 10 (0)"),
+               "0, which means 9 of 10"),
           with(value_flag("resolution", "X", &o.resolution,
                           "stop when each edge is bracketed this tightly, in the setting's unit"),
-               "", "a 32nd of the range (0)"),
+               "", "0, which means a 32nd of the range"),
           budget_flag(&o.budget_min, "minutes for the whole search (hard: no run starts that could end past it)"),
           value_flag("scale", "linear|log", &scale, "linear, or log (geometric midpoints; both ends > 0)"),
           with(value_flag("anomaly", "CHECKER[:KIND]", &anomaly, "count only this anomaly"), "", "any invalid run")},

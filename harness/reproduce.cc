@@ -463,7 +463,7 @@ int reproduce(const std::string& run_dir_given, const ReproduceOptions& o, std::
   if (o.dry_run) {
     out << "reproduce --dry-run: nothing run, nothing written\n"
         << "run:      " << run_dir << " (" << cfg.lock << ", " << cfg.workload << ", seed " << cfg.seed << ", "
-        << fault_count(schedule) << " faults in schedule.json)\n"
+        << fault_count(schedule) << (fault_count(schedule) == 1 ? " fault" : " faults") << " in schedule.json)\n"
         << "anomaly:  " << target.str();
     if (kinds.front().first_ns) {
       out << " (first at " << std::fixed << std::setprecision(1)
