@@ -87,7 +87,7 @@ ExampleRun run_example(const TempDir& dir, const std::string& client_cmd, int ti
   return run;
 }
 
-// The faults a holder-targeted client-pause: the pause took the holder (its adapter was SIGSTOPped).
+// The faults checker: every client-pause the run planned fired (the holder's adapter was SIGSTOPped and resumed).
 void expect_a_pause_fired(const ExampleRun& run) { EXPECT_EQ(run.checker("faults"), "valid") << run.printed; }
 
 class PythonExampleTest : public ::testing::Test {
