@@ -1,5 +1,5 @@
 // The external lock (locks/external.cc): a subprocess per client speaking JSON lines. The example client of
-// locks/README-external.md answers correctly; the broken ones crash, write garbage or never answer: each op
+// docs/your-own-lock.md answers correctly; the broken ones crash, write garbage or never answer: each op
 // they spoil is info, the subprocess is killed and reaped, and a whole run with them completes.
 #include <gtest/gtest.h>
 
@@ -124,7 +124,7 @@ TEST_F(ExternalLockTest, SilentClientIsInfoAfterTheTimeoutAndKilled) {
 }
 
 TEST_F(ExternalLockTest, TheReadmeShowsTheExampleClientAsTested) {
-  // locks/README-external.md quotes tests/clients/example_client.py from `import json` on: keep them equal.
+  // docs/your-own-lock.md quotes tests/clients/example_client.py from `import json` on: keep them equal.
   auto read = [](const std::string& path) {
     std::ifstream in(path);
     std::stringstream s;
@@ -132,7 +132,7 @@ TEST_F(ExternalLockTest, TheReadmeShowsTheExampleClientAsTested) {
     return s.str();
   };
   const std::string client = read(client_path("example_client.py"));
-  const std::string readme = read(std::string(LOCKCHECK_TEST_CLIENTS) + "/../../locks/README-external.md");
+  const std::string readme = read(std::string(LOCKCHECK_TEST_CLIENTS) + "/../../docs/your-own-lock.md");
   const auto from = client.find("import json");
   ASSERT_NE(from, std::string::npos);
   const std::string code = client.substr(from);
@@ -155,7 +155,7 @@ TEST_F(ExternalLockTest, BadCommandLinesAreClearErrors) {
   EXPECT_THROW(make_lock("external", o), std::invalid_argument);
 }
 
-// Protocol 2 (locks/README-external.md): tests/clients/proto2_client.py names its key "myprefix:{KEY}" and
+// Protocol 2 (docs/your-own-lock.md): tests/clients/proto2_client.py names its key "myprefix:{KEY}" and
 // speaks protocol 2 when asked to by its flags.
 std::string proto2_cmd(const std::string& flags) { return client_cmd("proto2_client.py") + " " + flags; }
 

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
-"""A complete lockcheck external lock client (locks/README-external.md): the V3.1 single-node lock (SET NX PX
-with a random token, compare-and-delete release) on the first node, speaking lockcheck's JSON lines on
-stdin/stdout and RESP to Redis over a raw socket. Standard library only."""
+"""A complete lockcheck external lock client (docs/your-own-lock.md shows it as it is): the V3.1 single-node lock
+(SET NX PX with a random token, compare-and-delete release) on the first node, speaking lockcheck's JSON lines on
+stdin/stdout and RESP to Redis over a raw socket; each validity is stamped with mono_ns. Standard library only."""
 import json, os, socket, sys, time
 
 CAD = "if redis.call('get',KEYS[1])==ARGV[1] then return redis.call('del',KEYS[1]) else return 0 end"
@@ -30,7 +30,7 @@ def done(n):
 conn, tokens = None, {}
 for line in sys.stdin:
     req = json.loads(line)
-    key, start = req["key"], time.monotonic()
+    key, start = req["key"], time.monotonic_ns()
     if conn is None:  # connect errors are definite: the command was never sent
         try:
             host, port = req["nodes"][0].rsplit(":", 1)
@@ -49,7 +49,9 @@ for line in sys.stdin:
                 ans = {"ok": True}
                 if req.get("fencing"):
                     ans["token"] = call(conn, "INCR", key + ":fence")
-                ans["validity_ms"] = req["ttl_ms"] - int((time.monotonic() - start) * 1000)
+                now = time.monotonic_ns()  # when the validity is measured: lockcheck takes the pipe's lag off
+                ans["validity_ms"] = req["ttl_ms"] - (now - start) // 1000000
+                ans["mono_ns"] = now
         elif req["op"] == "release":
             ans = done(call(conn, "EVAL", CAD, 1, key, tokens.pop(key, "")))
         else:  # extend
