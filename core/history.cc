@@ -92,8 +92,6 @@ namespace {
 
 const char* const kKnownClientF[] = {"acquire", "release", "extend", "read", "add", "increment"};
 
-std::string process_name(Process p) { return p == kNemesis ? std::string("nemesis") : std::to_string(p); }
-
 // The op rules of validate_history, applied one op at a time.
 class OpRules {
  public:

@@ -201,6 +201,8 @@ void from_json(const nlohmann::json& j, Op& op) {
   }
 }
 
+std::string process_name(Process p) { return p == kNemesis ? std::string("nemesis") : "p" + std::to_string(p); }
+
 const Atom& lost_f() {
   static const Atom kLost(kLostF);
   return kLost;

@@ -28,6 +28,12 @@ std::optional<OpType> op_type_from_string(std::string_view s);
 using Process = int;
 constexpr Process kNemesis = -1;
 
+// The one name of a process wherever a person reads it (console, report, run log, fault targets, the external
+// client's clients/pN.stderr): "p3"; the nemesis is "nemesis". (history.jsonl keeps the number: "process":3.)
+// A client *slot* ("c0" .. "c(concurrency-1)", core/party.h) is another thing: the network party a process runs
+// as; process p runs in slot p % concurrency, and a slot's next process takes over after a retirement.
+std::string process_name(Process p);
+
 struct Op {
   int64_t index = -1;   // position in the history, assigned by the writer, 0-based, dense
   int64_t time_ns = 0;  // harness monotonic clock, ns since the run started
