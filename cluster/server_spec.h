@@ -224,6 +224,12 @@ class ServerSpec {
   virtual std::string description() const = 0;  // one line for `lockcheck list`
   // Its options, in the order of its --help and report rows.
   virtual const std::vector<ServerOption>& options() const = 0;
+  // Whether option `key` has any effect with these options (every option filled in): Redis' Sentinel settings
+  // only where Sentinels run. The report shows only the options that do (harness/plan.h).
+  virtual bool option_applies(const nlohmann::json& options, const std::string& key) const {
+    (void)options, (void)key;
+    return true;
+  }
   // The rules between its options and the run's node count (each option alone: ServerOption::check): "" when
   // they hold, else the message, naming the flag.
   // backend: where it will run ("local", "docker", "ssh"), for what a kind has not been tried on.

@@ -259,6 +259,34 @@ Plan resolve_server_plan(RunConfig c) {
   return plan;
 }
 
+std::vector<std::string> settings_not_applying(const Plan& plan) {
+  // What the nemesis driver itself reads for any nemesis (nemesis/driver.h): shown whenever a nemesis runs.
+  static const std::set<std::string> kEveryNemesis = {"nemesis", "nemesis_targeting", "nemesis_interval_s"};
+  std::set<std::string> read;
+  for (const auto& n : plan.nemeses) {
+    if (auto nemesis = make_nemesis(n)) {
+      for (const auto& s : nemesis->run_settings()) read.insert(s);
+    }
+  }
+  std::vector<std::string> out;
+  for (const auto& f : config_fields()) {
+    if (std::string(f.group) != "faults") continue;
+    const bool applies = kEveryNemesis.count(f.key) ? (f.key == std::string("nemesis") || !plan.nemeses.empty())
+                                                     : read.count(f.key) > 0;
+    if (!applies) out.push_back(f.key);
+  }
+  return out;
+}
+
+nlohmann::json applying_server_options(const Plan& plan) {
+  if (!plan.server || !plan.server_options.is_object()) return plan.server_options;
+  nlohmann::json out = nlohmann::json::object();
+  for (const auto& [k, v] : plan.server_options.items()) {
+    if (plan.server->option_applies(plan.server_options, k)) out[k] = v;
+  }
+  return out;
+}
+
 Plan resolve_plan(RunConfig c) {
   resolve_lock(c);
   validate_fields(c);

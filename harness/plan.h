@@ -45,6 +45,14 @@ struct Plan {
 // tokens the harness can vouch for; lock_opts known to the algorithm). Throws ConfigError naming the flag.
 Plan resolve_plan(RunConfig c);
 
+// The run settings (config.json keys) that have no effect in plan's run, for the report to leave out (results.json
+// "settings_not_applying"): with no nemesis, every fault setting but the list itself; else the fault settings
+// that no nemesis of the run reads (Nemesis::run_settings: --pause-ms without client-pause, --restart-delay-ms
+// without kill or power-loss, --drift-ppm without clock:drift).
+std::vector<std::string> settings_not_applying(const Plan& plan);
+// plan.server_options without the options that have no effect with them (ServerSpec::option_applies).
+nlohmann::json applying_server_options(const Plan& plan);
+
 // The checkers that judge a history of c's workload: the workload's, + "faults" when a nemesis ran. Needs only
 // the workload's name (a stored run is checked even where its lock adapter is not built). Throws ConfigError.
 std::vector<std::string> checkers_for(const RunConfig& c);

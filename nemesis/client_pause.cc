@@ -26,6 +26,7 @@ class ClientPause : public Nemesis {
   std::vector<DetailField> detail_fields() const override {
     return {{"pause_ms", DetailType::kNonNegative}, {"any_slot_after_ms", DetailType::kNonNegative}};
   }
+  std::vector<std::string> run_settings() const override { return {"pause_ms"}; }
 
   FaultPlan plan(const PlanContext& ctx, std::mt19937_64& rng) const override {
     FaultPlan p;

@@ -50,6 +50,9 @@ class Clock : public Nemesis {
             {"drawn", DetailType::kBool},
             {"period_ms", DetailType::kNonNegative}};
   }
+  std::vector<std::string> run_settings() const override {
+    return mode_ == "drift" ? std::vector<std::string>{"drift_ppm"} : std::vector<std::string>{};
+  }
 
   std::vector<Ability> needs(bool holder_targeting) const override {
     std::vector<Ability> out = {mode_ == "drift" ? Ability::kClockRate : Ability::kClockStep};

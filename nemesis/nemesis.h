@@ -122,6 +122,9 @@ class Nemesis {
   virtual void aim(NemesisEnv& env, FaultPlan& plan) const { (void)env, (void)plan; }
   // The detail fields invoke and aim read, beyond the common ones (see DetailField).
   virtual std::vector<DetailField> detail_fields() const { return {}; }
+  // The run settings (config.json keys) its faults read beyond the interval and targeting, as this nemesis is
+  // selected (its mode): the report shows a setting only when a nemesis of the run reads it (harness/plan.h).
+  virtual std::vector<std::string> run_settings() const { return {}; }
   // The abilities of the cluster it needs (core/cluster.h), with its mode as selected (select_mode; none: every
   // mode it draws from) and the run's targeting (holder: aimed at the nodes that hold the current lock). The plan
   // refuses a run whose server and backend lack one, before anything starts (harness/plan.h); nothing below the

@@ -45,6 +45,7 @@ class NodeFault : public Nemesis {
     p.duration_ms = duration_ms(ctx);
     const size_t count = mode == "leader" ? 1 : nemesis_util::count_for(mode, ctx.nodes.size());
     p.targets = nemesis_util::pick_nodes(ctx.nodes, count, rng);
+    if (ctx.nodes.size() == 1 && mode != "leader") mode = "all";  // one node: every mode takes it ("minority" misreads)
     p.detail = {{"mode", mode}};
     add_detail(ctx, p.detail);
     return p;
@@ -159,6 +160,7 @@ class RestartFault : public NodeFault {
  protected:
   std::string stop_f() const override { return "restart"; }
   int64_t duration_ms(const PlanContext& ctx) const override { return ctx.restart_delay_ms; }
+  std::vector<std::string> run_settings() const override { return {"restart_delay_ms"}; }
   void add_detail(const PlanContext& ctx, nlohmann::json& detail) const override {
     detail["restart_delay_ms"] = ctx.restart_delay_ms;
   }

@@ -541,6 +541,10 @@ class RedisSpec final : public ServerSpec {
            "(--topology); every backend";
   }
   const std::vector<ServerOption>& options() const override { return redis_options(); }
+  // Sentinels run only with the replicated topology.
+  bool option_applies(const json& options, const std::string& key) const override {
+    return key.rfind("sentinel_", 0) != 0 || topology_of(options) == "replicated";
+  }
 
   std::string check_options(const json& o, int nodes, const std::string& backend) const override {
     const std::string t = topology_of(o);
