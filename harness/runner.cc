@@ -34,7 +34,9 @@
 #include "harness/terminal.h"
 #include "locks/lock_client.h"
 #include "nemesis/driver.h"
+#include "report/html.h"
 #include "report/report.h"
+#include "report/summary.h"
 #include "sys/process.h"
 #include "sys/redis_conn.h"
 #include "sys/signals.h"
@@ -94,15 +96,16 @@ class Progress {
   Progress(std::ostream& out, bool enabled, double limit_s) : out_(out), enabled_(enabled), limit_s_(limit_s) {
     tty_ = ::isatty(2) == 1;
   }
-  void tick(double elapsed_s, const OpCounts& c, bool force = false) {
+  // c: the client processes' counts (nemesis ops are not counted: as results.json's "ops" and the stats checker).
+  void tick(double elapsed_s, const ClientOpCounts& c, bool force = false) {
     if (!enabled_) return;
     auto now = std::chrono::steady_clock::now();
     auto every = tty_ ? std::chrono::milliseconds(250) : std::chrono::milliseconds(5000);
     if (!force && now - last_ < every) return;
     last_ = now;
     std::ostringstream s;
-    s << std::fixed << std::setprecision(1) << "[" << std::min(elapsed_s, limit_s_) << "/" << limit_s_ << " s] ops ok "
-      << c.ok << " fail " << c.fail << " info " << c.info;
+    s << std::fixed << std::setprecision(1) << "[" << std::min(elapsed_s, limit_s_) << "/" << limit_s_ << " s] client ops ok "
+      << c.ok.load() << " fail " << c.fail.load() << " info " << c.info.load();
     if (tty_) {
       out_ << "\r" << s.str() << "   " << std::flush;
     } else {
@@ -203,7 +206,7 @@ class Workers {
       }
       try {
         LockOptions lo =
-            run_lock_options(plan_, cluster_, party, p, run_dir_ + "/clients/p" + std::to_string(p) + ".stderr");
+            run_lock_options(plan_, cluster_, party, p, run_dir_ + "/clients/" + process_name(p) + ".stderr");
         // A loss notice is stamped when the client's line is read (HistoryWriter::record stamps the time).
         lo.on_lost = [this, p](const std::string& key, const std::string& detail) {
           Op notice;
@@ -220,13 +223,13 @@ class Workers {
                        stop_,    WorkloadOptions::from(cfg_),
                        &pauses_, &counts_};
         if (workload_.run_process(env) == ProcessExit::kStopped) return;
-        log_.log("process " + std::to_string(p) + " retired after an info op; slot " + std::to_string(slot) +
-                 " continues as process " + std::to_string(p + cfg_.concurrency));
+        log_.log("process " + process_name(p) + " retired after an info op; slot c" + std::to_string(slot) +
+                 " continues as process " + process_name(p + cfg_.concurrency));
       } catch (const std::exception& e) {
         // A harness bug or a client that cannot even be made: record it and stop this slot, not the run.
         std::lock_guard<std::mutex> lock(mu_);
-        if (error_.empty()) error_ = "process " + std::to_string(p) + ": " + e.what();
-        log_.log("process " + std::to_string(p) + " failed: " + e.what());
+        if (error_.empty()) error_ = "process " + process_name(p) + ": " + e.what();
+        log_.log("process " + process_name(p) + " failed: " + e.what());
         return;
       }
     }
@@ -286,6 +289,83 @@ class OnScopeExit {
   std::function<void()> fn_;
 };
 
+// The last lines of the file at path (its last 64 KB read), [] when it cannot be read.
+std::vector<std::string> file_tail(const std::string& path, size_t lines) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return {};
+  in.seekg(0, std::ios::end);
+  const std::streamoff size = in.tellg();
+  const std::streamoff from = std::max<std::streamoff>(0, size - 65536);
+  in.seekg(from);
+  std::string text(static_cast<size_t>(size - from), '\0');
+  in.read(text.data(), static_cast<std::streamsize>(text.size()));
+  text.resize(static_cast<size_t>(std::max<std::streamsize>(0, in.gcount())));
+  if (from > 0) text = text.substr(std::min(text.size(), text.find('\n') + 1));  // a cut first line is dropped
+  return report::last_lines(text, lines);
+}
+
+// Where process p's external client writes its stderr: the lock option client_stderr_path when given, else the
+// run folder's clients/pN.stderr (run_lock_options). Relative to dir when under it.
+std::string client_stderr_of(const RunConfig& cfg, Process p) {
+  if (cfg.lock_opts.is_object()) {
+    auto it = cfg.lock_opts.find("client_stderr_path");
+    if (it != cfg.lock_opts.end() && it->is_string() && !it->get<std::string>().empty()) return it->get<std::string>();
+  }
+  return "clients/" + process_name(p) + ".stderr";
+}
+
+// results.json's "client_exits": the client processes that exited by themselves (report/summary.h), each with the
+// file that holds its stderr and its last 10 lines.
+nlohmann::json client_exits_json(const RunConfig& cfg, const std::string& dir, const History& h) {
+  const std::vector<report::ClientExit> exits = report::client_exits(h);
+  nlohmann::json out = report::client_exits_json(exits);
+  for (size_t i = 0; i < out.size(); ++i) {
+    const std::string file = client_stderr_of(cfg, exits[i].process);
+    out[i]["stderr_file"] = file;
+    out[i]["stderr_tail"] = file_tail(file.front() == '/' ? file : dir + "/" + file, 10);
+  }
+  return out;
+}
+
+// Said on out (once per process, the first few) when a client process exits by itself during the run; all of
+// them are listed at its end. Called by the history writer's observer (under its lock: short).
+class ExitAnnouncer {
+ public:
+  ExitAnnouncer(std::ostream& out, RunLog& log, const RunConfig& cfg, std::string dir)
+      : out_(out), log_(log), cfg_(cfg), dir_(std::move(dir)) {}
+  void observe(const Op& op) {
+    const auto x = report::client_exit_of(op);
+    if (!x) return;
+    ++count_;
+    const std::string file = client_stderr_of(cfg_, x->process);
+    const std::string line = "client " + process_name(x->process) + " " + x->why + " at " +
+                             report::fixed(static_cast<double>(x->time_ns) / 1e9, 3) +
+                             " s; its stderr: " + (file.front() == '/' ? file : dir_ + "/" + file);
+    log_.log(line);
+    if (count_ <= kSaid) out_ << "\nlockcheck: " << line << "\n" << std::flush;
+    if (count_ == kSaid + 1) out_ << "\nlockcheck: more client processes exit; the end of the run lists them\n";
+  }
+
+ private:
+  static constexpr int kSaid = 3;
+  std::ostream& out_;
+  RunLog& log_;
+  const RunConfig& cfg_;
+  std::string dir_;
+  int count_ = 0;
+};
+
+// What was tested and what the clients did, before the verdict: the one sentence of the run, the client op counts
+// with what they mean, and every client process that exited by itself (report/summary.h: the report's top says
+// the same).
+void print_run_summary(std::ostream& out, const nlohmann::json& config, const nlohmann::json& results,
+                       const History& h, const std::string& run_dir) {
+  out << "tested: " << report::run_sentence(config, results, h) << "\n";
+  const report::ClientTally t = report::client_tally(h);
+  out << "client ops: " << report::ops_words(t) << "; " << t.nemesis << " nemesis ops\n";
+  for (const auto& line : report::client_exit_lines(results, t, run_dir + "/")) out << line << "\n";
+}
+
 void print_verdict(std::ostream& out, const nlohmann::json& results, const std::string& run_dir) {
   print_checker_lines(out, results);
   out << "results: " << run_dir << "\n";
@@ -311,12 +391,16 @@ nlohmann::json results_head(const Plan& plan, const std::string& dir, const std:
   nlohmann::json head = {{"run_id", fs::path(dir).filename().string()},
                          {"started_at", started_at},
                          {"duration_s", duration_s},
-                         {"ops", {{"ok", c.ok}, {"fail", c.fail}, {"info", c.info}}},
+                         {"ops", {{"ok", c.ok}, {"fail", c.fail}, {"info", c.info}}},  // client ops
                          {"versions", {{"lockcheck", kLockcheckVersion}, {cfg.server, server}}}};
   for (const auto& [k, v] : extra_versions.items()) head["versions"][k] = v;
   // What the clients counted themselves (every op they handed to the history, nemesis ops not included): a
   // history read back from history.jsonl must hold exactly these (bench/soak.sh checks it).
   if (client_counts != nullptr) {
+    // "ops": the client ops, as the report's headline and the stats checker count them (nemesis ops apart; the
+    // run's end replaces these with the history's own count, loss notices left out).
+    head["ops"] = {{"ok", client_counts->ok.load()}, {"fail", client_counts->fail.load()},
+                   {"info", client_counts->info.load()}};
     head["client_ops"] = {{"invoke", client_counts->invoke.load()},
                           {"ok", client_counts->ok.load()},
                           {"fail", client_counts->fail.load()},
@@ -325,7 +409,10 @@ nlohmann::json results_head(const Plan& plan, const std::string& dir, const std:
   if (server_versions.is_object()) head["node_versions"] = server_versions.value("nodes", nlohmann::json::object());
   // The server kind as it ran: its options (defaults filled in) and what it derived from the run (a ZooKeeper
   // ensemble's session timing follows --ttl-ms), for the report.
-  head["server"] = {{"name", cfg.server}, {"options", plan.server_options}, {"settings", server_settings}};
+  // Only the options that have an effect with the others (no Sentinel settings without Sentinels), and the run
+  // settings that have none in this run: the report leaves both out.
+  head["server"] = {{"name", cfg.server}, {"options", applying_server_options(plan)}, {"settings", server_settings}};
+  head["settings_not_applying"] = settings_not_applying(plan);
   return head;
 }
 
@@ -471,6 +558,7 @@ RunOutcome run_test(RunConfig given, std::ostream& out, const Schedule* replay) 
   }
 
   MonotonicClock clock;
+  ExitAnnouncer announcer(out, log, cfg, dir);
   std::unique_ptr<ServerCluster> cluster;
   nlohmann::json extra_versions = nlohmann::json::object();   // the workload's resource store
   nlohmann::json server_settings = nlohmann::json::object();  // what the server kind derived from the run
@@ -488,6 +576,7 @@ RunOutcome run_test(RunConfig given, std::ostream& out, const Schedule* replay) 
     for (const auto& n : cluster->nodes()) log.log("node " + n.name + " at " + n.endpoint.str());
     server_versions = record_node_versions(cfg, *cluster, log, out);
     HistoryWriter history(dir + "/history.jsonl", &clock);
+    history.observe([&announcer](const Op& op) { announcer.observe(op); });
     auto workload = plan.workload->make();
     WorkloadEnv wenv{WorkloadOptions::from(cfg), *cluster, history, dir, &client_counts};
     workload->setup(wenv);
@@ -511,7 +600,7 @@ RunOutcome run_test(RunConfig given, std::ostream& out, const Schedule* replay) 
       const auto t0 = std::chrono::steady_clock::now();
       while (std::chrono::steady_clock::now() - t0 < limit && !interrupt.interrupted()) {
         std::this_thread::sleep_for(std::chrono::milliseconds(50));
-        progress.tick(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), history.counts());
+        progress.tick(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), client_counts);
       }
       stop.store(true);
       log.log(interrupt.interrupted() ? "interrupted by signal " + std::to_string(interrupt.signal_number())
@@ -523,7 +612,7 @@ RunOutcome run_test(RunConfig given, std::ostream& out, const Schedule* replay) 
         // stop the nodes, keep the history, say which processes were stuck, and end the process here (the
         // stuck threads still use this scope's objects, so it cannot unwind).
         std::string stuck;
-        for (Process p : workers.live_processes()) stuck += (stuck.empty() ? "" : ", ") + std::to_string(p);
+        for (Process p : workers.live_processes()) stuck += (stuck.empty() ? "" : ", ") + process_name(p);
         const std::string why = "client process" + std::string(stuck.find(',') == std::string::npos ? " " : "es ") +
                                 stuck + " did not stop within " + std::to_string(bound.count()) +
                                 " ms after the run ended (a call that ignores its timeouts): harness error";
@@ -531,7 +620,7 @@ RunOutcome run_test(RunConfig given, std::ostream& out, const Schedule* replay) 
         abandon_stuck_run(plan, dir, *cluster, history, log, started_at, server_versions, client_counts,
                           extra_versions, server_settings, why, out);
       }
-      progress.tick(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), history.counts(),
+      progress.tick(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), client_counts,
                     true);
       progress.done();
       duration_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -584,8 +673,17 @@ RunOutcome run_test(RunConfig given, std::ostream& out, const Schedule* replay) 
   nlohmann::json verdict = check_history(cfg, h, &pairs);
   results["valid"] = verdict["valid"];
   results["checkers"] = verdict["checkers"];
+  // The client ops as the stats checker counts them (loss notices left out), and the clients that exited.
+  const report::ClientTally tally = report::client_tally(h);
+  results["ops"] = {{"ok", tally.ok}, {"fail", tally.fail}, {"info", tally.info}};
+  const nlohmann::json exits = client_exits_json(cfg, dir, h);
+  if (!exits.empty()) {
+    results["client_exits"] = exits;
+    results["client_exit_count"] = report::client_exits(h).size();
+  }
   write_json_file(dir + "/results.json", results);
   write_reports(dir, out, &h, &pairs);
+  print_run_summary(out, nlohmann::json(cfg), results, h, dir);
   print_verdict(out, results, dir);
   outcome.valid = *validity_from_string(results["valid"].get<std::string>());
   outcome.exit_code = exit_code_for(outcome.valid);
@@ -624,6 +722,7 @@ RunOutcome check_run(const std::string& run_dir, std::ostream& out, std::optiona
   results.erase("error");
   write_json_file(run_dir + "/results.json", results);
   write_reports(run_dir, out, &h, &pairs);
+  print_run_summary(out, read_json_file(run_dir + "/config.json"), results, h, run_dir);
   print_verdict(out, results, run_dir);
   out << "rewrote " << run_dir << "/results.json (the verdict) and report.html; --verdict-only writes nothing\n";
   o.valid = *validity_from_string(results["valid"].get<std::string>());

@@ -23,6 +23,7 @@
 #include "report/plots_svg.h"
 #include "report/results_json.h"
 #include "report/run_model.h"
+#include "report/summary.h"
 #include "report/svg_common.h"
 #include "report/timeline_svg.h"
 
@@ -63,8 +64,6 @@ std::string op_value_short(const Op& op) {
   return s;
 }
 
-std::string process_label(Process p) { return p == kNemesis ? "nemesis" : std::to_string(p); }
-
 // "3 violations, 5 notes", "1 violation", "2 notes": a note is listed for the reader, not counted as a violation.
 std::string count_words(size_t violations, size_t notes) {
   std::string s;
@@ -92,7 +91,9 @@ std::string nemesis_words(const Op& op) {
   if (const json* d = find(v, "detail"); d && d->is_object()) {
     if (const json* at = find(*d, "aimed_at"); at && at->is_object() && find(*at, "key")) {
       s += ", aimed at the holder of " + plain((*at)["key"]);
-      if (const json* p = find(*at, "process")) s += " (process " + plain(*p) + ")";
+      if (const json* p = find(*at, "process")) {
+        s += " (" + (p->is_number_integer() ? process_name(p->get<Process>()) : plain(*p)) + ")";
+      }
     } else if (const json* aimed = find(*d, "aimed"); aimed && aimed->is_boolean()) {
       s += aimed->get<bool>() ? ", aimed" : ", not aimed (no holder to aim at)";
       if (const json* f = find(*d, "fires"); f && f->is_string()) s += ": fires on the " + f->get<std::string>();
@@ -115,34 +116,75 @@ struct Page {
   std::ostringstream out;
 };
 
+// Client processes that exited by themselves (results.json "client_exits", else the history's exits without
+// their stderr): named, with their status and the last lines of their stderr, linked.
+void render_client_exits(Page& pg, const report::ClientTally& tally) {
+  json results = pg.results.is_object() ? pg.results : json::object();
+  if (!find(results, "client_exits")) {
+    const auto exits = report::client_exits(pg.h);
+    if (exits.empty()) return;
+    results["client_exits"] = report::client_exits_json(exits);
+    results["client_exit_count"] = exits.size();
+  }
+  const std::vector<std::string> lines = report::client_exit_lines(results, tally);
+  if (lines.empty()) return;
+  auto& s = pg.out;
+  s << "<div id=\"client-exits\" class=\"run-error\"><p><strong>" << escape(lines[0]) << ".</strong></p>\n";
+  const json& exits = results["client_exits"];
+  s << "<table class=\"config\"><tr><th>process</th><th>at</th><th>how it ended</th><th>stderr</th></tr>\n";
+  for (size_t i = 0; i < exits.size() && i < 10; ++i) {
+    const json& x = exits[i];
+    std::string file = find(x, "stderr_file") ? plain(x["stderr_file"]) : std::string();
+    std::string cell = kDash;
+    if (!file.empty() && report::is_safe_relative_link(file)) {
+      cell = "<a href=\"" + escape(report::url_path_encode(file)) + "\">" + escape(file) + "</a>";
+    }
+    if (const json* tl = find(x, "stderr_tail"); tl && tl->is_array() && !tl->empty()) {
+      std::string tail;
+      for (const auto& l : *tl) tail += plain(l) + "\n";
+      cell += "<pre class=\"cmd\">" + escape(tail) + "</pre>";
+    } else if (find(x, "stderr_tail")) {
+      cell += " (empty)";
+    }
+    const json* ts = find(x, "time_s");
+    s << "<tr data-process=\"" << text(x, "process") << "\"><td>" << text(x, "process") << "</td><td>"
+      << (ts && ts->is_number() ? escape(report::fixed(ts->get<double>(), 3)) + " s" : std::string(kDash))
+      << "</td><td>" << text(x, "why") << "</td><td>" << cell << "</td></tr>\n";
+  }
+  s << "</table>\n";
+  if (exits.size() > 10) s << "<p class=\"note\">" << (exits.size() - 10) << " more in results.json.</p>\n";
+  s << "</div>\n";
+}
+
 void render_verdict(Page& pg) {
   auto& s = pg.out;
   const std::string verdict = verdict_of(pg.results);
   s << "<section id=\"verdict\">\n";
   s << "<h1>lockcheck run <code>" << text(pg.results, "run_id") << "</code></h1>\n";
   s << "<div id=\"verdict-text\" class=\"verdict verdict-" << verdict << "\">" << upper(verdict) << "</div>\n";
-  // One line of facts.
+  // What was tested, in one sentence, then the facts (report/summary.h).
+  s << "<p id=\"tested\" class=\"tested\"><strong>Tested:</strong> "
+    << escape(report::run_sentence(pg.config, pg.results, pg.h)) << ".</p>\n";
   s << "<p class=\"meta\">started " << text(pg.results, "started_at") << " &middot; duration ";
   if (const json* d = find(pg.results, "duration_s"); d && d->is_number()) {
     s << escape(report::fixed(d->get<double>(), 1)) << " s";
   } else {
     s << kDash;
   }
-  s << " &middot; operations: ";
-  const json* ops = find(pg.results, "ops");
-  if (ops && ops->is_object()) {
+  s << " &middot; " << pg.h.size() << " history entries</p>\n";
+  // The client ops as the stats checker counts them (nemesis ops apart), each count with what it means.
+  const report::ClientTally tally = report::client_tally(pg.h);
+  s << "<p id=\"op-counts\">Client ops: ";
+  if (!pg.h.empty()) {
+    s << escape(report::ops_words(tally)) << "; " << tally.nemesis << " nemesis ops";
+  } else if (const json* ops = find(pg.results, "ops"); ops && ops->is_object()) {
     s << text(*ops, "ok") << " ok, " << text(*ops, "fail") << " fail, " << text(*ops, "info") << " info";
   } else {
-    int64_t ok = 0, fail = 0, info = 0;
-    for (const Op& op : pg.h) {
-      if (!op.is_client() || op.is_notice()) continue;
-      ok += op.is_ok();
-      fail += op.is_fail();
-      info += op.is_info();
-    }
-    s << ok << " ok, " << fail << " fail, " << info << " info";
+    s << kDash;
   }
-  s << " &middot; " << pg.h.size() << " history entries</p>\n";
+  s << "</p>\n";
+  if (!pg.h.empty()) s << "<p id=\"workload-line\">" << escape(report::workload_words(pg.config, pg.h)) << ".</p>\n";
+  render_client_exits(pg, tally);
   if (const json* err = find(pg.results, "error"); err && err->is_string() && !err->get<std::string>().empty()) {
     s << "<p class=\"run-error\"><strong>The run did not complete:</strong> " << escape(err->get<std::string>())
       << "</p>\n";
@@ -281,8 +323,19 @@ void render_config(Page& pg) {
     run_config = c.get<RunConfig>();
   } catch (const std::exception&) {
   }
+  // The settings that have no effect in this run (a fault's setting without that fault), as the run recorded them.
+  std::set<std::string> not_applying;
+  if (const json* na = find(pg.results, "settings_not_applying"); na && na->is_array()) {
+    for (const auto& k : *na) {
+      if (k.is_string()) not_applying.insert(k.get<std::string>());
+    }
+  }
+  // The server kind's options as the run resolved them (defaults filled in, only those that apply).
+  const json* server = find(pg.results, "server");
+  const json* server_options = server ? find(*server, "options") : nullptr;
   for (const auto& f : config_fields()) {
     if (!*f.group) continue;
+    if (not_applying.count(f.key)) continue;
     const json* v = find(c, f.key);
     if (std::string(f.key) == "label" && (!v || !v->is_string() || v->get<std::string>().empty())) continue;
     if (std::string(f.key) == "client_cmd" || std::string(f.key) == "hosts") {
@@ -290,10 +343,19 @@ void render_config(Page& pg) {
     }
     if (std::string(f.key) == "lock_opts" && (!v || !v->is_object() || v->empty())) continue;
     std::string value = text(c, f.key);
+    if (std::string(f.key) == "server_opts") {
+      const json* o = server_options && server_options->is_object() ? server_options : v;
+      if (!o || !o->is_object() || o->empty()) continue;
+      value.clear();
+      for (auto it = o->begin(); it != o->end(); ++it) {
+        value += (value.empty() ? "" : ", ") + escape(it.key()) + " " + escape(plain(it.value()));
+      }
+    }
     if (std::string(f.key) == "nemesis" && v && v->is_array() && v->empty()) value = "none";
-    if (f.effective && v && v->is_number_integer() && v->get<int64_t>() == -1) {
-      value = "default";
-      if (run_config) value += " (" + std::to_string(f.effective(*run_config)) + (*f.unit ? " " : "") + f.unit + ")";
+    if (v && v->is_number_integer() && v->get<int64_t>() == -1) {  // -1: a default the run derived
+      std::optional<int64_t> effective;
+      if (f.effective && run_config) effective = f.effective(*run_config);
+      value = escape(report::default_words(effective, f.unit, f.default_words));
     } else if (*f.unit && value != kDash) {
       value += " " + std::string(f.unit);
     }
@@ -397,7 +459,7 @@ void render_op_rows(std::ostringstream& s, const History& h, const std::vector<i
     }
     s << "<tr" << (cls.empty() ? "" : " class=\"" + cls + "\"") << " data-index=\"" << i << "\"><td>" << i
       << "</td><td>" << escape(report::fixed(static_cast<double>(op.time_ns) / 1e9, 6)) << "</td><td>"
-      << escape(process_label(op.process)) << "</td><td class=\"t-" << to_string(op.type) << "\">" << to_string(op.type)
+      << escape(process_name(op.process)) << "</td><td class=\"t-" << to_string(op.type) << "\">" << to_string(op.type)
       << "</td><td>" << escape(op.f) << "</td><td>" << escape(op.key) << "</td><td>"
       << (op.token ? std::to_string(*op.token) : "") << "</td><td>"
       << (op.validity_ms ? std::to_string(*op.validity_ms) : "") << "</td><td class=\"value\">";
@@ -563,8 +625,9 @@ void render_nodes(Page& pg) {
       s << "<tr><td>" << escape(b.fault) << "</td><td>" << escape(targets) << "</td><td>"
         << escape(report::seconds_label(b.from_ns)) << "</td><td>"
         << (b.healed ? escape(report::seconds_label(b.to_ns)) : std::string("end (not healed)")) << "</td><td>"
-        << escape(report::duration_label(b.to_ns - b.from_ns)) << "</td><td class=\"mono\">" << escape(b.detail)
-        << "</td></tr>\n";
+        << escape(report::duration_label(b.to_ns - b.from_ns)) << "</td><td>"
+        << (b.words.empty() ? std::string() : "<strong>" + escape(b.words) + "</strong> ")
+        << "<span class=\"mono\">" << escape(b.detail) << "</span></td></tr>\n";
     }
     s << "</table>\n";
     if (pg.bands.size() > 200) s << "<p class=\"note\">" << (pg.bands.size() - 200) << " more fault periods.</p>\n";

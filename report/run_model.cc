@@ -15,6 +15,7 @@
 #include "core/flat_table.h"
 #include "core/huge_pages.h"
 #include "core/nearly_sorted.h"
+#include "report/html.h"
 
 namespace lockcheck {
 namespace report {
@@ -169,6 +170,71 @@ std::string dropped_summary(const nlohmann::json& d) {
   return s + "; ";
 }
 
+// The client processes a client fault's stop names (detail "paused" or "crashed"), as marks on band b, found in
+// the history between the band's start and the stop (history index stop_i).
+void add_client_marks(const History& h, const nlohmann::json& stop_value, size_t stop_i, FaultBand& b) {
+  const auto d = stop_value.find("detail");
+  if (d == stop_value.end() || !d->is_object()) return;
+  const bool pause = d->contains("paused");
+  const auto list = d->find(pause ? "paused" : "crashed");
+  if (list == d->end() || !list->is_array() || list->empty()) return;
+  static const Atom kAcquire("acquire");
+  const size_t from_i = b.start_index >= 0 ? static_cast<size_t>(b.start_index) : 0;
+  std::vector<std::string> targets;
+  std::string words;
+  for (const auto& x : *list) {
+    if (!x.is_object() || !x.contains("process") || !x["process"].is_number_integer()) continue;
+    FaultBand::ClientMark m;
+    m.process = x["process"].get<Process>();
+    if (x.contains("slot") && x["slot"].is_number_integer()) m.slot = x["slot"].get<int>();
+    m.from_ns = b.from_ns;
+    m.to_ns = b.to_ns;
+    const std::string who =
+        process_name(m.process) + (m.slot >= 0 ? " (slot c" + std::to_string(m.slot) + ")" : std::string());
+    if (pause) {
+      int64_t lasted_ms = 0;
+      for (const char* k : {"lasted_ms", "pause_ms"}) {
+        if (x.contains(k) && x[k].is_number_integer()) {
+          lasted_ms = x[k].get<int64_t>();
+          break;
+        }
+      }
+      // The pause point is right after an ok acquire: the process's first one after the arm that its next op
+      // follows by most of the pause (else its first one at all).
+      std::optional<int64_t> first_ok, paused_at;
+      for (size_t j = from_i; j <= stop_i && j < h.size() && !paused_at; ++j) {
+        const Op& op = h[j];
+        if (op.process != m.process || !op.is_ok() || op.f != kAcquire) continue;
+        if (!first_ok) first_ok = op.time_ns;
+        for (size_t k = j + 1; k < h.size(); ++k) {
+          if (h[k].process != m.process) continue;
+          if (h[k].time_ns - op.time_ns >= lasted_ms * 1000000 * 8 / 10) paused_at = op.time_ns;
+          break;
+        }
+      }
+      if (paused_at || first_ok) m.from_ns = paused_at ? *paused_at : *first_ok;
+      m.to_ns = m.from_ns + lasted_ms * 1000000;
+      m.words = who + " paused " + duration_label(lasted_ms * 1000000);
+    } else {
+      const std::string point = x.contains("point") && x["point"].is_string() ? x["point"].get<std::string>() : "";
+      for (size_t j = from_i; j <= stop_i && j < h.size(); ++j) {
+        const Op& op = h[j];
+        if (op.process == m.process && op.is_info() && !op.is_notice()) {
+          m.from_ns = m.to_ns = op.time_ns;
+          break;
+        }
+      }
+      m.words = who + " crashed" + (point.empty() ? "" : " " + point);
+    }
+    targets.push_back(process_name(m.process));
+    words += (words.empty() ? "" : "; ") + m.words;
+    b.clients.push_back(std::move(m));
+  }
+  if (b.clients.empty()) return;
+  b.targets = targets;
+  b.words = words;
+}
+
 std::vector<std::string> targets_of(const nlohmann::json& v) {
   std::vector<std::string> out;
   auto it = v.find("targets");
@@ -228,6 +294,7 @@ std::vector<FaultBand> fault_bands(const History& h, const std::vector<int64_t>&
         bands[bi].to_ns = std::max(bands[bi].from_ns, op.time_ns);
         bands[bi].healed = true;
       }
+      if (!open[fault].empty()) add_client_marks(h, *v, i, bands[open[fault].back()]);
       open[fault].clear();
     }
   }

@@ -61,6 +61,18 @@ struct FaultBand {
   std::string detail;  // compact JSON of the start's "detail", may be empty
   int64_t start_index = -1;
   std::string words;   // what the label adds for a reader, e.g. a drifting clock's rate: "runs 5% fast"
+  // A client fault (client-pause, client-crash) is armed for client slots ("c0".."c4") and taken by one process:
+  // the stop's detail names it ("paused" / "crashed": process, slot, ...). Then targets are those processes
+  // (process_name: "p7"), words say what happened to each, and each has a mark: its pause (from its ok acquire,
+  // the pause point, for as long as the pause lasted) or its crash (the crashed op's completion).
+  struct ClientMark {
+    Process process = 0;
+    int slot = -1;       // its client slot (c<slot>), -1 when not recorded
+    int64_t from_ns = 0;
+    int64_t to_ns = 0;
+    std::string words;   // "p7 (slot c2) paused 2.00 s", "p7 (slot c2) crashed after-acquire"
+  };
+  std::vector<ClientMark> clients;
 };
 
 // Fault bands ordered by from_ns. Nemesis values that are not objects with "fault" and "phase" are ignored.

@@ -388,8 +388,8 @@ std::string render_timeline(const std::vector<Hold>& holds, const HoldIndex& ind
       << "\" width=\"" << P << "\" height=\"" << lane_h << "\"/>\n";
     if (i % label_every == 0) {
       s << "<text class=\"lane-label\" x=\"" << (L - 6) << "\" y=\""
-        << (lanes_y + i * lane_h + lane_h / 2 + label_font / 2 - 1) << "\" font-size=\"" << label_font << "\">p"
-        << lanes[i] << "</text>\n";
+        << (lanes_y + i * lane_h + lane_h / 2 + label_font / 2 - 1) << "\" font-size=\"" << label_font << "\">"
+        << process_name(lanes[i]) << "</text>\n";
     }
   }
 
@@ -410,6 +410,11 @@ std::string render_timeline(const std::vector<Hold>& holds, const HoldIndex& ind
   }
   s << "</g>\n";
 
+  // The client faults' marks (a paused or crashed process), drawn over their process's lane.
+  std::map<Process, std::vector<std::pair<const FaultBand*, const FaultBand::ClientMark*>>> marks_of;
+  for (const FaultBand& b : bands) {
+    for (const auto& m : b.clients) marks_of[m.process].emplace_back(&b, &m);
+  }
   std::map<Process, std::vector<const Hold*>> by_lane;  // the drawn lanes' holds
   for (const Hold& h : holds) {
     if (lane_of.count(h.process)) by_lane[h.process].push_back(&h);
@@ -466,10 +471,10 @@ std::string render_timeline(const std::vector<Hold>& holds, const HoldIndex& ind
         if (d.n == 1) {
           if (h->kind == HoldKind::kIndeterminate) {
             cls += " maybe";
-            tip = "p" + std::to_string(p) + " " + h->key + ": acquire indeterminate (info) at " +
+            tip = process_name(p) + " " + h->key + ": acquire indeterminate (info) at " +
                   seconds_label(h->invoke_ns) + "; may have held it to " + seconds_label(h->to_ns);
           } else {
-            tip = "p" + std::to_string(p) + " " + h->key + ": held " + seconds_label(h->from_ns) + " to " +
+            tip = process_name(p) + " " + h->key + ": held " + seconds_label(h->from_ns) + " to " +
                   (h->open ? std::string("end (no release)") : seconds_label(h->to_ns)) + " (" +
                   duration_label(h->to_ns - h->from_ns) + ")";
             if (h->token) tip += ", token " + std::to_string(*h->token);
@@ -479,7 +484,7 @@ std::string render_timeline(const std::vector<Hold>& holds, const HoldIndex& ind
           if (h->open) cls += " open";
         } else {
           cls += maybe(d) ? " maybe agg" : " agg";
-          tip = "p" + std::to_string(p) + " " + keyname + ": " + std::to_string(d.n) +
+          tip = process_name(p) + " " + keyname + ": " + std::to_string(d.n) +
                 (maybe(d) ? " indeterminate acquires merged, " : " holds merged, ") + seconds_label(d.from_ns) +
                 " to " + seconds_label(d.to_ns) + " (holds closer than " + std::to_string(merge_px) +
                 " px at full width are merged; exact around anomalies)";
@@ -493,13 +498,13 @@ std::string render_timeline(const std::vector<Hold>& holds, const HoldIndex& ind
           const int64_t from = std::max(*h->lease_end_ns, h->from_ns);
           s << "<rect class=\"overrun\" data-process=\"" << p << "\" x=\"" << ms_coord(from) << "\" y=\"" << y
             << "\" width=\"" << ms_coord(h->to_ns - from) << "\" height=\"" << bh << "\" data-tip=\""
-            << escape("p" + std::to_string(p) + " " + h->key + ": still held " + duration_label(h->to_ns - from) +
+            << escape(process_name(p) + " " + h->key + ": still held " + duration_label(h->to_ns - from) +
                       " after its lease ended at " + seconds_label(*h->lease_end_ns))
             << "\"/>\n";
         }
         if (d.n == 1 && h->kind == HoldKind::kHeld && h->loss_notice_ns) {
           const int64_t at = *h->loss_notice_ns;
-          std::string note = "p" + std::to_string(p) + " " + h->key + ": its lock library said the lock was lost at " +
+          std::string note = process_name(p) + " " + h->key + ": its lock library said the lock was lost at " +
                              seconds_label(at);
           if (h->lease_end_ns) {
             note += at >= *h->lease_end_ns ? ", " + duration_label(at - *h->lease_end_ns) + " after its lease ended"
@@ -510,6 +515,17 @@ std::string render_timeline(const std::vector<Hold>& holds, const HoldIndex& ind
             << "\" width=\"" << ms_coord(std::max<int64_t>(1, span_ns * 3 / P)) << "\" height=\"" << bh << "\" data-tip=\""
             << escape(note) << "\"/>\n";  // 3 px wide at full view
         }
+      }
+    }
+    if (auto mk = marks_of.find(p); mk != marks_of.end()) {
+      for (const auto& [band, m] : mk->second) {
+        s << "<rect class=\"client-fault\" data-process=\"" << p << "\" data-fault=\"" << escape(band->fault)
+          << "\" x=\"" << ms_coord(m->from_ns) << "\" y=\"" << y << "\" width=\"" << min_w(m->from_ns, m->to_ns)
+          << "\" height=\"" << bh << "\" fill=\"none\" stroke=\"" << fault_color(band->fault)
+          << "\" stroke-width=\"2\" vector-effect=\"non-scaling-stroke\" data-tip=\""
+          << escape(band->fault + ": " + m->words + " from " + seconds_label(m->from_ns) +
+                    (m->to_ns > m->from_ns ? " to " + seconds_label(m->to_ns) : std::string()))
+          << "\"/>\n";
       }
     }
     s << "</g>\n";

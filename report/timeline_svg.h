@@ -7,6 +7,7 @@
 //   rect.lease / rect.overrun                 lease window; part of a hold past its lease
 //   rect.notice[data-process]                 when the process's lock library said the hold's lock was lost
 //   rect.band[data-fault]                     one per fault period, across all lanes
+//   rect.client-fault[data-process][data-fault]  a client fault's paused or crashed process, on its own lane
 //   rect.violation[data-anomaly][data-process]  one per (anomaly, process lane) ("all" when it has none)
 // The lanes, fault rows and anomaly strip are nested <svg class="zoomable"> elements in ms coordinates; the
 // report's script zooms by changing their viewBox (without script the whole run is shown).

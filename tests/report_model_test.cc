@@ -260,6 +260,45 @@ TEST(ReportModelTest, HoldIndexGivesTheWindowsOfAnomalyView) {
   }
 }
 
+// A client-pause is armed for slots and taken by one process: the band names that process, how long it paused,
+// and marks the pause from its ok acquire (the pause point) on its lane; the same for a client crash.
+TEST(ReportModelTest, ClientFaultBandsNameTheProcessTheyTook) {
+  HistoryBuilder b;
+  json start = {{"fault", "client-pause"}, {"phase", "start"}, {"targets", {"c0", "c1", "c2"}},
+                {"detail", {{"pause_ms", 2000}}}};
+  b.add(100, kNemesis, OpType::kInvoke, "client-pause", "", start);
+  b.add(101, kNemesis, OpType::kOk, "client-pause", "", start);
+  b.hold(4, "lock-0", 150, 152, 170, 1);    // p4 acquires and releases at once: not its pause
+  b.hold(7, "lock-0", 200, 210, 2215, 2);   // p7 holds through its pause: 210 ms to 2215 ms
+  json stop = {{"fault", "client-pause"}, {"phase", "stop"}, {"targets", {"p7"}},
+               {"detail", {{"paused", json::array({{{"process", 7}, {"slot", 2}, {"pause_ms", 2000}, {"lasted_ms", 2000}}})}}}};
+  b.add(5100, kNemesis, OpType::kInvoke, "client-resume", "", {{"fault", "client-pause"}, {"phase", "stop"}});
+  b.add(5101, kNemesis, OpType::kOk, "client-resume", "", stop);
+  json cstart = {{"fault", "client-crash"}, {"phase", "start"}, {"targets", {"c0", "c1"}}, {"detail", json::object()}};
+  b.add(6000, kNemesis, OpType::kInvoke, "client-crash", "", cstart);
+  b.add(6001, kNemesis, OpType::kOk, "client-crash", "", cstart);
+  b.add(6100, 5, OpType::kInvoke, "acquire", "lock-0");
+  b.add(6120, 5, OpType::kInfo, "acquire", "lock-0", nullptr, std::nullopt, std::nullopt, "client crashed mid-acquire");
+  json cstop = {{"fault", "client-crash"}, {"phase", "stop"}, {"targets", {"p5"}},
+                {"detail", {{"crashed", json::array({{{"process", 5}, {"slot", 0}, {"point", "mid-acquire"}}})}}}};
+  b.add(7000, kNemesis, OpType::kInvoke, "client-crash-stop", "", {{"fault", "client-crash"}, {"phase", "stop"}});
+  b.add(7001, kNemesis, OpType::kOk, "client-crash-stop", "", cstop);
+  const auto bands = fault_bands(b.history());
+  ASSERT_EQ(bands.size(), 2u);
+  EXPECT_EQ(bands[0].targets, std::vector<std::string>{"p7"});
+  EXPECT_EQ(bands[0].words, "p7 (slot c2) paused 2.00 s");
+  ASSERT_EQ(bands[0].clients.size(), 1u);
+  EXPECT_EQ(bands[0].clients[0].from_ns, 210 * kMs);
+  EXPECT_EQ(bands[0].clients[0].to_ns, 2210 * kMs);
+  EXPECT_EQ(bands[1].targets, std::vector<std::string>{"p5"});
+  EXPECT_EQ(bands[1].words, "p5 (slot c0) crashed mid-acquire");
+  ASSERT_EQ(bands[1].clients.size(), 1u);
+  EXPECT_EQ(bands[1].clients[0].from_ns, 6120 * kMs);
+  const std::string svg = render_timeline(lock_holds(b.history()), bands, {}, history_end_ns(b.history()));
+  EXPECT_NE(svg.find("class=\"client-fault\" data-process=\"7\" data-fault=\"client-pause\""), std::string::npos);
+  EXPECT_NE(svg.find("p7 (slot c2) paused 2.00 s"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace report
 }  // namespace lockcheck

@@ -196,9 +196,9 @@ TEST(ReportTest, FaultPeriodsAreBandsAcrossAllLanesAndInThePlots) {
   EXPECT_NE(html.find("lockcheck rerun results/20261202T101500Z-single-lock"), std::string::npos);
   EXPECT_NE(html.find("lockcheck run --lock single --nemesis partition,pause --seed 42"), std::string::npos);
   EXPECT_NE(html.find("redis 7.0.15"), std::string::npos);
-  // Unset fields say "default" with the value the run used (ttl_ms 100: 80 ms of hold, 33 ms of work), never -1.
-  EXPECT_NE(html.find("<span class=\"mono\">hold_ms_max</span> default (80 ms)"), std::string::npos);
-  EXPECT_NE(html.find("<span class=\"mono\">work_ms</span> default (33 ms)"), std::string::npos);
+  // Unset fields show the value the run used and "(default)" (ttl_ms 100: 80 ms of hold, 33 ms of work), never -1.
+  EXPECT_NE(html.find("<span class=\"mono\">hold_ms_max</span> 80 ms (default)"), std::string::npos);
+  EXPECT_NE(html.find("<span class=\"mono\">work_ms</span> 33 ms (default)"), std::string::npos);
   EXPECT_EQ(html.find("-1 ms"), std::string::npos);
 }
 
@@ -207,10 +207,11 @@ TEST(ReportTest, ConfigurationShowsSetValuesAsTheyAreAndDefaultsWithoutAReadable
   config["hold_ms_max"] = 70;
   std::string html = render_report(config, report_test::valid_history(), report_test::valid_results());
   EXPECT_NE(html.find("<span class=\"mono\">hold_ms_max</span> 70 ms"), std::string::npos);
-  EXPECT_NE(html.find("<span class=\"mono\">work_ms</span> default (33 ms)"), std::string::npos);
-  config["ttl_ms"] = "soon";  // not a config the run could have read: the value is unknown
+  EXPECT_NE(html.find("<span class=\"mono\">work_ms</span> 33 ms (default)"), std::string::npos);
+  config["ttl_ms"] = "soon";  // not a config the run could have read: the default in words
   html = render_report(config, report_test::valid_history(), report_test::valid_results());
-  EXPECT_NE(html.find("<span class=\"mono\">work_ms</span> default &middot;"), std::string::npos);
+  EXPECT_NE(html.find("<span class=\"mono\">work_ms</span> a third of the TTL (default) &middot;"),
+            std::string::npos);
 }
 
 TEST(ReportTest, EmptyEverythingStillRendersWellFormedHtml) {
@@ -516,7 +517,7 @@ TEST(ReportTest, ViolationsAndNotesCountedApartAndFaultsInWords) {
   EXPECT_NE(html.find("id=\"anomaly-count\">1 violation, 2 notes</h3>"), std::string::npos);
   EXPECT_NE(html.find("<th>violations</th><th>notes</th>"), std::string::npos);
   EXPECT_NE(html.find("<td>1</td><td>2</td><td>1 double grant</td>"), std::string::npos);
-  EXPECT_NE(html.find("partition n1 n2, aimed at the holder of lock-0 (process 1)<details><summary>raw</summary>"),
+  EXPECT_NE(html.find("partition n1 n2, aimed at the holder of lock-0 (p1)<details><summary>raw</summary>"),
             std::string::npos);
   EXPECT_NE(html.find("heal n1 n2 (heals partition)<details>"), std::string::npos);
   EXPECT_NE(html.find("&quot;grudge&quot;"), std::string::npos);  // the raw fields, whole
