@@ -269,6 +269,17 @@ std::vector<std::string> settings_not_applying(const Plan& plan) {
     }
   }
   std::vector<std::string> out;
+  // The settings only some workloads read: shown when the run's workload reads them.
+  std::set<std::string> some_workloads, this_workload;
+  for (const auto& w : workload_registry()) {
+    for (const auto& s : w.make()->run_settings()) {
+      some_workloads.insert(s);
+      if (plan.workload == &w || (!plan.workload && w.name == plan.config.workload)) this_workload.insert(s);
+    }
+  }
+  for (const auto& f : config_fields()) {
+    if (some_workloads.count(f.key) && !this_workload.count(f.key)) out.push_back(f.key);
+  }
   for (const auto& f : config_fields()) {
     if (std::string(f.group) != "faults") continue;
     const bool applies = kEveryNemesis.count(f.key) ? (f.key == std::string("nemesis") || !plan.nemeses.empty())

@@ -46,9 +46,10 @@ struct Plan {
 Plan resolve_plan(RunConfig c);
 
 // The run settings (config.json keys) that have no effect in plan's run, for the report to leave out (results.json
-// "settings_not_applying"): with no nemesis, every fault setting but the list itself; else the fault settings
-// that no nemesis of the run reads (Nemesis::run_settings: --pause-ms without client-pause, --restart-delay-ms
-// without kill or power-loss, --drift-ppm without clock:drift).
+// "settings_not_applying"): the settings only some workloads read that the run's does not (Workload::run_settings:
+// --work-ms without a set workload, --hold-ms-max without lock); with no nemesis, every fault setting but the list
+// itself; else the fault settings that no nemesis of the run reads (Nemesis::run_settings: --pause-ms without
+// client-pause, --restart-delay-ms without kill or power-loss, --drift-ppm without clock:drift).
 std::vector<std::string> settings_not_applying(const Plan& plan);
 // plan.server_options without the options that have no effect with them (ServerSpec::option_applies).
 nlohmann::json applying_server_options(const Plan& plan);

@@ -332,7 +332,7 @@ nlohmann::json client_exits_json(const RunConfig& cfg, const std::string& dir, c
 class ExitAnnouncer {
  public:
   ExitAnnouncer(std::ostream& out, RunLog& log, const RunConfig& cfg, std::string dir)
-      : out_(out), log_(log), cfg_(cfg), dir_(std::move(dir)) {}
+      : out_(out), log_(log), cfg_(cfg), dir_(std::move(dir)), nl_(cfg.progress && ::isatty(2) == 1 ? "\n" : "") {}
   void observe(const Op& op) {
     const auto x = report::client_exit_of(op);
     if (!x) return;
@@ -342,8 +342,8 @@ class ExitAnnouncer {
                              report::fixed(static_cast<double>(x->time_ns) / 1e9, 3) +
                              " s; its stderr: " + (file.front() == '/' ? file : dir_ + "/" + file);
     log_.log(line);
-    if (count_ <= kSaid) out_ << "\nlockcheck: " << line << "\n" << std::flush;
-    if (count_ == kSaid + 1) out_ << "\nlockcheck: more client processes exit; the end of the run lists them\n";
+    if (count_ <= kSaid) out_ << nl_ << "lockcheck: " << line << "\n" << std::flush;
+    if (count_ == kSaid + 1) out_ << nl_ << "lockcheck: more client processes exit; the end of the run lists them\n";
   }
 
  private:
@@ -352,6 +352,7 @@ class ExitAnnouncer {
   RunLog& log_;
   const RunConfig& cfg_;
   std::string dir_;
+  const char* nl_;  // ends the progress line first when it is one rewritten in place (a terminal)
   int count_ = 0;
 };
 

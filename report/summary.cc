@@ -105,9 +105,9 @@ std::string ops_words(const ClientTally& t) {
       s += " (acquires that found the lock held: contention, not errors)";
     } else if (t.fail_acquire > 0) {
       s += " (" + std::to_string(t.fail_acquire) + " acquires that found the lock held: contention, not errors; " +
-           summary_plural(other, "other op", "other ops") + " refused)";
+           summary_plural(other, "other op", "other ops") + " that did not happen)";
     } else {
-      s += " (refused: the op certainly did not happen)";
+      s += " (ops that certainly did not happen)";
     }
   }
   s += ", " + std::to_string(t.info) + " info";
@@ -236,7 +236,7 @@ std::string workload_words(const json& config, const History& h) {
   std::string s = workload + " workload: ";
   if (fs.empty()) {
     s += "no client op was sent";
-  } else if (lock_only) {
+  } else if (lock_only && extends == 0) {
     s += "acquire";
     const auto ttl = summary_int(config, "ttl_ms");
     auto hold_max = summary_int(config, "hold_ms_max");
@@ -328,7 +328,9 @@ std::vector<std::string> client_exit_lines(const json& results, const ClientTall
   const int64_t total = summary_int(results, "client_exit_count").value_or(static_cast<int64_t>(exits->size()));
   std::string list;
   for (size_t i = 0; i < names.size() && i < 8; ++i) list += (i ? ", " : "") + names[i];
-  if (static_cast<int64_t>(names.size()) < total || names.size() > 8) list += ", ...";
+  if (total > static_cast<int64_t>(std::min<size_t>(names.size(), 8))) {
+    list += " and " + std::to_string(total - static_cast<int64_t>(std::min<size_t>(names.size(), 8))) + " more";
+  }
   if (t.ok + t.fail == 0) {
     lines.push_back("every client process exited before any lock op completed (" +
                     summary_plural(total, "exit", "exits") + ": " + list + "): nothing was tested");
@@ -343,7 +345,7 @@ std::vector<std::string> client_exit_lines(const json& results, const ClientTall
       for (const auto& l : *tl) tail += plain(l) + "\n";
     }
     const std::string why = summary_string(x, "why");
-    if (!shown.insert(why + "\n" + tail).second) continue;
+    if (!shown.insert(why).second) continue;  // another status: worth a line; the same one with another pid is not
     if (shown.size() > 2) break;
     std::string line = summary_string(x, "process") + " " + why;
     if (const auto ts = summary_number(x, "time_s")) line += " at " + fixed(*ts, 3) + " s";

@@ -111,7 +111,7 @@ TEST(ReportSummaryTest, CountsAreTheStatsCheckersAndFailIsExplained) {
 
   ClientTally mixed{10, 5, 1, 3, 0};
   EXPECT_EQ(ops_words(mixed), "10 ok, 5 fail (3 acquires that found the lock held: contention, not errors; 2 other "
-                              "ops refused), 1 info (outcome unknown: a timeout or a lost client)");
+                              "ops that did not happen), 1 info (outcome unknown: a timeout or a lost client)");
 }
 
 TEST(ReportSummaryTest, WorkloadLineSaysWhatWasSentAndWhetherValidityCame) {
@@ -174,6 +174,8 @@ TEST(ReportSummaryTest, ClientExitsAreNamedOncePerProcessWithTheirStatus) {
   some.ok = 4;
   EXPECT_EQ(client_exit_lines(r, some)[0], "2 client processes exited by themselves: p0, p1");
   EXPECT_TRUE(client_exit_lines(json::object(), some).empty());
+  r["client_exit_count"] = 87;  // results.json lists the first ones only
+  EXPECT_EQ(client_exit_lines(r, some)[0], "87 client processes exited by themselves: p0, p1 and 85 more");
 }
 
 TEST(ReportSummaryTest, LastLinesKeepsTheEnd) {
@@ -188,16 +190,28 @@ TEST(ReportSummaryTest, DefaultsAreShownResolved) {
 }
 
 TEST(ReportSummaryTest, FaultSettingsApplyOnlyWithTheNemesisThatReadsThem) {
-  Plan p;
+  Plan p;  // the lock workload (RunConfig's default): the set workloads' settings do not apply
   auto hidden = [&] { return settings_not_applying(p); };
   using V = std::vector<std::string>;
-  EXPECT_EQ(hidden(), (V{"nemesis_targeting", "nemesis_interval_s", "restart_delay_ms", "drift_ppm", "pause_ms"}));
+  const V set_only = {"work_ms", "work_uniform", "blind_holder"};
+  auto with = [&](V v) {
+    v.insert(v.begin(), set_only.begin(), set_only.end());
+    return v;
+  };
+  EXPECT_EQ(hidden(), with({"nemesis_targeting", "nemesis_interval_s", "restart_delay_ms", "drift_ppm", "pause_ms"}));
   p.nemeses = {"kill"};
-  EXPECT_EQ(hidden(), (V{"drift_ppm", "pause_ms"}));
+  EXPECT_EQ(hidden(), with({"drift_ppm", "pause_ms"}));
   p.nemeses = {"client-pause", "clock:drift"};
-  EXPECT_EQ(hidden(), (V{"restart_delay_ms"}));
+  EXPECT_EQ(hidden(), with({"restart_delay_ms"}));
   p.nemeses = {"clock", "power-loss"};
-  EXPECT_EQ(hidden(), (V{"drift_ppm", "pause_ms"}));
+  EXPECT_EQ(hidden(), with({"drift_ppm", "pause_ms"}));
+  // A set workload reads work_ms and the lease margin, not the lock workload's holds; renew reads neither.
+  p.nemeses = {"kill"};
+  p.config.workload = "lock-set";
+  EXPECT_EQ(hidden(), (V{"hold_ms_max", "hold_ms_min", "drift_ppm", "pause_ms"}));
+  p.config.workload = "renew";
+  EXPECT_EQ(hidden(), (V{"hold_ms_max", "hold_ms_min", "work_ms", "lease_margin_ms", "work_uniform", "blind_holder",
+                         "drift_ppm", "pause_ms"}));
 }
 
 TEST(ReportSummaryTest, ServerOptionsApplyAsTheServerKindSays) {

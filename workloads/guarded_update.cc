@@ -47,6 +47,9 @@ constexpr int64_t kReadWriteMs = 5;  // kept out of the lease for the update's r
 class GuardedUpdate : public Workload {
  public:
   explicit GuardedUpdate(Kind kind) : kind_(kind) {}
+  std::vector<std::string> run_settings() const override {
+    return {"work_ms", "work_uniform", "blind_holder", "lease_margin_ms"};
+  }
 
   std::string name() const override {
     switch (kind_) {

@@ -15,6 +15,7 @@ namespace {
 class LockWorkload : public Workload {
  public:
   std::string name() const override { return "lock"; }
+  std::vector<std::string> run_settings() const override { return {"hold_ms_max", "hold_ms_min", "lease_margin_ms"}; }
 
   ProcessExit run_process(ProcessEnv& env) override {
     const auto ttl = std::chrono::milliseconds(env.options.ttl_ms);

@@ -107,6 +107,9 @@ class Workload {
   virtual void finish(WorkloadEnv& env) noexcept { (void)env; }
   // True when the workload needs fencing tokens from the lock, whatever --fencing says.
   virtual bool needs_fencing() const { return false; }
+  // The run settings (config.json keys) that only some workloads read and this one does (hold_ms_max, work_ms,
+  // ...): the report shows such a setting only in a run whose workload reads it (harness/plan.h).
+  virtual std::vector<std::string> run_settings() const { return {}; }
   // The names of the checkers that judge this workload's history.
   virtual std::vector<std::string> checkers() const = 0;
   // What the workload ran beside the nodes, by name (its resource store: {"resource": "redis 7.0.15"}), for
