@@ -436,7 +436,10 @@ void render_timeline_section(Page& pg) {
   }
   s << "</div>\n";
   s << report::render_timeline(pg.holds, *pg.hold_index, pg.bands, pg.anomalies, pg.end_ns);
-  s << "<p class=\"note\">A bar runs from an acquire's ok to the process's next release invoke on that key (or the "
+  s << "<p class=\"note\">A lane is a client process (p0, p1, ...: the name the console, the run log and the "
+       "fault periods use). A process runs in a client slot (c0, c1, ...: the network party a fault cuts or pauses); "
+       "after an info op it is retired and a new process takes its slot. "
+       "A bar runs from an acquire's ok to the process's next release invoke on that key (or the "
        "end of the history); the lighter box behind it is the lease the client was told (acquire ok + "
        "validity, moved by ok extends); a magenta tick is where the client's lock library told it the lock was "
        "lost (a loss notice). Shaded bands are fault periods. Drag across the lanes to zoom; click the top strip to move; "
