@@ -576,8 +576,10 @@ void print_trend(const Trend& t, std::ostream& out) {
 
 void print_trend_nights(const Trend& t, std::ostream& out) {
   out << "median time to the first anomaly per night, oldest first (s; -: none found):\n";
+  size_t width = 28;
+  for (const auto& e : t.entries) width = std::max(width, e.name.size());
   for (const auto& e : t.entries) {
-    out << "  " << std::left << std::setw(28) << e.name;
+    out << "  " << std::left << std::setw(static_cast<int>(width)) << e.name;
     for (const NightEntry* c : e.nights) {
       const auto m = c ? median(c->first_anomaly_s) : std::nullopt;
       out << " " << std::right << std::setw(6) << (m ? num(*m, 1) : c ? "-" : "absent");
