@@ -35,6 +35,7 @@
 #include "locks/lock_client.h"
 #include "nemesis/driver.h"
 #include "report/report.h"
+#include "report/results_json.h"
 #include "sys/process.h"
 #include "sys/redis_conn.h"
 #include "sys/signals.h"
@@ -584,6 +585,7 @@ RunOutcome run_test(RunConfig given, std::ostream& out, const Schedule* replay) 
   nlohmann::json verdict = check_history(cfg, h, &pairs);
   results["valid"] = verdict["valid"];
   results["checkers"] = verdict["checkers"];
+  report::add_first_anomaly_and_coverage(results, h, &pairs);
   write_json_file(dir + "/results.json", results);
   write_reports(dir, out, &h, &pairs);
   print_verdict(out, results, dir);
@@ -621,6 +623,7 @@ RunOutcome check_run(const std::string& run_dir, std::ostream& out, std::optiona
   nlohmann::json verdict = check_history(cfg, h, &pairs);
   results["valid"] = verdict["valid"];
   results["checkers"] = verdict["checkers"];
+  report::add_first_anomaly_and_coverage(results, h, &pairs);
   results.erase("error");
   write_json_file(run_dir + "/results.json", results);
   write_reports(run_dir, out, &h, &pairs);
