@@ -295,6 +295,7 @@ void NemesisDriver::open_start(const ScheduleEntry& e, const std::map<int64_t, i
 }
 
 void NemesisDriver::fire(const ScheduleEntry& e, const Timing& t) {
+  if (stopping_.load()) return;  // never a fault outside the run
   if (in_force_[e.nemesis].active) apply_stop(e.nemesis, -1);  // only when a start came late
   apply_start(e, t);
 }
