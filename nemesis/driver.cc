@@ -189,7 +189,7 @@ void NemesisDriver::loop() noexcept {
             windows_[k].open = false;
             Timing t;
             t.timing = "lock-state";
-            t.rule = to_string(w.rule.trigger);
+            t.rule = rule_name(w.rule);
             t.moment = m->moment;
             fire(w.entry, t);
             auto it = stop_of.find(w.entry.step);
@@ -210,7 +210,7 @@ void NemesisDriver::loop() noexcept {
         windows_[*window_k].open = false;
         Timing t;
         t.timing = "lock-state";
-        t.rule = to_string(w.rule.trigger);
+        t.rule = rule_name(w.rule);
         t.fallback = fallback_at_close(w.rule, w.window);
         log("nemesis: step " + std::to_string(w.entry.step) + ": " + t.fallback);
         fire(w.entry, t);
@@ -277,7 +277,7 @@ void NemesisDriver::open_start(const ScheduleEntry& e, const std::map<int64_t, i
   Timing t;
   t.timing = "lock-state";
   const TimingRule rule = nemeses_[e.nemesis]->timing_rule(e.fault);
-  t.rule = to_string(rule.trigger);
+  t.rule = rule_name(rule);
   const LockSnapshot now = lock_view_->snapshot();
   t.fallback = fallback_at_open(rule, now);
   if (!t.fallback.empty()) {

@@ -16,6 +16,11 @@ const char* to_string(TimingTrigger t) {
   return "random";
 }
 
+std::string rule_name(const TimingRule& r) {
+  if (r.trigger == TimingTrigger::kAtGrant && r.renewal_first) return "at-grant-or-extend-invoke";
+  return to_string(r.trigger);
+}
+
 namespace {
 
 std::string who(Process p, const std::string& key) {

@@ -45,6 +45,9 @@ struct TimingRule {
   std::string why;
 };
 
+// The rule's name as recorded (detail.timing_rule): its trigger, "at-grant-or-extend-invoke" with renewal_first.
+std::string rule_name(const TimingRule& r);
+
 // What a rule fired on: the process (and key) whose lock state matched, and the moment in words.
 struct TimingMatch {
   Process process = 0;

@@ -238,6 +238,8 @@ TEST(TimingRuleTest, EachFaultHasItsRule) {
   }
   EXPECT_TRUE(nemesis("delay")->timing_rule(a_plan(*nemesis("delay"))).renewal_first);
   EXPECT_TRUE(nemesis("pause")->timing_rule(a_plan(*nemesis("pause"))).renewal_first);
+  EXPECT_EQ(rule_name(nemesis("pause")->timing_rule(a_plan(*nemesis("pause")))), "at-grant-or-extend-invoke");
+  EXPECT_EQ(rule_name(nemesis("kill")->timing_rule(a_plan(*nemesis("kill")))), "held-early");
   // Every registered nemesis has a rule (a new one without gets random timing, said in its detail).
   for (const auto& info : nemesis_registry()) {
     auto n = nemesis(info.name);
