@@ -12,7 +12,8 @@
 // applied it; a start's detail also holds "timing" ("random" or "lock-state"), "lock_state" (the run-wide lock
 // state the fault met when it was applied: free, acquiring, held-early, held-late, renewing, releasing;
 // nemesis/lock_state.h) and, when lock-state timing fell back to a planned time, "timing_fallback" (why, in
-// words). The faults: nemesis/partition.cc, delay.cc, pause.cc, kill.cc, clock.cc, client_pause.cc, failover.cc;
+// words); with lock-state also "timing_rule" (the rule's name, nemesis/timing.h) and, when the rule matched,
+// "timing_moment" (what it fired on, e.g. "an acquire's ok (p3, lock-0)"). The faults: nemesis/partition.cc, delay.cc, pause.cc, kill.cc, clock.cc, client_pause.cc, failover.cc;
 // the schedule: nemesis/schedule.h; the thread that applies it: nemesis/driver.h.
 #pragma once
 
