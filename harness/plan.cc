@@ -349,7 +349,7 @@ void print_plan(const Plan& plan, std::ostream& out) {
       << (options.empty() ? "" : " (" + options + ")") << "\n"
       << "  workload:  " << c.workload << ", " << c.concurrency << " clients, " << c.keys << " key"
       << (c.keys == 1 ? "" : "s") << ", " << c.time_limit_s << " s\n"
-      << "  nemeses:   " << (nemeses.empty() ? "none" : nemeses + " (aimed: " + c.nemesis_targeting + ")") << "\n"
+      << "  nemeses:   " << (nemeses.empty() ? "none" : nemeses + " (aimed: " + c.nemesis_targeting + ", timed: " + c.nemesis_timing + ")") << "\n"
       << "  checkers:  " << checkers << "\n"
       << "  fencing:   " << (plan.fencing ? "tokens with each acquire" : "none") << "\n"
       << "settings (config key, value the run uses, flag):\n";
