@@ -271,7 +271,8 @@ class LeaseChecker : public Checker {
                {"description", "processes " + std::to_string(a->process) + " and " + std::to_string(w->process) +
                                    " both held " + key + " within their leases for " + format_duration_ms(to - from) +
                                    " from t=" + format_time_s(from) + " (process " + std::to_string(a->process) +
-                                   "'s lease ran to t=" + format_time_s(a->end_ns) + ", process " +
+                                   "'s hold ran to t=" + format_time_s(a->end_ns) +
+                                   " (its lease's end, its release or a failed extend, whichever came first), process " +
                                    std::to_string(w->process) + "'s began at its acquire's ok, op " +
                                    std::to_string(w->op1) + ")"},
                {"ops", ops},

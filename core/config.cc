@@ -207,6 +207,8 @@ const std::vector<ConfigField>& config_fields() {
     doc(row<&C::nemesis>("nemesis", "nemesis", "comma list of faults (see lockcheck list), or none", "faults", ""), "LIST"),
     doc(row<&C::nemesis_targeting>("nemesis_targeting", "nemesis-targeting", "random, or holder: aim faults at the current lock holder and its nodes", "faults", "",
         [](const C& c) { one_of(c.nemesis_targeting, "--nemesis-targeting", {"random", "holder"}); }), "random|holder"),
+    doc(row<&C::nemesis_timing>("nemesis_timing", "nemesis-timing", "random (each fault at its planned time), or lock-state: each fault waits, at most one interval, for the moment of the lock's life its rule names (docs/faults.md, Fault timing)", "faults", "",
+        [](const C& c) { one_of(c.nemesis_timing, "--nemesis-timing", {"random", "lock-state"}); }), "random|lock-state"),
     row<&C::nemesis_interval_s>("nemesis_interval_s", "nemesis-interval", "seconds between a fault and its heal", "faults", "s",
         [](const C& c) { require(c.nemesis_interval_s > 0 && c.nemesis_interval_s <= 3600, "--nemesis-interval", c.nemesis_interval_s, "must be in (0, 3600] seconds"); }),
     doc(row<&C::restart_delay_ms>("restart_delay_ms", "restart-delay-ms", "how long a killed node stays down before its restart", "faults", "ms",

@@ -32,6 +32,7 @@ struct RunConfig {
   std::string workload = "lock";                 // --workload
   std::vector<std::string> nemesis;              // --nemesis a,b,c; empty means none
   std::string nemesis_targeting = "random";      // --nemesis-targeting random|holder
+  std::string nemesis_timing = "random";         // --nemesis-timing random|lock-state (nemesis/timing.h)
   double nemesis_interval_s = 5.0;               // --nemesis-interval: seconds between fault and heal
   int64_t restart_delay_ms = 0;                  // --restart-delay-ms: how long a killed node stays down
   int64_t drift_ppm = 0;                         // --drift-ppm: clock:drift's rate (0: drawn per fault)

@@ -3,7 +3,7 @@
 // 3.9e19), keeps integers above INT64_MAX as unsigned (get<int64_t>() wraps them to negative numbers) and
 // narrows a wider integer in silence. Every reader of untrusted JSON (config, schedules, hosts files, external
 // clients' lines, a night's summary, a shard's jobs) takes its integers through this, so that such a value is
-// refused with its field named, never read as another number (found by fuzzing, issue 32).
+// refused with its field named, never read as another number (found by fuzzing).
 #pragma once
 
 #include <cstdint>

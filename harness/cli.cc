@@ -62,8 +62,9 @@ const std::vector<std::pair<std::string, std::string>>& exit_status_table() {
   static const std::vector<std::pair<std::string, std::string>> statuses = {
       {"0", "valid: every checker found the history valid (or the command did what it was asked)"},
       {"1", "an anomaly was found (test-all: an expectation not met; trend: something got worse)"},
-      {"2", "usage or configuration error: a bad flag or value, named in the message; nothing was run"},
-      {"3", "the harness or the cluster failed (no redis-server, no Docker engine, a client stuck)"},
+      {"2", "usage or configuration error: a bad flag or value, or a server program not found, named in the "
+              "message; nothing was run"},
+      {"3", "the harness or the cluster failed (a server that will not start, no Docker engine, a client stuck)"},
       {"4", "a checker could not decide (unknown)"},
       {"128+N", "interrupted by signal N (130: SIGINT, Ctrl-C; 143: SIGTERM); what was done so far is kept"},
   };
@@ -450,6 +451,7 @@ struct CheckCommand {
 
 struct RerunCommand {
   General g;
+  bool no_progress = false;
   CommandSpec spec() {
     CommandSpec s = command("rerun", "lockcheck rerun RUN_DIR",
         "the stored configuration and seed again; RUN_DIR/repro: a minimal reproduction, run and compared",
@@ -458,11 +460,14 @@ struct RerunCommand {
         "reproduction's folder (RUN/repro, written by lockcheck reproduce): its case runs once and the command says "
         "whether the anomaly came back.",
         Positional::kOne, "RUN_DIR");
+    s.tables.push_back(
+        {"rerun", {with(switch_flag("no-progress", &no_progress, "no progress line"), "", "", "output")}, ""});
     s.tables.push_back(general_flags(g, kDryRunStartsNothing));
     return s;
   }
   int execute(const ParsedCommand& p, std::ostream& out) {
-    return rerun(one_positional(p, "rerun: RUN_DIR is required (a folder under results/)"), out, g.dry_run);
+    return rerun(one_positional(p, "rerun: RUN_DIR is required (a folder under results/)"), out, g.dry_run,
+                 no_progress);
   }
 };
 

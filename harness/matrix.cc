@@ -21,6 +21,7 @@
 #include <thread>
 
 #include "checkers/checker.h"
+#include "checkers/coverage.h"
 #include "core/exit_codes.h"
 #include "core/history.h"
 #include "harness/flags.h"
@@ -34,6 +35,7 @@
 #include "locks/adapters.h"
 #include "nemesis/nemesis.h"
 #include "report/assets.h"
+#include "report/coverage.h"
 #include "report/html.h"
 #include "report/report.h"
 #include "report/results_json.h"
@@ -314,6 +316,17 @@ std::string duration_words(double s) {
   return o.str();
 }
 
+// "fault timing: 12 faults (12 random; 0 fell back); client-pause never met acquiring, renewing"
+std::string coverage_line(const FaultCoverage& c) {
+  std::string timing;
+  for (const auto& [t, n] : c.timing) timing += (timing.empty() ? "" : ", ") + std::to_string(n) + " " + t;
+  const std::string never = report::never_met_words(to_json(c));
+  return "fault timing: " + std::to_string(c.faults) + " faults (" + timing + "; " + std::to_string(c.fallbacks) +
+         " fell back); " +
+         (c.never_met().empty() ? std::string("lock states not recorded")
+                                : never.empty() ? std::string("every fault met every lock state") : never);
+}
+
 void write_summary(const std::string& path, const Matrix& m, const std::vector<EntryOutcome>& outcomes,
                    const std::vector<Job>& jobs, const nlohmann::json& night, const std::string& since) {
   size_t met = 0;
@@ -365,6 +378,7 @@ void write_summary(const std::string& path, const Matrix& m, const std::vector<E
   for (const auto& j : jobs) {
     if (j.exit_code != -1) runs.push_back({j.entry, j.seed, j.exit_code, j.run_dir});
   }
+  out << report::matrix_fault_timing_html(night);
   const Scorecard card = build_scorecard(m, runs);
   const std::string card_html = scorecard_html(card, base.string());
   if (!card_html.empty()) out << "<section>" << card_html << "</section>\n";
@@ -698,6 +712,8 @@ int test_all(const TestAllOptions& opts, std::ostream& out) {
   }
 
   std::vector<EntryOutcome> outcomes;
+  std::vector<FaultCoverage> entry_coverage;
+  FaultCoverage matrix_coverage;
   std::vector<double> seconds(m.entries.size(), 0);
   size_t met = 0;
   out << "\n";
@@ -720,7 +736,16 @@ int test_all(const TestAllOptions& opts, std::ostream& out) {
     out << (o.met ? "  met     " : "  MISSED  ") << std::left << std::setw(28) << m.entries[i].name << " " << o.finding
         << "\n";
     outcomes.push_back(o);
+    // Which lock state the entry's faults met, over its seeds' runs (checkers/coverage.h).
+    FaultCoverage c;
+    for (const Job* j : mine) {
+      if (j->results.is_object() && j->results.contains("coverage")) c.add(coverage_from_json(j->results["coverage"]));
+    }
+    if (c.faults > 0) out << "          " << std::setw(28) << "" << " " << coverage_line(c) << "\n";
+    entry_coverage.push_back(c);
+    matrix_coverage.add(c);
   }
+  if (matrix_coverage.faults > 0) out << "  over the matrix: " << coverage_line(matrix_coverage) << "\n";
   const std::string junit = opts.junit_path.empty() ? dir + "/junit.xml" : opts.junit_path;
   write_junit(junit, m, outcomes, seconds);
   night["met"] = met;
@@ -733,8 +758,10 @@ int test_all(const TestAllOptions& opts, std::ostream& out) {
                                 {"met", outcomes[i].met},
                                 {"error", outcomes[i].error},
                                 {"first_anomaly_s", outcomes[i].first_anomaly_s},
-                                {"finding", outcomes[i].finding}});
+                                {"finding", outcomes[i].finding},
+                                {"coverage", to_json(entry_coverage[i])}});
   }
+  night["coverage"] = to_json(matrix_coverage);
   report::write_atomically(dir + "/summary.json", night.dump(2) + "\n");
   // Since the last nights: tonight (as trend reads it back) against the history.
   std::string since;

@@ -261,7 +261,8 @@ Plan resolve_server_plan(RunConfig c) {
 
 std::vector<std::string> settings_not_applying(const Plan& plan) {
   // What the nemesis driver itself reads for any nemesis (nemesis/driver.h): shown whenever a nemesis runs.
-  static const std::set<std::string> kEveryNemesis = {"nemesis", "nemesis_targeting", "nemesis_interval_s"};
+  static const std::set<std::string> kEveryNemesis = {"nemesis", "nemesis_targeting", "nemesis_timing",
+                                                      "nemesis_interval_s"};
   std::set<std::string> read;
   for (const auto& n : plan.nemeses) {
     if (auto nemesis = make_nemesis(n)) {
@@ -388,7 +389,7 @@ void print_plan(const Plan& plan, std::ostream& out) {
       << (options.empty() ? "" : " (" + options + ")") << "\n"
       << "  workload:  " << c.workload << ", " << c.concurrency << " clients, " << c.keys << " key"
       << (c.keys == 1 ? "" : "s") << ", " << c.time_limit_s << " s\n"
-      << "  nemeses:   " << (nemeses.empty() ? "none" : nemeses + " (aimed: " + c.nemesis_targeting + ")") << "\n"
+      << "  nemeses:   " << (nemeses.empty() ? "none" : nemeses + " (aimed: " + c.nemesis_targeting + ", timed: " + c.nemesis_timing + ")") << "\n"
       << "  checkers:  " << checkers << "\n"
       << "  fencing:   " << (plan.fencing ? "tokens with each acquire" : "none") << "\n"
       << "settings (config key, value the run uses, flag):\n";

@@ -122,7 +122,7 @@ nlohmann::json compare_with_reproduction(const std::string& repro_dir, const Run
 
 }  // namespace
 
-int rerun(const std::string& run_dir_given, std::ostream& out, bool dry_run) {
+int rerun(const std::string& run_dir_given, std::ostream& out, bool dry_run, bool no_progress) {
   std::string run_dir = run_dir_given;
   while (run_dir.size() > 1 && run_dir.back() == '/') run_dir.pop_back();
   const bool reproduction = is_reproduction_folder(run_dir);
@@ -132,6 +132,7 @@ int rerun(const std::string& run_dir_given, std::ostream& out, bool dry_run) {
   if (reproduction) results = results.parent_path();
   cfg.results_dir = results.empty() ? "." : results.string();
   cfg.argv = {"lockcheck", "rerun", run_dir};
+  if (no_progress) cfg.progress = false;
   // The stored plan replayed: the same faults as the seed plans for an ordinary run, and the right ones for a
   // run that itself replayed a schedule (`run --schedule`, a minimal reproduction), whose seed would plan others.
   std::optional<Schedule> replay;

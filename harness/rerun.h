@@ -20,7 +20,8 @@ namespace lockcheck {
 // so one run may miss it) and how many of the schedule's faults started. Recorded under "rerun" as well.
 // dry_run: read and resolve as the run would, print the plan, run and write nothing.
 // Returns the new run's exit status (core/exit_codes.h; 1 when the anomaly is there).
-int rerun(const std::string& run_dir, std::ostream& out, bool dry_run = false);
+// no_progress: no progress line, whatever the stored run had.
+int rerun(const std::string& run_dir, std::ostream& out, bool dry_run = false, bool no_progress = false);
 
 // What a fault was aimed at, as a role rather than the names the aim happened to pick: "holder" (the client
 // slots of a holder-targeted client fault), "holder's nodes" (a node fault aimed at the nodes holding the

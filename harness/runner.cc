@@ -36,6 +36,7 @@
 #include "nemesis/driver.h"
 #include "report/html.h"
 #include "report/report.h"
+#include "report/results_json.h"
 #include "report/summary.h"
 #include "sys/process.h"
 #include "sys/redis_conn.h"
@@ -682,6 +683,7 @@ RunOutcome run_test(RunConfig given, std::ostream& out, const Schedule* replay) 
     results["client_exits"] = exits;
     results["client_exit_count"] = report::client_exits(h).size();
   }
+  report::add_first_anomaly_and_coverage(results, h, &pairs);
   write_json_file(dir + "/results.json", results);
   write_reports(dir, out, &h, &pairs);
   print_run_summary(out, nlohmann::json(cfg), results, h, dir);
@@ -720,6 +722,7 @@ RunOutcome check_run(const std::string& run_dir, std::ostream& out, std::optiona
   nlohmann::json verdict = check_history(cfg, h, &pairs);
   results["valid"] = verdict["valid"];
   results["checkers"] = verdict["checkers"];
+  report::add_first_anomaly_and_coverage(results, h, &pairs);
   results.erase("error");
   write_json_file(run_dir + "/results.json", results);
   write_reports(run_dir, out, &h, &pairs);

@@ -14,6 +14,13 @@ namespace lockcheck {
 
 std::optional<int64_t> first_anomaly_ns(const std::string& run_dir, const std::vector<std::string>& only) {
   nlohmann::json results = read_json_file(run_dir + "/results.json");
+  // A run that wrote first_anomaly (checkers/first_anomaly.h) says it: the same earliest violation over every
+  // checker, its time computed with the history.
+  if (only.empty() && results.is_object() && results.contains("first_anomaly")) {
+    const nlohmann::json& fa = results["first_anomaly"];
+    if (fa.is_null()) return std::nullopt;
+    if (fa.is_object() && fa.contains("at_ns") && fa["at_ns"].is_number_integer()) return fa["at_ns"].get<int64_t>();
+  }
   std::optional<History> history;  // read only for an anomaly that gives no time but its ops
   std::optional<int64_t> first;
   for_each_violation(results, [&](const nlohmann::json& c, const nlohmann::json& a) {
@@ -32,6 +39,7 @@ int run_seeds(const RunConfig& base, int n, std::ostream& out) {
   if (n < 1 || n > 1000) throw ConfigError("--seeds: must be between 1 and 1000");
   std::vector<double> firsts;
   int found = 0, failed = 0;
+  std::vector<std::string> unknown;  // "seed N (RUN_DIR)": a checker could not decide; in neither count
   const uint64_t first_seed = base.seed ? base.seed : 1;
   for (int i = 0; i < n; ++i) {
     RunConfig cfg = base;
@@ -39,12 +47,20 @@ int run_seeds(const RunConfig& base, int n, std::ostream& out) {
     RunOutcome o = run_test(cfg, out);
     if (o.exit_code > kExitUnknown) return o.exit_code;  // interrupted
     if (o.exit_code == kExitHarness || o.exit_code == kExitUsage) ++failed;
+    if (o.exit_code == kExitUnknown || (o.exit_code == kExitValid && o.valid == Validity::kUnknown)) {
+      unknown.push_back("seed " + std::to_string(cfg.seed) + " (" + o.run_dir + ")");
+    }
     if (o.valid == Validity::kInvalid) {
       ++found;
       if (auto t = first_anomaly_ns(o.run_dir)) firsts.push_back(static_cast<double>(*t) / 1e9);
     }
   }
   out << "\nseed search: " << found << " of " << n << " seeds found an anomaly";
+  if (!unknown.empty()) {
+    out << ", " << unknown.size() << " unknown (a checker could not decide: ";
+    for (size_t i = 0; i < unknown.size(); ++i) out << (i ? ", " : "") << unknown[i];
+    out << ")";
+  }
   if (failed) out << " (" << failed << " runs failed)";
   if (!firsts.empty()) {
     std::sort(firsts.begin(), firsts.end());
@@ -55,7 +71,8 @@ int run_seeds(const RunConfig& base, int n, std::ostream& out) {
   }
   out << "\n";
   if (found) return kExitInvalid;
-  return failed ? kExitHarness : kExitValid;
+  if (failed) return kExitHarness;
+  return unknown.empty() ? kExitValid : kExitUnknown;
 }
 
 }  // namespace lockcheck

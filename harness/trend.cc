@@ -10,10 +10,12 @@
 #include <set>
 #include <sstream>
 
+#include "checkers/coverage.h"
 #include "core/config.h"
 #include "core/json_int.h"
 #include "harness/night.h"
 #include "report/assets.h"
+#include "report/coverage.h"
 #include "report/html.h"
 #include "report/report.h"
 #include "report/results_json.h"
@@ -56,6 +58,25 @@ double spread(const std::vector<double>& v) {
 }
 
 std::string num(double v, int decimals) { return report::fixed(v, decimals); }
+
+// A coverage's never-met states ({fault: [states]}), or null when the night or entry did not record coverage.
+nlohmann::json never_met_json(const nlohmann::json& coverage) {
+  if (!coverage.is_object()) return nullptr;
+  nlohmann::json out = nlohmann::json::object();
+  for (const auto& [fault, states] : coverage_from_json(coverage).never_met()) out[fault] = states;
+  return out;
+}
+
+// A coverage's never-met states in words for one night: "client-pause: acquiring, renewing; ...", "none",
+// or "not recorded".
+std::string never_met_text(const nlohmann::json& coverage) {
+  if (!coverage.is_object()) return "not recorded";
+  const FaultCoverage c = coverage_from_json(coverage);
+  if (c.faults == 0) return "no fault";
+  if (c.never_met().empty()) return "lock states not recorded";
+  const std::string words = report::never_met_words(coverage);
+  return words.empty() ? "none" : words;
+}
 
 std::string p_text(double p) {
   std::ostringstream o;
@@ -192,6 +213,7 @@ Night night_from_json(const nlohmann::json& j, const std::string& dir) {
     night.started_at = j.at("started_at").get<std::string>();
     night.duration_s = j.value("duration_s", 0.0);
     if (j.contains("versions") && j["versions"].is_object()) night.versions = j["versions"];
+    if (j.contains("coverage") && j["coverage"].is_object()) night.coverage = j["coverage"];
     const auto& entries = j.at("entries");
     if (!entries.is_array()) throw std::runtime_error("\"entries\" is not an array");
     std::set<std::string> names;
@@ -204,6 +226,7 @@ Night night_from_json(const nlohmann::json& j, const std::string& dir) {
       ne.met = e.at("met").get<bool>();
       ne.error = e.value("error", false);
       ne.first_anomaly_s = e.value("first_anomaly_s", std::vector<double>{});
+      if (auto c = e.find("coverage"); c != e.end() && c->is_object()) ne.coverage = *c;
       if (ne.found > ne.n)
         throw std::runtime_error("entry '" + ne.name + "': found " + std::to_string(ne.found) + " of " +
                                  std::to_string(ne.n) + " seeds");
@@ -344,7 +367,9 @@ nlohmann::json trend_json(const Trend& t) {
                            {"matrix", n.matrix},
                            {"started_at", n.started_at},
                            {"duration_s", n.duration_s},
-                           {"versions", n.versions}});
+                           {"versions", n.versions},
+                           {"coverage", n.coverage},
+                           {"never_met", never_met_json(n.coverage)}});
   }
   j["version_changes"] = t.version_changes;
   j["worse"] = t.worse();
@@ -359,6 +384,7 @@ nlohmann::json trend_json(const Trend& t) {
       }
       nlohmann::json cell{{"found", ne->found}, {"n", ne->n}, {"met", ne->met}, {"error", ne->error}};
       if (auto m = median(ne->first_anomaly_s)) cell["median_first_anomaly_s"] = *m;
+      if (!ne->coverage.is_null()) cell["never_met"] = never_met_json(ne->coverage);
       je["nights"].push_back(cell);
     }
     je["changes"] = nlohmann::json::array();
@@ -475,6 +501,36 @@ std::string trend_html(const Trend& t) {
   s << "</table></div>\n<p class=\"note\">A cell: how many seeds found an anomaly (of how many: hover), darker the "
        "larger the share; a red frame: the expectation was not met that night; empty: the entry was not in that "
        "night's matrix.</p></section>\n";
+  // The median time to the first anomaly: entry x night, the number itself in each cell.
+  s << "<section><h2>Median time to the first anomaly per night</h2>\n<div class=\"grid-wrap\"><table class=\"grid\" "
+       "id=\"medians\"><tr><th>entry</th>";
+  for (const auto& n : t.nights) {
+    s << "<th class=\"night\" title=\"" << escape(n.label + " (" + n.started_at + ")") << "\">"
+      << escape(night_heading(n)) << "</th>";
+  }
+  s << "</tr>\n";
+  for (const auto& e : t.entries) {
+    s << "<tr data-entry=\"" << escape(e.name) << "\"><th class=\"entry\">" << escape(e.name) << "</th>";
+    for (const NightEntry* c : e.nights) {
+      const auto m = c ? median(c->first_anomaly_s) : std::nullopt;
+      s << "<td class=\"median\"" << (m ? " data-median-s=\"" + num(*m, 3) + "\"" : std::string()) << ">"
+        << (m ? num(*m, 1) + " s" : std::string(c ? report::kDash : "&nbsp;")) << "</td>";
+    }
+    s << "</tr>\n";
+  }
+  s << "</table></div>\n<p class=\"note\">A cell: the median, over the seeds that found an anomaly that night, of "
+       "the time from the run's start to its first anomaly; &mdash;: no seed found one.</p></section>\n";
+  // Which lock states the faults never met, over the whole matrix, per night.
+  s << "<section><h2>Lock states the faults never met</h2>\n<table class=\"nights\" id=\"never-met\"><tr>"
+       "<th>night</th><th>faults</th><th>never met (over the matrix)</th></tr>\n";
+  for (size_t i = t.nights.size(); i-- > 0;) {
+    const auto& n = t.nights[i];
+    const int64_t faults = n.coverage.is_object() ? coverage_from_json(n.coverage).faults : 0;
+    s << "<tr><td class=\"mono\">" << escape(n.label) << "</td><td>"
+      << (n.coverage.is_object() ? std::to_string(faults) : std::string(report::kDash)) << "</td><td>"
+      << escape(never_met_text(n.coverage)) << "</td></tr>\n";
+  }
+  s << "</table></section>\n";
   // The nights and what they ran with.
   s << "<section><h2>Nights</h2>\n<table class=\"nights\"><tr><th>night</th><th>started</th><th>took</th>"
        "<th>versions</th></tr>\n";
@@ -516,6 +572,22 @@ void print_trend(const Trend& t, std::ostream& out) {
     }
   }
   for (const auto& v : t.version_changes) out << "  version " << v << "\n";
+}
+
+void print_trend_nights(const Trend& t, std::ostream& out) {
+  out << "median time to the first anomaly per night, oldest first (s; -: none found):\n";
+  size_t width = 28;
+  for (const auto& e : t.entries) width = std::max(width, e.name.size());
+  for (const auto& e : t.entries) {
+    out << "  " << std::left << std::setw(static_cast<int>(width)) << e.name;
+    for (const NightEntry* c : e.nights) {
+      const auto m = c ? median(c->first_anomaly_s) : std::nullopt;
+      out << " " << std::right << std::setw(6) << (m ? num(*m, 1) : c ? "-" : "absent");
+    }
+    out << "\n";
+  }
+  out << "lock states never met over the matrix, per night:\n";
+  for (const auto& n : t.nights) out << "  " << n.label << ": " << never_met_text(n.coverage) << "\n";
 }
 
 std::vector<Night> read_history_nights(const std::string& history, const std::string& matrix, size_t keep) {
@@ -592,6 +664,7 @@ int trend_command(const TrendOptions& o, std::ostream& out) {
   out << "trend: " << t->nights.size() << " nights of " << t->nights.back().matrix << " (oldest "
       << t->nights.front().started_at << ", tonight " << t->nights.back().started_at << ")\n";
   print_trend(*t, out);
+  print_trend_nights(*t, out);
   out << (t->worse() ? "something got worse" : "nothing got worse") << "\ntrend: " << dir << "/trend.html\n";
   return t->worse() ? 1 : 0;
 }

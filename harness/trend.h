@@ -44,6 +44,7 @@ struct NightEntry {
   size_t n = 0, found = 0;
   bool met = false, error = false;
   std::vector<double> first_anomaly_s;  // per seed that found an anomaly and has a time
+  nlohmann::json coverage;              // which lock state its faults met (checkers/coverage.h); null: not recorded
 };
 
 struct Night {
@@ -53,6 +54,7 @@ struct Night {
   double duration_s = 0;
   nlohmann::json versions = nlohmann::json::object();  // name -> version text
   std::vector<NightEntry> entries;
+  nlohmann::json coverage;  // over the whole matrix (summary.json's "coverage"); null: not recorded
 };
 
 // Reads a judged test-all folder's summary.json. Throws ConfigError naming the folder on anything else.
@@ -97,6 +99,9 @@ std::string trend_html(const Trend& t);
 std::string trend_summary_section(const Trend& t, const std::string& trend_href);
 // The same as text lines for the console.
 void print_trend(const Trend& t, std::ostream& out);
+// Per night, oldest first: each entry's median time to the first anomaly, and the lock states no fault of the
+// matrix met (checkers/coverage.h; "not recorded" for a night from before the field). `lockcheck trend` prints it.
+void print_trend_nights(const Trend& t, std::ostream& out);
 
 struct TrendOptions {
   std::vector<std::string> dirs;

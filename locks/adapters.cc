@@ -104,7 +104,7 @@ const Registry<LockAdapter>& lock_adapters() {
        "library: redis.lock.Lock of redis-py (Python, one node, Debian python3-redis), adapter "
        "clients/redis-py",
        "one node is a single point of failure; no validity of its own: a paused holder outlives its lease"},
-      // Added with issue 22: rueidislock (Go) and the PHP libraries (Debian packages, clients/php/).
+      // rueidislock (Go) and the PHP libraries (Debian packages, clients/php/).
       {"rueidislock", "github.com/redis/rueidis/rueidislock (rueidis client, one node)", "v1.0.80", "rueidislock", "",
        "go",
        {
@@ -172,10 +172,10 @@ const Registry<LockAdapter>& lock_adapters() {
        "go",
        {
            {"wait_ms", "--wait-ms", K::kInt,
-            "0 (default): Mutex.TryLock; N: Mutex.Lock waiting up to N ms for the holder (the seed's blocking clients)"},
+            "0 (default): Mutex.TryLock; N: Mutex.Lock waiting up to N ms for the holder (the blocking clients of Jepsen's etcd 3.4.3 analysis)"},
            {"dial_timeout_ms", "--dial-timeout-ms", K::kInt, "clientv3 DialTimeout (default: --op-timeout-ms)"},
            {"client", "", K::kProgram,
-            "3.5 (default): client v3.5.36; 3.4: clientv3 of etcd 3.4.3, the seed's era (no TryLock: needs wait_ms; "
+            "3.5 (default): client v3.5.36; 3.4: clientv3 of etcd 3.4.3, the era of Jepsen's etcd analysis (no TryLock: needs wait_ms; "
             "its Lock does not re-read its key after the wait), adapter etcd-3.4 from clients/etcd343",
             {{"3.5", "etcd"}, {"3.4", "etcd-3.4"}}},
            {"lock_rpc", "--lock-rpc", K::kBool,
@@ -183,7 +183,7 @@ const Registry<LockAdapter>& lock_adapters() {
             "the Mutex); client=3.4 only, needs wait_ms"},
            {"trust_wait", "--trust-wait", K::kBool,
             "true: after a blocking acquire answer ok as the library did, without renewing the lease or reading the "
-            "key once more, and without a validity (the seed's clients; default: renew once, and a lease gone during the wait is not_held); "
+            "key once more, and without a validity (the clients of Jepsen's etcd analysis; default: renew once, and a lease gone during the wait is not_held); "
             "needs wait_ms"},
        },
        "library: etcd's concurrency.Mutex (Go, client v3.5 against an etcd 3.4 cluster), adapter clients/etcd; "
@@ -202,7 +202,7 @@ const Registry<LockAdapter>& lock_adapters() {
          if (o.contains("trust_wait") && o["trust_wait"] == true && !waits) return "trust_wait needs wait_ms > 0";
          return "";
        }},
-      // Added with issue 31: ZooKeeper's two most used lock recipes (Debian packages; --server zookeeper).
+      // ZooKeeper's two most used lock recipes (Debian packages; --server zookeeper).
       {"kazoo", "kazoo.recipe.lock.Lock (Debian python3-kazoo; needs --server zookeeper)", "2.8.0 (Debian bookworm)",
        "kazoo-lock.py", "/usr/bin/python3", "python3-kazoo", with_zookeeper_session({}),
        "library: kazoo's Lock (Python, an ephemeral sequential node per contender, one session per adapter), adapter "

@@ -1,4 +1,4 @@
-// `getset` (V1.1 of the seeds' evolution, 003): the value is the lock's expiry time, a Unix timestamp in ms
+// `getset` (V1.1 of the 'evolution of Redis locks' article): the value is the lock's expiry time, a Unix timestamp in ms
 // from the client's wall clock, and Redis never expires the key itself. Acquire: SETNX key <now+ttl>; if the
 // key exists, GET it, and when that expiry is in the past, GETSET key <now+ttl>: the client that gets back the
 // old value it saw has stolen the expired lock. Release: DEL. Defects, all kept:

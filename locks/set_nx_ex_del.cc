@@ -1,4 +1,4 @@
-// `set-nx-ex-del` (V2.0 of the seeds' evolution, 003): SET key 1 NX PX ttl, one atomic command; release with
+// `set-nx-ex-del` (V2.0 of the 'evolution of Redis locks' article): SET key 1 NX PX ttl, one atomic command; release with
 // a plain DEL. Fixes V1.0's missing expiry, keeps its other defect: a holder that outlived its TTL (a pause,
 // a slow job) deletes the lock of the next holder, and a third client then gets it while the second still
 // works. The recipe writes EX seconds; PX is the same command in milliseconds (honours --ttl-ms exactly).

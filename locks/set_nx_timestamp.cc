@@ -1,4 +1,4 @@
-// `set-nx-timestamp` (V3.0 of the seeds' evolution, 003): SET key <Unix timestamp> NX PX ttl; release by the
+// `set-nx-timestamp` (V3.0 of the 'evolution of Redis locks' article): SET key <Unix timestamp> NX PX ttl; release by the
 // compare-and-delete script, so a client deletes the lock only when it still holds its own value. The defect
 // the article names: the value is not unique. Two clients that lock within the same second (a Unix timestamp
 // is whole seconds, read from the client's wall clock) carry the same value, so a holder that outlived its TTL

@@ -1,4 +1,4 @@
-// `setnx-expire` (V1.0 of the seeds' evolution, 003): SETNX key 1, then EXPIRE key ttl as a second command;
+// `setnx-expire` (V1.0 of the 'evolution of Redis locks' article): SETNX key 1, then EXPIRE key ttl as a second command;
 // release with DEL. Faithful to the recipe, defects included:
 //  - the two commands are not atomic: a client that dies (or a node that fails) between them leaves a lock
 //    with no expiry, which nobody can ever take again (liveness);

@@ -1,4 +1,4 @@
-// `single` (V3.1 of the seeds' evolution): one Redis node; SET key token NX PX ttl with a random unique token,
+// `single` (V3.1 of the 'evolution of Redis locks' article): one Redis node; SET key token NX PX ttl with a random unique token,
 // release by the compare-and-delete script so a client never deletes a lock it no longer holds. Known limits:
 // a single point of failure (a restart without persistence forgets the lock), and no protection once the TTL
 // expires under a holder that is still working (pause, slow write): that needs fencing (--fencing adds an

@@ -21,6 +21,14 @@ namespace u = nemesis_util;
 class ClientCrash : public Nemesis {
  public:
   std::string name() const override { return "client-crash"; }
+  // Lock-state timing: mid-acquire at an acquire's invoke (the acquire in flight crashes between its steps);
+  // after-acquire and mid-release while a lock is held (the holder's release, or the next grant, crashes).
+  TimingRule timing_rule(const FaultPlan& plan) const override {
+    if (plan.detail.value("point", "") == "mid-acquire") {
+      return {TimingTrigger::kAtAcquireInvoke, false, "client crash mid-acquire at an acquire's invoke"};
+    }
+    return {TimingTrigger::kHeld, false, "client crash while a lock is held"};
+  }
   // A client's own process: every cluster will do.
   std::vector<Ability> needs(bool) const override { return {}; }
   std::vector<DetailField> detail_fields() const override { return {{"point", DetailType::kString}}; }

@@ -21,6 +21,15 @@ namespace u = nemesis_util;
 class ClientPause : public Nemesis {
  public:
   std::string name() const override { return "client-pause"; }
+  // Lock-state timing: at an acquire's invoke. The pause is taken at the client's pause point, right after its
+  // ok acquire (core/client_pauses.h), and lasts pause_ms (2 x TTL by default), so it spans that holder's expiry
+  // whenever it is armed: what timing can add is that the arm is in place before the grant, so the acquire in
+  // flight is the one that pauses. (A pause starting just before a holder's validity ends would need a pause
+  // point inside the hold, which the workloads do not have.)
+  TimingRule timing_rule(const FaultPlan&) const override {
+    return {TimingTrigger::kAtAcquireInvoke, false, "client pause armed at an acquire's invoke: that holder pauses "
+                                                    "right after its grant, across its expiry"};
+  }
   // A client's own process: every cluster will do (holder targeting aims at the holder's client, not its nodes).
   std::vector<Ability> needs(bool) const override { return {}; }
   std::vector<DetailField> detail_fields() const override {

@@ -44,6 +44,12 @@ class Clock : public Nemesis {
   ~Clock() override { stop_strobe(); }
 
   std::string name() const override { return "clock"; }
+  // Lock-state timing: right at a grant (an acquire's ok), so the jump or drift hits the nodes (with holder
+  // targeting: the holder's majority, aim) while the fresh lock's TTL runs on their clocks (Kleppmann's first
+  // Redlock scenario).
+  TimingRule timing_rule(const FaultPlan&) const override {
+    return {TimingTrigger::kAtGrant, false, "clock bump or drift right at a grant"};
+  }
   std::vector<DetailField> detail_fields() const override {
     return {{"delta_ms", DetailType::kInteger},
             {"rate_ppm", DetailType::kInteger},

@@ -43,6 +43,11 @@ json links_of(const PlanContext& ctx, const std::string& mode, const std::string
 class Delay : public Nemesis {
  public:
   std::string name() const override { return "delay"; }
+  // Lock-state timing: at a grant, or, once the workload renews (an extend seen), at an extend's invoke: a slow
+  // link then holds the renewal in flight past the lock's expiry (the extend/renewal race).
+  TimingRule timing_rule(const FaultPlan&) const override {
+    return {TimingTrigger::kAtGrant, true, "delay at a grant, or at an extend's invoke where the workload renews"};
+  }
   // Mode node delays a node's links to the other servers too, and aims at a node that holds the holder's key;
   // client and all delay client links only (the fault proxy, on every backend).
   std::vector<Ability> needs(bool holder_targeting) const override {

@@ -2,8 +2,10 @@
 #include "core/run_files.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <fstream>
+#include <limits>
 #include <map>
 
 namespace lockcheck {
@@ -28,6 +30,8 @@ NemesisDriver::NemesisDriver(const RunConfig& cfg, Cluster& cluster, HistoryWrit
     holders_ = HolderTracker::attach(history);
     env_.holders = holders_.get();
   }
+  if (!nemeses_.empty()) lock_view_ = LockStateView::attach(history, env_.options.ttl_ms);
+  lock_state_timing_ = cfg.nemesis_timing == "lock-state" && replay == nullptr;
   std::vector<std::string> nodes, sentinels;
   for (const auto& n : cluster.nodes()) nodes.push_back(n.name);
   for (const auto& s : cluster.sentinels()) sentinels.push_back(s.name);
@@ -39,6 +43,7 @@ NemesisDriver::NemesisDriver(const RunConfig& cfg, Cluster& cluster, HistoryWrit
     schedule_ = *replay;
     schedule_.seed = cfg.seed;
     schedule_.targeting = cfg.nemesis_targeting;
+    schedule_.timing = "random";  // a replay applies its offsets (a lock-state file's are those that fired)
     schedule_.interval_s = cfg.nemesis_interval_s;
     schedule_.time_limit_s = cfg.time_limit_s;
     schedule_.nemesis = cfg.nemesis;
@@ -52,6 +57,7 @@ NemesisDriver::NemesisDriver(const RunConfig& cfg, Cluster& cluster, HistoryWrit
     }
   }
   in_force_.resize(nemeses_.size());
+  windows_.resize(nemeses_.size());
 }
 
 NemesisDriver::~NemesisDriver() {
@@ -81,7 +87,9 @@ void NemesisDriver::start(const std::string& schedule_path) {
     started_ = true;
   }
   if (!nemeses_.empty()) {
-    log("nemesis: " + std::to_string(schedule_.plan.size()) + " scheduled steps, targeting " + cfg_.nemesis_targeting);
+    log("nemesis: " + std::to_string(schedule_.plan.size()) + " scheduled steps, targeting " + cfg_.nemesis_targeting +
+        ", timing " + (lock_state_timing_ ? std::string("lock-state") : std::string("random")) +
+        (schedule_.fired_offsets ? " (a lock-state run's schedule, replayed at the offsets its faults fired)" : ""));
     thread_ = std::thread([this] { loop(); });
   }
 }
@@ -130,34 +138,92 @@ void NemesisDriver::log(const std::string& line) {
 
 void NemesisDriver::loop() noexcept {
   try {
-    // For each start step, the step of its planned stop (absent: its stop is past the time limit).
-    std::map<int64_t, int64_t> stop_of;
+    // For each start step, the step of its planned stop (absent: its stop is past the time limit), and the
+    // planned time of the next start of the same nemesis (absent: none).
+    std::map<int64_t, int64_t> stop_of, next_start_of;
+    std::map<size_t, int64_t> last_start;  // nemesis -> step of its latest start so far
     for (const auto& e : schedule_.plan) {
-      if (e.phase == Phase::kStop) stop_of[e.start_step] = e.step;
+      if (e.phase == Phase::kStop) {
+        stop_of[e.start_step] = e.step;
+        continue;
+      }
+      if (auto it = last_start.find(e.nemesis); it != last_start.end()) next_start_of[it->second] = e.at_ms;
+      last_start[e.nemesis] = e.step;
     }
+    const int64_t limit_ms = static_cast<int64_t>(std::llround(cfg_.time_limit_s * 1000));
     size_t cursor = 0;
     while (!stopping_.load()) {
       while (cursor < schedule_.plan.size() && schedule_.plan[cursor].phase == Phase::kStop) ++cursor;
-      // The next thing due: a planned start, or the stop of a fault in force (due its duration after its
-      // actual start). Stops first on a tie.
-      std::optional<size_t> stop_k;
+      // The next thing due: the stop of a fault in force (due its duration after its actual start), the close of
+      // an open window, or a planned start. On a tie: stops, then window closes, then starts.
+      std::optional<size_t> stop_k, window_k;
       for (size_t k = 0; k < in_force_.size(); ++k) {
         const InForce& f = in_force_[k];
         if (f.active && f.stop_planned && (!stop_k || f.due_ms < in_force_[*stop_k].due_ms)) stop_k = k;
+        const Window& w = windows_[k];
+        if (w.open && (!window_k || w.window.close_ms < windows_[*window_k].window.close_ms)) window_k = k;
       }
       const bool have_start = cursor < schedule_.plan.size();
-      if (!have_start && !stop_k) break;
-      if (stop_k && (!have_start || in_force_[*stop_k].due_ms <= schedule_.plan[cursor].at_ms)) {
-        if (!sleep_until_ms(in_force_[*stop_k].due_ms)) break;
+      if (!have_start && !stop_k && !window_k) break;
+      int64_t due_ms = std::numeric_limits<int64_t>::max();
+      if (stop_k) due_ms = in_force_[*stop_k].due_ms;
+      if (window_k) due_ms = std::min(due_ms, windows_[*window_k].window.close_ms);
+      if (have_start) due_ms = std::min(due_ms, schedule_.plan[cursor].at_ms);
+      if (window_k) {
+        // Wait for any open window's rule, or until the next thing is due.
+        std::optional<LockSnapshot> snap = lock_view_->wait_until(
+            [this](const LockSnapshot& s) {
+              for (const Window& w : windows_) {
+                if (w.open && rule_matches(w.rule, s, w.opened_seq)) return true;
+              }
+              return false;
+            },
+            t0_ + std::chrono::milliseconds(due_ms), &stopping_);
+        if (stopping_.load()) break;
+        if (snap) {
+          for (size_t k = 0; k < windows_.size(); ++k) {
+            if (!windows_[k].open) continue;
+            const std::optional<TimingMatch> m = rule_matches(windows_[k].rule, *snap, windows_[k].opened_seq);
+            if (!m) continue;
+            Window w = std::move(windows_[k]);
+            windows_[k].open = false;
+            Timing t;
+            t.timing = "lock-state";
+            t.rule = rule_name(w.rule);
+            t.moment = m->moment;
+            fire(w.entry, t);
+            auto it = stop_of.find(w.entry.step);
+            in_force_[w.entry.nemesis].stop_planned = it != stop_of.end();
+            break;
+          }
+          continue;
+        }
+      } else if (!sleep_until_ms(due_ms)) {
+        break;
+      }
+      if (stop_k && in_force_[*stop_k].due_ms <= due_ms) {
         apply_stop(*stop_k, stop_of[in_force_[*stop_k].start_step]);
         continue;
       }
+      if (window_k && windows_[*window_k].window.close_ms <= due_ms) {
+        Window w = std::move(windows_[*window_k]);
+        windows_[*window_k].open = false;
+        Timing t;
+        t.timing = "lock-state";
+        t.rule = rule_name(w.rule);
+        t.fallback = fallback_at_close(w.rule, w.window);
+        log("nemesis: step " + std::to_string(w.entry.step) + ": " + t.fallback);
+        fire(w.entry, t);
+        auto it = stop_of.find(w.entry.step);
+        in_force_[w.entry.nemesis].stop_planned = it != stop_of.end();
+        continue;
+      }
       const ScheduleEntry& e = schedule_.plan[cursor++];
-      if (!sleep_until_ms(e.at_ms)) break;
-      if (in_force_[e.nemesis].active) apply_stop(e.nemesis, -1);  // only when a holder wait ran long
-      apply_start(e);
-      auto it = stop_of.find(e.step);
-      in_force_[e.nemesis].stop_planned = it != stop_of.end();
+      open_start(e, next_start_of, limit_ms);
+      if (!windows_[e.nemesis].open) {
+        auto it = stop_of.find(e.step);
+        in_force_[e.nemesis].stop_planned = it != stop_of.end();
+      }
     }
   } catch (const std::exception& e) {
     std::lock_guard<std::mutex> lock(mu_);
@@ -199,17 +265,70 @@ Op NemesisDriver::run(size_t k, Op invoke) {
   if (!done.value.contains("detail") || !done.value["detail"].is_object()) {
     done.value["detail"] = nlohmann::json::object();
   }
-  for (const char* field : {"step", "start_step", "final"}) {
+  for (const char* field : {"step", "start_step", "final", "timing", "timing_fallback", "lock_state"}) {
     if (recorded.value["detail"].contains(field)) done.value["detail"][field] = recorded.value["detail"][field];
   }
   return history_.record(done);
 }
 
-void NemesisDriver::apply_start(const ScheduleEntry& e) {
+void NemesisDriver::open_start(const ScheduleEntry& e, const std::map<int64_t, int64_t>& next_start_of,
+                               int64_t limit_ms) {
+  if (!lock_state_timing_) return fire(e, Timing{});
+  Timing t;
+  t.timing = "lock-state";
+  const TimingRule rule = nemeses_[e.nemesis]->timing_rule(e.fault);
+  t.rule = rule_name(rule);
+  const LockSnapshot now = lock_view_->snapshot();
+  t.fallback = fallback_at_open(rule, now);
+  if (!t.fallback.empty()) {
+    if (rule.trigger != TimingTrigger::kRandom) log("nemesis: step " + std::to_string(e.step) + ": " + t.fallback);
+    return fire(e, t);
+  }
+  Window& w = windows_[e.nemesis];
+  w.open = true;
+  w.entry = e;
+  w.rule = rule;
+  auto next = next_start_of.find(e.step);
+  w.window = timing_window(e.at_ms, env_.options.interval_ms, e.fault.duration_ms,
+                           next == next_start_of.end() ? -1 : next->second, limit_ms);
+  w.opened_seq = now.seq;
+}
+
+void NemesisDriver::fire(const ScheduleEntry& e, const Timing& t) {
+  if (stopping_.load()) return;  // never a fault outside the run
+  if (in_force_[e.nemesis].active) apply_stop(e.nemesis, -1);  // only when a start came late
+  apply_start(e, t);
+}
+
+void NemesisDriver::apply_start(const ScheduleEntry& e, const Timing& t) {
   const size_t k = e.nemesis;
   FaultPlan plan = e.fault;
   plan.detail["step"] = e.step;
-  if (holders_) {
+  if (holders_ && (t.timing == "lock-state" || schedule_.fired_offsets)) {
+    // The moment was the timing's (or, replayed, the original run's): aim at what is held now, no wait.
+    const std::vector<Holding> held = holders_->current();
+    bool aimed = false;
+    std::string why = "no lock was held when the fault started";
+    if (!held.empty()) {
+      try {
+        nemeses_[k]->aim(env_, plan);
+        aimed = plan.detail.value("aimed", true);
+        why = plan.detail.value("not_aimed_because", "");
+      } catch (const std::exception& ex) {
+        log("nemesis: aiming step " + std::to_string(e.step) + " failed (" + ex.what() + "); using the plan");
+        plan = e.fault;
+        why = std::string("aiming failed: ") + ex.what();
+      }
+    }
+    plan.detail["step"] = e.step;
+    plan.detail["aimed"] = aimed;
+    if (aimed) {
+      plan.detail.erase("not_aimed_because");
+    } else {
+      plan.detail["not_aimed_because"] = why;
+      log("nemesis: step " + std::to_string(e.step) + " not aimed at the holder: " + why);
+    }
+  } else if (holders_) {
     const int64_t half_interval_ms = static_cast<int64_t>(cfg_.nemesis_interval_s * 500);
     const int64_t wait_ms = std::min<int64_t>(5000, std::max<int64_t>(1, half_interval_ms));
     auto fresh = holders_->wait_for_fresh(holders_->acquires_seen(), std::chrono::milliseconds(wait_ms), &stopping_);
@@ -237,6 +356,14 @@ void NemesisDriver::apply_start(const ScheduleEntry& e) {
       log("nemesis: step " + std::to_string(e.step) + " not aimed at the holder: " + why);
     }
   }
+  // How it was timed, and the lock state it met at this instant (both timings; nemesis/lock_state.h).
+  plan.detail["timing"] = t.timing;
+  plan.detail.erase("timing_fallback");
+  if (!t.fallback.empty()) plan.detail["timing_fallback"] = t.fallback;
+  if (!t.rule.empty()) plan.detail["timing_rule"] = t.rule;
+  if (!t.moment.empty()) plan.detail["timing_moment"] = t.moment;
+  const std::string lock_state = to_string(lock_view_->snapshot().run_state());
+  plan.detail["lock_state"] = lock_state;
   Op op;
   op.f = plan.f;
   op.value = {{"fault", nemeses_[k]->name()}, {"phase", "start"}, {"targets", plan.targets}, {"detail", plan.detail}};
@@ -255,7 +382,10 @@ void NemesisDriver::apply_start(const ScheduleEntry& e) {
                          {"phase", "start"},
                          {"f", plan.f},
                          {"targets", f.targets},
-                         {"outcome", to_string(done.type)}});
+                         {"outcome", to_string(done.type)},
+                         {"timing", t.timing},
+                         {"lock_state", lock_state}});
+    if (!t.fallback.empty()) executed_.back()["timing_fallback"] = t.fallback;
   }
   log("nemesis: " + plan.f + " " + f.targets.dump() + " -> " + to_string(done.type) +
       (done.error.empty() ? "" : " (" + done.error + ")"));

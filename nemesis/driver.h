@@ -15,6 +15,17 @@
 // interval (and at most 5 s), for a fresh ok acquire in the live history, then lets the nemesis aim at it
 // (Nemesis::aim); the stop of a fault follows its actual start by the planned duration.
 //
+// Lock-state timing (cfg.nemesis_timing == "lock-state", nemesis/timing.h): each planned start opens a window
+// at its planned time; the thread waits in it (at most one interval, never past the time limit or finish())
+// for the moment the nemesis's rule names (Nemesis::timing_rule), read from the live lock state
+// (nemesis/lock_state.h), and applies the fault then (holder targeting aims at once, at the newest holding:
+// the one that triggered a grant rule), else at the window's end, or at once when it has no rule or the run is
+// blind so far (no acquire ok seen), recording why (detail.timing_fallback). Stops and the other nemeses' starts
+// due meanwhile are applied on time while a window is open. Same faults, same targets, same durations (a stop
+// follows its actual start by the planned duration); only the starts move, never earlier. A replayed schedule
+// (replay given) is always applied at its offsets (random timing; schedule_from_json turns a lock-state file
+// into the offsets its faults fired at). Both timings record the lock state each start met (detail.lock_state).
+//
 // Threads: the faults are applied on the driver's own thread, which lives until the destructor: a node
 // restarted by the kill nemesis is a child of that thread (PR_SET_PDEATHSIG), so the thread must outlive the
 // workload. Every wait is bounded; finish() returns once the thread has torn everything down.
@@ -22,6 +33,7 @@
 
 #include <atomic>
 #include <condition_variable>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -33,6 +45,7 @@
 #include "core/run_log.h"
 #include "nemesis/holders.h"
 #include "nemesis/link_faults.h"
+#include "nemesis/lock_state.h"
 #include "nemesis/schedule.h"
 
 namespace lockcheck {
@@ -73,8 +86,27 @@ class NemesisDriver {
     bool stop_planned = false;
   };
 
+  // How a start was timed, for its detail and its "executed" entry.
+  struct Timing {
+    std::string timing = "random";  // "random" or "lock-state"
+    std::string fallback;           // lock-state only: why it fell back to a time ("" when the rule matched)
+    std::string rule;               // lock-state only: the rule's trigger (to_string(TimingTrigger))
+    std::string moment;             // lock-state only: what the rule fired on, in words
+  };
+  // An open lock-state window of one nemesis (at most one each: its next start comes after its stop).
+  struct Window {
+    bool open = false;
+    ScheduleEntry entry;
+    TimingRule rule;
+    TimingWindow window;
+    uint64_t opened_seq = 0;  // the view's event count when it opened: events after it count
+  };
+
   void loop() noexcept;
-  void apply_start(const ScheduleEntry& e);
+  // Opens entry e's window (lock-state), or applies it at once (random timing, a rule-less fault, blind).
+  void open_start(const ScheduleEntry& e, const std::map<int64_t, int64_t>& next_start_of, int64_t limit_ms);
+  void fire(const ScheduleEntry& e, const Timing& t);  // stops the nemesis's fault still in force, applies e
+  void apply_start(const ScheduleEntry& e, const Timing& t);
   void apply_stop(size_t k, int64_t step);
   Op run(size_t k, Op invoke);  // records the invoke, applies it, records and returns the completion
   void teardown_all() noexcept;
@@ -90,6 +122,9 @@ class NemesisDriver {
   RunLog* log_;
   std::vector<std::unique_ptr<Nemesis>> nemeses_;
   std::shared_ptr<HolderTracker> holders_;
+  std::shared_ptr<LockStateView> lock_view_;  // the live lock state (both timings record what a fault met)
+  bool lock_state_timing_ = false;            // cfg says lock-state and the schedule is not a replay
+  std::vector<Window> windows_;               // per nemesis
   LinkFaults links_;
   std::atomic<bool> stopping_{false};
   NemesisEnv env_;

@@ -81,6 +81,11 @@ std::vector<size_t> cut_order(const Cluster& c, const Primary& p, size_t master,
 class Failover : public Nemesis {
  public:
   std::string name() const override { return "failover"; }
+  // Lock-state timing: right after an acquire's ok, before the replica has it: the driver applies the fault as
+  // soon as it sees the ok (replication is asynchronous; the race is lost when the replica is faster than that).
+  TimingRule timing_rule(const FaultPlan&) const override {
+    return {TimingTrigger::kAtGrant, false, "failover right after a grant, before the replica has it"};
+  }
   std::vector<Ability> needs(bool) const override {
     std::vector<Ability> out = {Ability::kPrimary};
     if (mode_.empty() || mode_ == "kill") out.push_back(Ability::kKill);

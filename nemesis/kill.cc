@@ -17,6 +17,12 @@ namespace {
 class Kill : public RestartFault {
  public:
   std::string name() const override { return "kill"; }
+  // Lock-state timing: while a holder's lock is live, early in its lease (Kleppmann's crash-and-fast-restart:
+  // the node comes back, empty without persistence, while that lease still runs, and grants the lock again). The
+  // restart delay stays --restart-delay-ms: a longer delay is the fix under test, not a timing.
+  TimingRule timing_rule(const FaultPlan&) const override {
+    return {TimingTrigger::kHeldEarly, false, "kill while a holder's lock is live, early in its lease"};
+  }
 
  protected:
   std::string start_f() const override { return "kill"; }

@@ -18,6 +18,10 @@ namespace u = nemesis_util;
 class LeaderPartition : public Nemesis {
  public:
   std::string name() const override { return "leader-partition"; }
+  // Lock-state timing: at a grant, so the leader that granted it is isolated while the fresh lock is live.
+  TimingRule timing_rule(const FaultPlan&) const override {
+    return {TimingTrigger::kAtGrant, false, "leader partition at a grant"};
+  }
   std::vector<Ability> needs(bool) const override { return {Ability::kLeader, Ability::kCutPeers}; }
 
   FaultPlan plan(const PlanContext& ctx, std::mt19937_64& rng) const override {

@@ -9,8 +9,12 @@
 // fault); targets: node names ("n1"), client slots ("c2") or client processes ("p3"). The op's f names the action
 // itself ("partition", "heal", "pause", "resume", "kill", "restart", "clock-bump", "clock-reset", ...).
 // detail always holds "step", the index of the fault in the run's schedule (schedule.json) when the driver
-// applied it. The faults: nemesis/partition.cc, delay.cc, pause.cc, kill.cc, clock.cc, client_pause.cc,
-// failover.cc; the schedule: nemesis/schedule.h; the thread that applies it: nemesis/driver.h.
+// applied it; a start's detail also holds "timing" ("random" or "lock-state"), "lock_state" (the run-wide lock
+// state the fault met when it was applied: free, acquiring, held-early, held-late, renewing, releasing;
+// nemesis/lock_state.h) and, when lock-state timing fell back to a planned time, "timing_fallback" (why, in
+// words); with lock-state also "timing_rule" (the rule's name, nemesis/timing.h) and, when the rule matched,
+// "timing_moment" (what it fired on, e.g. "an acquire's ok (p3, lock-0)"). The faults: nemesis/partition.cc, delay.cc, pause.cc, kill.cc, clock.cc, client_pause.cc, failover.cc;
+// the schedule: nemesis/schedule.h; the thread that applies it: nemesis/driver.h.
 #pragma once
 
 #include <atomic>
@@ -23,6 +27,7 @@
 #include "core/config.h"
 #include "core/history.h"
 #include "core/registry.h"
+#include "nemesis/timing.h"
 
 namespace lockcheck {
 
@@ -120,6 +125,13 @@ class Nemesis {
   // holder's release where the fault's timing depends on it (failover on Redis Cluster, at most a hold plus
   // two op timeouts); the default keeps the plan.
   virtual void aim(NemesisEnv& env, FaultPlan& plan) const { (void)env, (void)plan; }
+  // Lock-state timing (--nemesis-timing lock-state, nemesis/timing.h): the moment of a lock's life at which the
+  // fault plan (as drawn: its mode is in plan.detail) matters. Declarative and pure; the driver waits for it. The
+  // default, kRandom, keeps the planned time (the results say so).
+  virtual TimingRule timing_rule(const FaultPlan& plan) const {
+    (void)plan;
+    return {};
+  }
   // The detail fields invoke and aim read, beyond the common ones (see DetailField).
   virtual std::vector<DetailField> detail_fields() const { return {}; }
   // The run settings (config.json keys) its faults read beyond the interval and targeting, as this nemesis is

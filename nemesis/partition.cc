@@ -174,6 +174,10 @@ json targets_of(const Grudge& g) {
 class Partition : public Nemesis {
  public:
   std::string name() const override { return "partition"; }
+  // Lock-state timing: at a grant, so the holder's nodes (or its client) are cut while its fresh lock is live.
+  TimingRule timing_rule(const FaultPlan&) const override {
+    return {TimingTrigger::kAtGrant, false, "partition at a grant"};
+  }
   std::vector<DetailField> detail_fields() const override { return {{"links", DetailType::kLinks}}; }
   // The client modes cut client links only (the fault proxy, on every backend); the others cut servers from each
   // other, and isolate aims at a node that holds the holder's key.

@@ -11,6 +11,11 @@ namespace {
 class Pause : public NodeFault {
  public:
   std::string name() const override { return "pause"; }
+  // Lock-state timing: at a grant, or, once the workload renews (an extend seen), at an extend's invoke: the
+  // paused nodes then sit on the renewal in flight while the lock's TTL runs out (the extend/renewal race).
+  TimingRule timing_rule(const FaultPlan&) const override {
+    return {TimingTrigger::kAtGrant, true, "node pause at a grant, or at an extend's invoke where the workload renews"};
+  }
 
  protected:
   std::string start_f() const override { return "pause"; }

@@ -17,6 +17,11 @@ namespace {
 class PowerLoss : public RestartFault {
  public:
   std::string name() const override { return "power-loss"; }
+  // Lock-state timing: as kill, while a holder's lock is live, early in its lease: what the node had not synced
+  // of that grant is lost, and the node is back (after --restart-delay-ms, unchanged) while the lease runs.
+  TimingRule timing_rule(const FaultPlan&) const override {
+    return {TimingTrigger::kHeldEarly, false, "power loss while a holder's lock is live, early in its lease"};
+  }
 
  protected:
   std::string start_f() const override { return "power-loss"; }

@@ -47,6 +47,7 @@ Schedule make_schedule(const RunConfig& cfg, const PlanContext& ctx,
   Schedule s;
   s.seed = cfg.seed;
   s.targeting = cfg.nemesis_targeting;
+  s.timing = cfg.nemesis_timing;
   s.interval_s = cfg.nemesis_interval_s;
   s.time_limit_s = cfg.time_limit_s;
   s.nemesis = cfg.nemesis;
@@ -118,6 +119,7 @@ nlohmann::json to_json(const Schedule& s) {
   for (const auto& e : s.plan) plan.push_back(to_json(e));
   return {{"seed", s.seed},
           {"targeting", s.targeting},
+          {"timing", s.timing},
           {"interval_s", s.interval_s},
           {"time_limit_s", s.time_limit_s},
           {"nemesis", s.nemesis},
@@ -183,18 +185,38 @@ Schedule schedule_from_json(const nlohmann::json& j, const std::string& source) 
       s.seed = *seed;
     }
     s.targeting = j.value("targeting", std::string("random"));
+    s.timing = j.value("timing", std::string("random"));
     s.interval_s = j.value("interval_s", 0.0);
     s.time_limit_s = j.value("time_limit_s", 0.0);
     if (j.contains("nemesis")) s.nemesis = j["nemesis"].get<std::vector<std::string>>();
   } catch (const nlohmann::json::exception& e) {
-    throw ConfigError(source + ": seed, targeting, interval_s, time_limit_s or nemesis has the wrong type (" +
+    throw ConfigError(source + ": seed, targeting, timing, interval_s, time_limit_s or nemesis has the wrong type (" +
                       e.what() + ")");
   }
   if (s.targeting != "random" && s.targeting != "holder") {
     throw field_error("targeting", "'" + s.targeting + "' is not one of random, holder");
   }
+  if (s.timing != "random" && s.timing != "lock-state") {
+    throw field_error("timing", "'" + s.timing + "' is not one of random, lock-state");
+  }
   auto plan = j.find("plan");
   if (plan == j.end() || !plan->is_array()) throw field_error("plan", "missing or not an array");
+  // A lock-state run's file: the offsets its starts actually fired at, by the file's step (header comment).
+  std::optional<std::map<int64_t, int64_t>> fired;
+  if (s.timing == "lock-state") {
+    auto ex = j.find("executed");
+    if (ex != j.end() && ex->is_array()) {
+      fired.emplace();
+      for (const auto& x : *ex) {
+        if (!x.is_object() || x.value("phase", "") != "start") continue;
+        const std::optional<int64_t> step = x.contains("step") ? non_negative(x["step"]) : std::nullopt;
+        const std::optional<int64_t> at = x.contains("at_ms") ? non_negative(x["at_ms"]) : std::nullopt;
+        if (step && at) (*fired)[*step] = *at;
+      }
+    }
+  }
+  std::map<int64_t, size_t> start_of_step;  // the file's step of a start -> its index in s.plan
+  std::vector<int64_t> file_start_step;     // for each entry of s.plan: a stop's start_step in the file (-1)
   for (size_t i = 0; i < plan->size(); ++i) {
     const nlohmann::json& e = (*plan)[i];
     const std::string where = "plan[" + std::to_string(i) + "]";
@@ -234,7 +256,33 @@ Schedule schedule_from_json(const nlohmann::json& j, const std::string& source) 
       }
       s.nemesis.push_back(entry.nemesis_name);
     }
+    if (fired) {
+      const std::optional<int64_t> step = e.contains("step") ? non_negative(e["step"]) : std::nullopt;
+      if (entry.phase == Phase::kStart) {
+        auto it = step ? fired->find(*step) : fired->end();
+        if (it == fired->end()) continue;  // never fired: the replay leaves it out (and its stop below)
+        entry.at_ms = it->second;
+        start_of_step[*step] = s.plan.size();
+        file_start_step.push_back(-1);
+      } else {
+        const std::optional<int64_t> of =
+            e.contains("start_step") ? non_negative(e["start_step"]) : std::nullopt;
+        auto it = of ? start_of_step.find(*of) : start_of_step.end();
+        if (it == start_of_step.end()) continue;  // the stop of a start that never fired
+        file_start_step.push_back(*of);
+      }
+    }
     s.plan.push_back(std::move(entry));
+  }
+  if (fired) {
+    // Each stop follows its start's actual offset by the start's duration, as the driver applied it.
+    for (size_t i = 0; i < s.plan.size(); ++i) {
+      if (s.plan[i].phase != Phase::kStop) continue;
+      const ScheduleEntry& start = s.plan[start_of_step.at(file_start_step[i])];
+      s.plan[i].at_ms = start.at_ms + start.fault.duration_ms;
+    }
+    s.timing = "random";
+    s.fired_offsets = true;
   }
   // A start's stop_f from its stop, when the file has it there only (older files).
   std::map<std::string, size_t> open;

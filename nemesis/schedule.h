@@ -10,16 +10,27 @@
 // faults combine (a partition during a clock jump). The merged list is sorted by time, ties in list order.
 //
 // schedule.json:
-//   {"seed": 42, "targeting": "random", "interval_s": 5, "time_limit_s": 30, "nemesis": ["partition", "clock"],
+//   {"seed": 42, "targeting": "random", "timing": "random", "interval_s": 5, "time_limit_s": 30,
+//    "nemesis": ["partition", "clock"],
 //    "plan": [{"step": 0, "at_ms": 3120, "nemesis": "partition", "phase": "start", "f": "partition",
 //              "targets": ["c1","n4","n5"], "detail": {"mode": "client-cut", "links": [["c1","n4"],...]}},
 //             {"step": 1, "at_ms": 8120, "nemesis": "partition", "phase": "stop", "f": "heal", "start_step": 0}, ...],
 //    "executed": [{"step": 0, "at_ms": 3121, "phase": "start", "f": "partition", "targets": [...],
-//                  "outcome": "ok"}, ...]}
+//                  "outcome": "ok", "timing": "random", "lock_state": "held-early"}, ...]}
 // "plan" depends only on the config and the seed. "executed" (added when the run ends) is what the driver did
 // and when: with --nemesis-targeting holder the targets are chosen from the live history just before each
 // fault, so they are recorded there (and in the history's nemesis ops); the plan's targets are the random
 // fallback used when nothing is held.
+//
+// Timing ("timing": --nemesis-timing, nemesis/timing.h). With "random" each start is applied at its planned
+// at_ms; with "lock-state" at_ms opens a window (at most one interval) in which the driver waits for the moment
+// its nemesis's rule names, so the actual offset is later; each stop follows its start's actual offset by the
+// planned duration, and the next start is never moved earlier. Every "executed" start entry records, beside the
+// actual at_ms, "timing" ("random" | "lock-state"), "lock_state" (the run-wide lock state the fault met:
+// free, acquiring, held-early, held-late, renewing, releasing) and, when lock-state timing fell back to a time,
+// "timing_fallback" (why, in words); the start op's detail in the history holds the same three.
+// A replay (`run --schedule`, rerun, reproduce) of a lock-state file applies each fault at the offset it fired
+// at (schedule_from_json below), as random timing: the same faults at the same offsets.
 #pragma once
 
 #include <cstdint>
@@ -53,6 +64,10 @@ struct ScheduleEntry {
 struct Schedule {
   uint64_t seed = 0;
   std::string targeting = "random";
+  std::string timing = "random";  // --nemesis-timing: random, lock-state (nemesis/timing.h)
+  // Set by schedule_from_json for a lock-state run's file: plan holds the offsets its faults fired at, replayed
+  // at those offsets without holder targeting's wait for a fresh acquire (the original waited in its window).
+  bool fired_offsets = false;
   double interval_s = 0;
   double time_limit_s = 0;
   std::vector<std::string> nemesis;
@@ -71,10 +86,15 @@ nlohmann::json to_json(const ScheduleEntry& e);
 nlohmann::json to_json(const Schedule& s);
 
 // Replay (`lockcheck run --schedule FILE`, `lockcheck reproduce`): a stored schedule.json read back. Only
-// "plan" is replayed ("executed" is ignored); entries are put in time order and renumbered 0..n-1 (a stop's
+// "plan" is replayed ("executed" is ignored, but see lock-state timing below); entries are put in time order and renumbered 0..n-1 (a stop's
 // start_step follows its start), so a schedule with faults removed by hand still reads. A start whose stop_f is
 // not in the file (written before stop_f was, and its stop past the time limit) gets it from its nemesis at
 // replay (NemesisDriver). Throws ConfigError naming `source` and the step or field on a malformed file.
+// A file whose "timing" is "lock-state" replays the faults at the offsets they actually fired: each start of
+// "plan" that has an "executed" start entry takes that entry's at_ms, its stop follows by its duration_ms, and a
+// start that never fired (the run ended first) is dropped with its stop; the result has timing "random" and
+// fired_offsets set (the driver then applies each at its offset, as random timing, and holder targeting aims
+// without waiting for a fresh acquire). A file without "executed" (a run that never finished) keeps its plan.
 Schedule schedule_from_json(const nlohmann::json& j, const std::string& source);
 // Reads and parses a schedule.json file (ConfigError naming the file when it cannot be read).
 Schedule read_schedule_file(const std::string& path);

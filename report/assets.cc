@@ -29,6 +29,8 @@ ol.anomalies{padding-left:24px;margin:8px 0}
 ol.anomalies li{margin:4px 0}
 .kind{display:inline-block;font-size:12px;font-weight:600;color:var(--red);border:1px solid #f0b4b4;border-radius:4px;padding:0 5px;margin-right:6px}
 .kind.note{color:var(--muted);border-color:var(--line)}
+table.coverage td.never{color:var(--muted)}
+.first-anomaly{margin:6px 0}
 button{font:inherit;font-size:12.5px;padding:2px 9px;border:1px solid #b9c0cc;border-radius:5px;background:#f7f8fa;cursor:pointer}
 button:hover{background:#e9edf3}
 .toolbar{display:flex;gap:6px;align-items:center;flex-wrap:wrap;margin-bottom:6px}

@@ -19,6 +19,7 @@
 #include "core/run_files.h"
 #include "report/anomalies.h"
 #include "report/assets.h"
+#include "report/coverage.h"
 #include "report/html.h"
 #include "report/plots_svg.h"
 #include "report/results_json.h"
@@ -215,6 +216,7 @@ void render_verdict(Page& pg) {
     const size_t notes = static_cast<size_t>(
         std::count_if(pg.anomalies.begin(), pg.anomalies.end(), [](const report::Anomaly& a) { return a.note; }));
     s << "<h3 id=\"anomaly-count\">" << count_words(pg.anomalies.size() - notes, notes) << "</h3>\n";
+    s << report::first_anomaly_html(pg.results, pg.h, pg.pairs);
     s << "<ol class=\"anomalies\">\n";
     for (size_t i = 0; i < pg.anomalies.size() && i < kMaxListedAnomalies; ++i) {
       const auto& a = pg.anomalies[i];
@@ -680,6 +682,7 @@ std::string render_report(const nlohmann::json& config, const History& h, const 
   render_anomaly_details(pg);
   render_plots(pg);
   render_nodes(pg);
+  s << report::fault_timing_section_html(results, h, *pairs);
   s << "<footer>lockcheck report &middot; self-contained: no script, style or font is loaded from the network."
        "</footer>\n</main>\n<div id=\"tip\"></div>\n<script>"
     << report::kReportJs << "</script>\n</body>\n</html>\n";

@@ -5,6 +5,8 @@
 #include <sstream>
 
 #include "checkers/checker.h"
+#include "checkers/coverage.h"
+#include "checkers/first_anomaly.h"
 #include "core/op.h"
 #include "core/run_files.h"
 #include "report/html.h"
@@ -94,6 +96,17 @@ json parse_json_file(const std::string& path, bool* exists) {
   } catch (const json::exception& e) {  // parse_error, and out_of_range for a number like 1e400
     throw ReportError(path + ": not valid JSON (" + e.what() + ")");
   }
+}
+
+void add_first_anomaly_and_coverage(json& results, const History& h, const std::vector<int64_t>* pairs) {
+  if (!results.is_object()) return;
+  std::vector<int64_t> own;
+  if (pairs == nullptr || pairs->size() != h.size()) {
+    own = pair_index(h);
+    pairs = &own;
+  }
+  results["first_anomaly"] = first_anomaly(results, h, *pairs);
+  results["coverage"] = to_json(fault_coverage(h, *pairs));
 }
 
 void write_atomically(const std::string& path, const std::string& content) {

@@ -3,8 +3,11 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
+
+#include "core/op.h"
 
 namespace lockcheck {
 namespace report {
@@ -24,6 +27,12 @@ std::string verdict_of(const nlohmann::json& results);
 std::string read_file(const std::string& path, bool* exists);
 // The file as JSON; an empty object when missing. Throws ReportError naming the file when it is not JSON.
 nlohmann::json parse_json_file(const std::string& path, bool* exists);
+// Adds what results.json says beyond the checkers' verdicts, from results["checkers"] and the history:
+// "first_anomaly" (checkers/first_anomaly.h: the earliest violation and the fault before it) and "coverage"
+// (checkers/coverage.h: which lock state each fault met). pairs: pair_index(h) when the caller has it.
+void add_first_anomaly_and_coverage(nlohmann::json& results, const History& h,
+                                    const std::vector<int64_t>* pairs = nullptr);
+
 // core/run_files.h's atomic writer; throws ReportError.
 void write_atomically(const std::string& path, const std::string& content);
 

@@ -1,5 +1,5 @@
 // etcd (--server etcd): every node a member of one Raft cluster. Debian's etcd-server (3.4.23 on bookworm), or a
-// build of the project's (scripts/build-clients builds etcd 3.4.3, the etcd seed's version, from the Go module
+// build of the project's (scripts/build-clients builds etcd 3.4.3, the version Jepsen's etcd analysis tested, from the Go module
 // proxy into build/servers/etcd-3.4.3/; --server-version picks it). The harness asks the members itself with the
 // build's etcdctl, run on this machine.
 //

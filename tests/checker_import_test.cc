@@ -224,7 +224,7 @@ TEST(CheckFormat, ChecksAFileAndGivesTheVerdictsExitCode) {
   std::remove(path.c_str());
 }
 
-// Issue 24's six-line history as a Jepsen/Knossos mutex history writes it: no :key (one lock), no times. Every
+// A six-line history as a Jepsen/Knossos mutex history writes it: no :key (one lock), no times. Every
 // checker judges the one unnamed lock (liveness used to skip keyless ops and say "nothing checked: no acquires",
 // so the overall verdict was unknown, exit 4).
 TEST(CheckFormat, AKeylessEdnHistoryIsCheckedAsOneLock) {

@@ -8,7 +8,7 @@
 //
 // Figures (seeds 1-3000, measured when this test was written): 3000 histories, 1677 of them with a retried
 // release (2848 retried releases, 2404 of them after a release that ended fail), 940 with crashed clients,
-// 575 invalid and 2425 valid by the oracle. Against the checker before the fix of issue 24: 177 disagreements,
+// 575 invalid and 2425 valid by the oracle. Against the checker before retried releases were fixed: 177 disagreements,
 // every one the checker saying invalid where the oracle says valid, all of one kind: a release (152) or an
 // extend (22) by a process that was not a holder (a retry after its release or extend did not end ok, or a
 // stray by a process that held nothing) that succeeded while the lock was free in some order; 3 more histories

@@ -291,7 +291,7 @@ TEST(MutexCheckerRandom, AgreesWithBruteForce) {
   }
   // The generator must exercise both verdicts, info ops, and keys with processes searched without pruning.
   EXPECT_GT(valid, 1000);
-  EXPECT_GT(invalid, 400);  // a release or extend by a non-holder is legal on a free lock (since issue 24)
+  EXPECT_GT(invalid, 400);  // a release or extend by a non-holder is legal on a free lock (retried releases)
   EXPECT_GT(with_info, 1000);
   EXPECT_GT(non_sequential, 200);
   std::printf("valid %d invalid %d with info %d non-sequential keys %d\n", valid, invalid, with_info, non_sequential);

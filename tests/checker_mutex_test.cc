@@ -324,7 +324,7 @@ TEST(MutexChecker, SearchBudgetGivesUnknown) {
   EXPECT_NE(r.summary.find("budget"), std::string::npos) << r.summary;
 }
 
-// --- Retried releases (issue 24): `fail` means the release did not happen, so the lock is still the process's
+// --- Retried releases: `fail` means the release did not happen, so the lock is still the process's
 // own or has expired; a retry that succeeds is legal unless another process holds the lock meanwhile. ---
 
 TEST(MutexRetriedRelease, ASucceededRetryAfterAFailedReleaseIsValid) {

@@ -1,10 +1,10 @@
-// Server versions (--server-version: the etcd kind's builds, servers/etcd.cc) with etcd 3.4.3, the etcd seed's version, which
+// Server versions (--server-version: the etcd kind's builds, servers/etcd.cc) with etcd 3.4.3, the version Jepsen's etcd analysis tested, which
 // scripts/build-clients builds from the Go module proxy into build/servers/etcd-3.4.3/ (label `etcd`): a 3.4.3
 // cluster starts, takes faults (the leader paused, a member killed and restarted) and stops leaving no process and
 // no data dir; every member answers 3.4.3 when asked; a run records the version its nodes answered (results.json,
 // config.json, the report's versions line), the machine's by default; a version not on this machine exits 2
 // naming it; the adapter's 3.4 client (clientv3 of the 3.4.3 module) and its Lock RPC keep the adapters'
-// contract; the seed's waiter (told it holds the lock after its lease expired while it waited), step by step.
+// contract; the analysis's waiter (told it holds the lock after its lease expired while it waited), step by step.
 // Skips without etcd, the 3.4.3 build or the adapters, except under CI=true.
 #include <gtest/gtest.h>
 #include <signal.h>
@@ -283,7 +283,7 @@ bool wait_for_keys(const Cluster& c, const std::string& prefix, milliseconds tim
   return false;
 }
 
-// The seed's waiter, step by step: a holds the lock; b waits for it; b's client is stopped (SIGSTOP) until its
+// The waiter of Jepsen's etcd analysis, step by step: a holds the lock; b waits for it; b's client is stopped (SIGSTOP) until its
 // lease has expired and the server has deleted b's key; a releases; c takes the lock; b resumes. Whether b is
 // then told it holds the lock is the answer of the Mutex code that waited: the server's (the Lock RPC, run by
 // the server on the client's lease) says yes on 3.4.3 and, measured here, still on Debian's 3.4.23; the 3.4

@@ -1,4 +1,4 @@
-// Node-to-node links through the fault proxy and the failover anomalies they make findable (issue 12):
+// Node-to-node links through the fault proxy and the failover anomalies they make findable:
 // replication and Sentinel traffic of the replicated topology can be cut like a client's link, a killed node
 // behind the proxy refuses connections (a definite failure, not an indeterminate close), and a whole run of
 // `single-failover` under the split-brain failover finds the lost lock.

@@ -1,4 +1,4 @@
-// Regression test for the fan-out hang (issue 11): a looping redlock client while nodes are killed and
+// Regression test for the fan-out hang: a looping redlock client while nodes are killed and
 // restarted under it, directly and through the fault proxy, for several cycles. Every call must return within
 // its bound (connect + op timeout per try) and the loop must keep making progress.
 #include <gtest/gtest.h>

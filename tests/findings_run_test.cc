@@ -1,4 +1,4 @@
-// Integration tests of the anomalies of issue 12 (each well under a minute, against real redis-server):
+// Integration tests of the anomalies of the lock literature (each well under a minute, against real redis-server):
 //   - the stuck lock: setnx-expire under client-crash:mid-acquire, a whole run, judged by liveness;
 //   - livelock: a scripted scenario, the same crash, and an operator deletes the stuck key after a while: the
 //     acquires that failed meanwhile with no holder are a livelock; a crash after an atomic SET NX PX is not;

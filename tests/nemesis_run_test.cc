@@ -7,12 +7,14 @@
 
 #include <fstream>
 #include <map>
+#include <set>
 #include <sstream>
 #include <thread>
 
 #include "core/exit_codes.h"
 #include "core/history.h"
 #include "harness/runner.h"
+#include "nemesis/schedule.h"
 #include "sys/process.h"
 #include "tests/support/test_util.h"
 
@@ -221,6 +223,76 @@ TEST(NemesisRunTest, SingleLosesMutualExclusionUnderATargetedKillWithoutPersiste
   expect_anomaly("kill", 1, 2000);
 }
 TEST(NemesisRunTest, SingleLosesMutualExclusionUnderATargetedClockJump) { expect_anomaly("clock:bump", 1); }
+
+// Lock-state timing in a whole run: every executed start says how it was timed and the lock state it met (the
+// contract the results read), the file says "timing": "lock-state", and its schedule replays (run --schedule, as
+// rerun does) the same faults at the offsets they fired, within a tolerance for the replay's own sleep.
+TEST(NemesisRunTest, LockStateTimingRecordsItsMomentAndReplaysAtTheOffsetsItFired) {
+  TempDir dir;
+  RunConfig c = short_run(dir, {"kill"}, 3);
+  c.lock = "single";
+  c.nemesis_timing = "lock-state";
+  c.nemesis_interval_s = 1;
+  c.time_limit_s = 5;
+  std::ostringstream out;
+  RunOutcome o = run_test(c, out);
+  ASSERT_FALSE(o.run_dir.empty()) << out.str();
+  json s = read_json(o.run_dir + "/schedule.json");
+  EXPECT_EQ(s["timing"], "lock-state");
+  const std::set<std::string> states = {"free", "acquiring", "held-early", "held-late", "renewing", "releasing"};
+  json starts = json::array();
+  size_t on_moment = 0;
+  for (const auto& e : s["executed"]) {
+    if (e["phase"] != "start") continue;
+    starts.push_back(e);
+    EXPECT_EQ(e["timing"], "lock-state") << e.dump();
+    ASSERT_TRUE(e.contains("lock_state")) << e.dump();
+    EXPECT_TRUE(states.count(e["lock_state"].get<std::string>())) << e.dump();
+    if (!e.contains("timing_fallback")) {
+      ++on_moment;
+      // Never earlier than planned.
+      EXPECT_GE(e["at_ms"].get<int64_t>(), s["plan"][e["step"].get<size_t>()]["at_ms"].get<int64_t>()) << e.dump();
+    } else {
+      EXPECT_TRUE(e["timing_fallback"].is_string()) << e.dump();
+    }
+  }
+  ASSERT_GE(starts.size(), 2u) << s.dump();
+  EXPECT_GE(on_moment, 1u) << "no fault met its moment: " << s.dump();
+  // The history's start ops carry the same fields.
+  size_t recorded = 0;
+  for (const auto& op : read_history(o.run_dir + "/history.jsonl")) {
+    if (op.process != kNemesis || op.is_invoke() || op.value.value("phase", "") != "start") continue;
+    const json& d = op.value["detail"];
+    EXPECT_EQ(d.value("timing", ""), "lock-state") << op.value.dump();
+    EXPECT_TRUE(states.count(d.value("lock_state", ""))) << op.value.dump();
+    ++recorded;
+  }
+  EXPECT_EQ(recorded, starts.size());
+
+  // The replay: the same faults at the offsets they fired.
+  const Schedule replay = read_schedule_file(o.run_dir + "/schedule.json");
+  EXPECT_TRUE(replay.fired_offsets);
+  RunOutcome r = run_test(c, out, &replay);
+  ASSERT_FALSE(r.run_dir.empty()) << out.str();
+  json rs = read_json(r.run_dir + "/schedule.json");
+  EXPECT_EQ(rs["timing"], "random");
+  json again = json::array();
+  for (const auto& e : rs["executed"]) {
+    if (e["phase"] == "start") again.push_back(e);
+  }
+  // A start applied close to the time limit may fall after the replay's end on a loaded machine: compare the
+  // starts both runs reached.
+  ASSERT_GE(again.size(), starts.size() - 1) << rs.dump();
+  for (size_t i = 0; i < std::min(starts.size(), again.size()); ++i) {
+    EXPECT_EQ(again[i]["f"], starts[i]["f"]);
+    EXPECT_EQ(again[i]["targets"], starts[i]["targets"]);
+    EXPECT_EQ(again[i]["timing"], "random");
+    // The planned offset of the replay is the original's actual one (what it replays), and it was applied there.
+    const int64_t planned = rs["plan"][again[i]["step"].get<size_t>()]["at_ms"].get<int64_t>();
+    EXPECT_EQ(planned, starts[i]["at_ms"].get<int64_t>()) << i;
+    EXPECT_NEAR(again[i]["at_ms"].get<int64_t>(), planned, 250) << i;
+  }
+}
 
 }  // namespace
 }  // namespace lockcheck

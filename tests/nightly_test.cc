@@ -1,4 +1,4 @@
-// The nightly workflow end to end on real runs (issue 36): three short nights of a one-entry matrix, each
+// The nightly workflow end to end on real runs: three short nights of a one-entry matrix, each
 // test-all given the earlier ones as --history; the third changes the entry under the same name (no fault,
 // expected valid). Its summary opens with "Since the last nights", its exit status stays the expectations'
 // (0), `lockcheck trend` over the three folders names the changed config and exits 1 when the found rate

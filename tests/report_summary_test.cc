@@ -198,7 +198,8 @@ TEST(ReportSummaryTest, FaultSettingsApplyOnlyWithTheNemesisThatReadsThem) {
     v.insert(v.begin(), set_only.begin(), set_only.end());
     return v;
   };
-  EXPECT_EQ(hidden(), with({"nemesis_targeting", "nemesis_interval_s", "restart_delay_ms", "drift_ppm", "pause_ms"}));
+  EXPECT_EQ(hidden(), with({"nemesis_targeting", "nemesis_timing", "nemesis_interval_s", "restart_delay_ms",
+                            "drift_ppm", "pause_ms"}));
   p.nemeses = {"kill"};
   EXPECT_EQ(hidden(), with({"drift_ppm", "pause_ms"}));
   p.nemeses = {"client-pause", "clock:drift"};

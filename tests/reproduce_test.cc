@@ -431,7 +431,7 @@ Op nemesis_start(const std::string& f, const std::string& fault, json targets, j
 }
 
 TEST(ReproduceRoleTest, FaultsMatchByRoleNotByTheNamesTheAimPicked) {
-  // The clock run of issue 23: holder targeting picked other nodes and another client in the rerun.
+  // A clock run where holder targeting picked other nodes and another client in the rerun.
   History a, b;
   for (int i = 0; i < 4; ++i) {
     a.push_back(nemesis_start("clock-bump", "clock", {"n1", "n2", "n3"}, {{"mode", "bump"}, {"aimed", true}}));

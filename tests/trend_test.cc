@@ -419,3 +419,53 @@ TEST(TrendCommandTest, MergeRefusesAJobRecordWhoseIntegersAreNot) {
 
 }  // namespace
 }  // namespace lockcheck
+
+namespace lockcheck {
+namespace {
+
+// Per night: each entry's median time to the first anomaly and the lock states the matrix's faults never met.
+TEST(TrendTest, PerNightMediansAndNeverMetStates) {
+  Night older = night("2026-12-04T03:00:00Z", {entry("e", 3, 4, true, {2.0, 4.0, 9.0})});  // before coverage
+  Night tonight = night("2026-12-05T03:00:00Z", {entry("e", 2, 4, true, {1.0, 2.0}), entry("healthy", 0, 1, true)});
+  tonight.coverage = {{"faults", 3},
+                      {"grid", {{"client-pause", {{"held-late", 2}, {"free", 1}}}}},
+                      {"timing", {{"lock-state", 3}}},
+                      {"fallbacks", 0}};
+  tonight.entries[0].coverage = tonight.coverage;
+  auto t = compute_trend({older, tonight}, 0.05);
+  std::ostringstream out;
+  print_trend_nights(*t, out);
+  const std::string text = out.str();
+  EXPECT_NE(text.find("  e                               4.0    1.5\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("  healthy                      absent      -\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("test-all-m-2026-12-04T03:00:00Z: not recorded\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("test-all-m-2026-12-05T03:00:00Z: client-pause never met acquiring, held-early, renewing, "
+                      "releasing\n"),
+            std::string::npos)
+      << text;
+  const std::string html = trend_html(*t);
+  EXPECT_NE(html.find("id=\"medians\""), std::string::npos);
+  EXPECT_NE(html.find("<td class=\"median\" data-median-s=\"4.000\">4.0 s</td>"
+                      "<td class=\"median\" data-median-s=\"1.500\">1.5 s</td>"),
+            std::string::npos);
+  EXPECT_NE(html.find("id=\"never-met\""), std::string::npos);
+  EXPECT_NE(html.find("<td>not recorded</td>"), std::string::npos);
+  const nlohmann::json j = trend_json(*t);
+  EXPECT_TRUE(j["nights"][0]["never_met"].is_null());
+  EXPECT_EQ(j["nights"][1]["never_met"]["client-pause"].size(), 4u);
+  EXPECT_EQ(j["entries"][0]["nights"][1]["median_first_anomaly_s"], 1.5);
+  EXPECT_EQ(j["entries"][0]["nights"][1]["never_met"]["client-pause"][0], "acquiring");
+  // Read back from summary.json as test-all writes it.
+  nlohmann::json e = {{"name", "e"}, {"n", 4}, {"found", 2}, {"met", true}};
+  e["first_anomaly_s"] = {1.0, 2.0};
+  e["coverage"] = tonight.coverage;
+  nlohmann::json summary = {{"matrix", "m"}, {"started_at", "2026-12-05T03:00:00Z"}};
+  summary["coverage"] = tonight.coverage;
+  summary["entries"] = nlohmann::json::array({e});
+  const Night back = night_from_json(summary, "d");
+  EXPECT_EQ(back.coverage, tonight.coverage);
+  EXPECT_EQ(back.entries[0].coverage, tonight.coverage);
+}
+
+}  // namespace
+}  // namespace lockcheck

@@ -31,7 +31,7 @@ inline bool etcd_adapter_built(const std::string& clients_dir) {
   return std::ifstream(adapter_program(*find_lock_adapter("etcd"))).good();
 }
 
-// True when scripts/build-clients built etcd 3.4.3 (the seed's version) into build_dir/servers/etcd-3.4.3/;
+// True when scripts/build-clients built etcd 3.4.3 (the version Jepsen's etcd analysis tested) into build_dir/servers/etcd-3.4.3/;
 // build_dir/servers becomes LOCKCHECK_SERVERS_DIR (and build_dir/clients LOCKCHECK_CLIENTS_DIR) for this process.
 inline bool etcd343_built(const std::string& build_dir) {
   ::setenv("LOCKCHECK_SERVERS_DIR", (build_dir + "/servers").c_str(), 1);
