@@ -217,6 +217,9 @@ const std::vector<ConfigField>& config_fields() {
     doc(row<&C::drift_ppm>("drift_ppm", "drift-ppm", "clock:drift: how much faster (+) or slower (-) the target nodes' clocks run, in parts per million (50000 = 5% fast; 0: drawn per fault)", "faults", "ppm",
         [](const C& c) { require(c.drift_ppm > -1000000 && c.drift_ppm <= 10000000, "--drift-ppm", c.drift_ppm, "must be in (-1000000, 10000000] ppm (a clock cannot stop or run backwards)"); }),
         "", "drawn per fault"),
+    doc(row<&C::delay_ms>("delay_ms", "delay-ms", "delay: the latency added to each message of the delayed links, in ms (0: drawn per fault in [TTL/20, TTL]; the jitter stays drawn in [0, delay/2])", "faults", "ms",
+        [](const C& c) { require(c.delay_ms >= 0 && c.delay_ms <= 3600000, "--delay-ms", c.delay_ms, "must be between 0 and 3600000 ms"); }),
+        "", "drawn per fault in [TTL/20, TTL]"),
     doc(with_default(row<&C::pause_ms>("pause_ms", "pause-ms", "client-pause: how long the holder stops, in ms (-1: twice the TTL)", "faults", "ms",
         [](const C& c) { require(c.pause_ms >= -1 && c.pause_ms <= 3600000, "--pause-ms", c.pause_ms, "must be between 0 and 3600000 (or -1 for twice the TTL)"); }),
         [](const C& c) { return c.effective_pause_ms(); }),
@@ -305,6 +308,9 @@ void validate_fields(const RunConfig& c) {
   const auto has = [&](const char* n) { return std::find(c.nemesis.begin(), c.nemesis.end(), n) != c.nemesis.end(); };
   if (c.drift_ppm != 0 && !has("clock:drift")) throw ConfigError("--drift-ppm: only with --nemesis clock:drift");
   if (c.pause_ms != -1 && !has("client-pause")) throw ConfigError("--pause-ms: only with --nemesis client-pause");
+  const bool any_delay = std::any_of(c.nemesis.begin(), c.nemesis.end(),
+                                     [](const std::string& n) { return n == "delay" || n.rfind("delay:", 0) == 0; });
+  if (c.delay_ms != 0 && !any_delay) throw ConfigError("--delay-ms: only with --nemesis delay (or one of its modes)");
 }
 
 void to_json(nlohmann::json& j, const RunConfig& c) {

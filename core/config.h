@@ -36,6 +36,7 @@ struct RunConfig {
   double nemesis_interval_s = 5.0;               // --nemesis-interval: seconds between fault and heal
   int64_t restart_delay_ms = 0;                  // --restart-delay-ms: how long a killed node stays down
   int64_t drift_ppm = 0;                         // --drift-ppm: clock:drift's rate (0: drawn per fault)
+  int64_t delay_ms = 0;                          // --delay-ms: delay's added latency (0: drawn per fault)
   int64_t pause_ms = -1;                         // --pause-ms: client-pause's length (-1: 2 x TTL)
   double time_limit_s = 10.0;                    // --time-limit
   int concurrency = 5;                           // --concurrency: client processes at any time

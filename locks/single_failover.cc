@@ -9,7 +9,7 @@
 // This is the setup the Redlock article shows unsafe: replication is asynchronous, so a master can
 // acknowledge the lock and die before a replica has it; Sentinel promotes that replica and a second client
 // takes the same lock there.
-// --wait N (extra["wait_replicas"]) sends WAIT N op_timeout after each SET, and gives the lock back (fail)
+// --lock-opt wait_replicas=N sends WAIT N op_timeout after each SET, and gives the lock back (fail)
 // when fewer than N replicas acknowledged, as WAIT-synchronised locks do. It narrows the window (the write
 // has reached N replicas) without closing it: WAIT is not a consensus, and Sentinel may still promote a replica
 // that did not acknowledge.

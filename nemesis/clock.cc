@@ -5,7 +5,7 @@
 //   bump    one jump of delta_ms (forward or back) on the target nodes, held until the stop op resets them
 //   strobe  the target nodes' clocks flip between +delta_ms and the true time every period_ms, until stop
 //   drift   the target nodes' clocks run at 1 + rate_ppm / 10^6 of the real rate from the start to the stop,
-//           without a jump (the clock shim's rate): the Redlock seed's one timing assumption ("local time flows
+//           without a jump (the clock shim's rate): the Redlock article's one timing assumption ("local time flows
 //           at about the same rate") broken. Only as clock:drift (plain `clock` draws bump or strobe, as the
 //           schedules of stored seeds always did).
 // The stop op (f "clock-reset") puts bump and strobe targets back on the true time. A drift's stop (f

@@ -3,9 +3,10 @@
 //   node    every link of one node (client slots, other nodes, Sentinels)
 //   client  every link of one client slot to the nodes (a slow client)
 //   all     every client slot <-> node link
-// The delay is drawn in [ttl/20, ttl] ms (at least 5 ms), the jitter in [0, delay/2]: from slow-but-in-time
-// to late-past-the-TTL replies. Holder targeting re-aims `client` at the current holder's slot and `node` at a
-// node that holds its key. Stop removes this nemesis's delays (a cut another nemesis set stays).
+// The delay is --delay-ms when given, else drawn in [ttl/20, ttl] ms (at least 5 ms); the jitter in [0, delay/2]:
+// from slow-but-in-time to late-past-the-TTL replies. Holder targeting re-aims `client` at the current holder's
+// slot and `node` at a node that holds its key. Stop removes this nemesis's delays (a cut another nemesis set
+// stays).
 #include "nemesis/fault_util.h"
 #include "nemesis/holders.h"
 #include "nemesis/link_faults.h"
@@ -58,6 +59,7 @@ class Delay : public Nemesis {
     }
     return out;
   }
+  std::vector<std::string> run_settings() const override { return {"delay_ms"}; }
   std::vector<DetailField> detail_fields() const override {
     return {{"delay_ms", DetailType::kNonNegative},
             {"jitter_ms", DetailType::kNonNegative},
@@ -75,7 +77,8 @@ class Delay : public Nemesis {
     if (ctx.slots.empty()) mode = "node";
     const std::string who = mode == "client" ? u::pick(ctx.slots, rng) : mode == "node" ? u::pick(ctx.nodes, rng) : "";
     const int64_t lo = std::max<int64_t>(5, ctx.ttl_ms / 20);
-    const int64_t delay = uniform(rng, lo, std::max(lo, ctx.ttl_ms));
+    int64_t delay = uniform(rng, lo, std::max(lo, ctx.ttl_ms));
+    if (ctx.delay_ms > 0) delay = ctx.delay_ms;  // --delay-ms; drawn all the same, so the later draws do not move
     const int64_t jitter = uniform(rng, 0, delay / 2);
     return make_plan(ctx, mode, who, delay, jitter);
   }

@@ -1,4 +1,4 @@
-// Nemesis `kill`: SIGKILL of one or more data nodes, then a restart after --restart-delay ms (0: at once, the
+// Nemesis `kill`: SIGKILL of one or more data nodes, then a restart after --restart-delay-ms (0: at once, the
 // "crash and fast restart" of Kleppmann's second scenario). The restarted node runs with the run's persistence
 // mode: with none it comes back empty and has forgotten every lock it granted; with AOF it replays its log, all
 // of it: SIGKILL ends the process, not the machine, so every byte Redis passed to write() is still in the page
@@ -36,7 +36,7 @@ std::unique_ptr<Nemesis> make_kill_nemesis() { return std::make_unique<Kill>(); 
 
 // This nemesis's line in the registry (nemesis/registry.cc): its name, what `lockcheck list` says of it, its factory.
 NemesisInfo kill_nemesis() {
-  return {"kill", "SIGKILL of nodes, restart after --restart-delay ms with the run's persistence (modes as pause)",
+  return {"kill", "SIGKILL of nodes, restart after --restart-delay-ms with the run's persistence (modes as pause)",
           make_kill_nemesis};
 }
 

@@ -1,5 +1,5 @@
 // Nemesis `leader-partition`: cuts the node that leads the cluster *now* from every other party (the other
-// nodes and every client slot), then heals -- the seed's "leader isolated" partition. Which node leads is not
+// nodes and every client slot), then heals -- the "leader isolated" partition of Jepsen's etcd analysis. Which node leads is not
 // known when the schedule is drawn, so the plan says only "the leader" and invoke asks the cluster
 // (Cluster::leader(), ability kLeader: the member its peers name; when none does at that moment the fault answers
 // info, "no leader known", without cutting anything). The completion names the node it isolated and the links it

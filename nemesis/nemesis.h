@@ -42,6 +42,7 @@ struct NemesisOptions {
   int64_t interval_ms = 5000;    // between a fault and its heal
   int64_t restart_delay_ms = 0;  // how long a killed node stays down
   int64_t drift_ppm = 0;         // clock:drift's rate (0: drawn per fault)
+  int64_t delay_ms = 0;          // delay's latency (0: drawn per fault)
   int64_t pause_ms = -1;         // client-pause's length (-1: 2 x TTL)
   int64_t hold_ms_max = 800;     // the workload's longest hold (a holder's release is awaited)
   int64_t op_timeout_ms = 500;   // the clients' per-request timeout
@@ -68,6 +69,7 @@ struct PlanContext {
   int64_t interval_ms = 5000;
   int64_t restart_delay_ms = 0;
   int64_t drift_ppm = 0;    // clock:drift's rate (0: drawn per fault)
+  int64_t delay_ms = 0;     // delay's latency (0: drawn per fault)
   int64_t pause_ms = -1;    // client-pause's length (-1: 2 x TTL)
   static PlanContext from(const NemesisOptions& o, const std::vector<std::string>& node_names,
                           const std::vector<std::string>& sentinel_names);

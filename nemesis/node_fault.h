@@ -153,7 +153,7 @@ class NodeFault : public Nemesis {
   std::set<std::string> in_force_;
 };
 
-// The node faults that take nodes down and start them again after --restart-delay ms (kill, power-loss): the
+// The node faults that take nodes down and start them again after --restart-delay-ms (kill, power-loss): the
 // fault period is the time the nodes are down, its stop op the restart. Teardown does not restart a node still
 // down: Cluster::stop() ends the run with every node down anyway. A subclass says how a node goes down.
 class RestartFault : public NodeFault {

@@ -3,7 +3,7 @@
 // covered; files created since their directory's last fsync removed), as the power shim's journal says
 // (cluster/power_loss.h). Under `kill` those bytes survive in the page cache; here they do not, so aof-everysec
 // loses what it wrote since its last background fdatasync (up to about two seconds) and aof-always loses nothing
-// it acknowledged. Restart after --restart-delay ms; modes one, minority, majority, all and holder targeting as
+// it acknowledged. Restart after --restart-delay-ms; modes one, minority, majority, all and holder targeting as
 // kill (nemesis/node_fault.h). The start op's detail says per node what was dropped ("dropped": bytes, files),
 // measured from the journal and the files, never assumed.
 #include "nemesis/node_fault.h"
@@ -36,7 +36,7 @@ class PowerLoss : public RestartFault {
 // This nemesis's line in the registry (nemesis/registry.cc).
 NemesisInfo power_loss_nemesis() {
   return {"power-loss",
-          "SIGKILL of nodes dropping every write not fsynced (power shim), restart after --restart-delay ms "
+          "SIGKILL of nodes dropping every write not fsynced (power shim), restart after --restart-delay-ms "
           "(modes as kill)",
           [] { return std::unique_ptr<Nemesis>(std::make_unique<PowerLoss>()); }};
 }

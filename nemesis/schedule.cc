@@ -21,6 +21,7 @@ NemesisOptions NemesisOptions::from(const RunConfig& c) {
   o.interval_ms = std::max<int64_t>(1, static_cast<int64_t>(std::llround(c.nemesis_interval_s * 1000)));
   o.restart_delay_ms = c.restart_delay_ms;
   o.drift_ppm = c.drift_ppm;
+  o.delay_ms = c.delay_ms;
   o.pause_ms = c.effective_pause_ms();
   o.hold_ms_max = c.effective_hold_ms_max();
   o.op_timeout_ms = c.op_timeout_ms;
@@ -37,6 +38,7 @@ PlanContext PlanContext::from(const NemesisOptions& o, const std::vector<std::st
   ctx.interval_ms = o.interval_ms;
   ctx.restart_delay_ms = o.restart_delay_ms;
   ctx.drift_ppm = o.drift_ppm;
+  ctx.delay_ms = o.delay_ms;
   ctx.pause_ms = o.pause_ms;
   return ctx;
 }

@@ -4,7 +4,7 @@
 // Generation. Each nemesis of --nemesis k (in the order given) draws from its own stream,
 // std::mt19937_64(derive_seed(seed, kNemesisStream + k)), so adding a nemesis to the list does not change the
 // faults of the others. Its timeline: the first fault starts at interval/2 + a random phase in [0, interval);
-// each fault's stop follows after the plan's duration (the interval; kill: --restart-delay; see each
+// each fault's stop follows after the plan's duration (the interval; kill: --restart-delay-ms; see each
 // nemesis); the next fault starts one interval after that stop. Entries at or past the time limit are dropped:
 // the driver heals whatever is still in force when the run ends. Timelines of different nemeses overlap, so
 // faults combine (a partition during a clock jump). The merged list is sorted by time, ties in list order.

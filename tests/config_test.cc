@@ -194,6 +194,12 @@ TEST(ConfigFieldsTest, RangeRulesNameTheFlag) {
   c.hold_ms_min = 801;
   EXPECT_EQ(config_error([&] { validate_fields(c); }),
             "--hold-ms-min: 801 must be between 0 and the longest hold (800 ms)");
+  // A fault's own setting without that fault is refused, naming the flag.
+  c = RunConfig{};
+  c.delay_ms = 200;
+  EXPECT_EQ(config_error([&] { validate_fields(c); }), "--delay-ms: only with --nemesis delay (or one of its modes)");
+  c.nemesis = {"delay:client"};
+  EXPECT_NO_THROW(validate_fields(c));
   c = RunConfig{};
   c.server_opts["sentinel_parallel_syncs"] = 0;
   EXPECT_EQ(config_error([&] { resolve_plan(c); }), "--sentinel-parallel-syncs: 0 must be between 1 and 14");

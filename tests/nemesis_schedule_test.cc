@@ -212,6 +212,24 @@ TEST(NemesisScheduleTest, KillRestartsAfterTheRestartDelay) {
   EXPECT_EQ(s.plan[1].at_ms - s.plan[0].at_ms, 1500);
 }
 
+// --delay-ms fixes the latency every delay fault adds; the draws stay the same, so the faults' times, modes and
+// targets are those of the run without it.
+TEST(NemesisScheduleTest, DelayMsFixesTheLatencyAndKeepsTheOtherDraws) {
+  RunConfig c = config({"delay"});
+  auto nemeses = make_all(c);
+  const Schedule drawn = make_schedule(c, context(c), nemeses);
+  c.delay_ms = 150;
+  const Schedule fixed = make_schedule(c, context(c), nemeses);
+  ASSERT_EQ(drawn.plan.size(), fixed.plan.size());
+  ASSERT_FALSE(fixed.plan.empty());
+  for (size_t i = 0; i < fixed.plan.size(); ++i) {
+    EXPECT_EQ(fixed.plan[i].at_ms, drawn.plan[i].at_ms);
+    if (fixed.plan[i].phase != Phase::kStart) continue;
+    EXPECT_EQ(fixed.plan[i].fault.detail["delay_ms"], 150);
+    EXPECT_EQ(fixed.plan[i].fault.targets, drawn.plan[i].fault.targets);
+  }
+}
+
 TEST(NemesisScheduleTest, UnknownNamesAndModes) {
   EXPECT_TRUE(make_nemesis("partition:client-split"));
   EXPECT_TRUE(make_nemesis("clock:strobe"));

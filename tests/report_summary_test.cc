@@ -199,20 +199,22 @@ TEST(ReportSummaryTest, FaultSettingsApplyOnlyWithTheNemesisThatReadsThem) {
     return v;
   };
   EXPECT_EQ(hidden(), with({"nemesis_targeting", "nemesis_timing", "nemesis_interval_s", "restart_delay_ms",
-                            "drift_ppm", "pause_ms"}));
+                            "drift_ppm", "delay_ms", "pause_ms"}));
   p.nemeses = {"kill"};
-  EXPECT_EQ(hidden(), with({"drift_ppm", "pause_ms"}));
+  EXPECT_EQ(hidden(), with({"drift_ppm", "delay_ms", "pause_ms"}));
   p.nemeses = {"client-pause", "clock:drift"};
-  EXPECT_EQ(hidden(), with({"restart_delay_ms"}));
+  EXPECT_EQ(hidden(), with({"restart_delay_ms", "delay_ms"}));
   p.nemeses = {"clock", "power-loss"};
-  EXPECT_EQ(hidden(), with({"drift_ppm", "pause_ms"}));
+  EXPECT_EQ(hidden(), with({"drift_ppm", "delay_ms", "pause_ms"}));
+  p.nemeses = {"delay:client"};
+  EXPECT_EQ(hidden(), with({"restart_delay_ms", "drift_ppm", "pause_ms"}));
   // A set workload reads work_ms and the lease margin, not the lock workload's holds; renew reads neither.
   p.nemeses = {"kill"};
   p.config.workload = "lock-set";
-  EXPECT_EQ(hidden(), (V{"hold_ms_max", "hold_ms_min", "drift_ppm", "pause_ms"}));
+  EXPECT_EQ(hidden(), (V{"hold_ms_max", "hold_ms_min", "drift_ppm", "delay_ms", "pause_ms"}));
   p.config.workload = "renew";
   EXPECT_EQ(hidden(), (V{"hold_ms_max", "hold_ms_min", "work_ms", "lease_margin_ms", "work_uniform", "blind_holder",
-                         "drift_ppm", "pause_ms"}));
+                         "drift_ppm", "delay_ms", "pause_ms"}));
 }
 
 TEST(ReportSummaryTest, ServerOptionsApplyAsTheServerKindSays) {
