@@ -211,7 +211,7 @@ void NemesisDriver::loop() noexcept {
         Timing t;
         t.timing = "lock-state";
         t.rule = rule_name(w.rule);
-        t.fallback = fallback_at_close(w.rule, w.window);
+        t.fallback = fallback_at_close(w.rule, w.window, lock_view_->snapshot().grants == 0);
         log("nemesis: step " + std::to_string(w.entry.step) + ": " + t.fallback);
         fire(w.entry, t);
         auto it = stop_of.find(w.entry.step);
@@ -279,7 +279,7 @@ void NemesisDriver::open_start(const ScheduleEntry& e, const std::map<int64_t, i
   const TimingRule rule = nemeses_[e.nemesis]->timing_rule(e.fault);
   t.rule = rule_name(rule);
   const LockSnapshot now = lock_view_->snapshot();
-  t.fallback = fallback_at_open(rule, now);
+  t.fallback = fallback_at_open(rule, now, e.at_ms < env_.options.interval_ms);
   if (!t.fallback.empty()) {
     if (rule.trigger != TimingTrigger::kRandom) log("nemesis: step " + std::to_string(e.step) + ": " + t.fallback);
     return fire(e, t);

@@ -59,7 +59,12 @@ Schedule make_schedule(const RunConfig& cfg, const PlanContext& ctx,
   for (size_t k = 0; k < nemeses.size(); ++k) {
     if (!nemeses[k]) throw std::invalid_argument("make_schedule: null nemesis");
     std::mt19937_64 rng(derive_seed(cfg.seed, kNemesisStream + k));
-    int64_t t = interval / 2 + uniform(rng, 0, interval - 1);
+    const int64_t phase = interval / 2 + uniform(rng, 0, interval - 1);
+    // Lock-state timing: the same faults, as many, with the same spacing, slid earlier by the phase, so that the
+    // first window opens when the workload starts (each fault then waits for its moment).
+    const int64_t slide = cfg.nemesis_timing == "lock-state" ? phase : 0;
+    const size_t first = all.size();
+    int64_t t = phase;
     while (t < limit_ms) {
       ScheduleEntry start;
       start.at_ms = t;
@@ -80,6 +85,7 @@ Schedule make_schedule(const RunConfig& cfg, const PlanContext& ctx,
       }
       t = stop_at + interval;
     }
+    for (size_t i = first; i < all.size(); ++i) all[i].at_ms -= slide;
   }
   // Within one nemesis entries are already in time order, its stop after its start: a stable sort by time
   // keeps that and orders ties between nemeses by list position.

@@ -8,6 +8,9 @@
 // nemesis); the next fault starts one interval after that stop. Entries at or past the time limit are dropped:
 // the driver heals whatever is still in force when the run ends. Timelines of different nemeses overlap, so
 // faults combine (a partition during a clock jump). The merged list is sorted by time, ties in list order.
+// With --nemesis-timing lock-state each nemesis's timeline is then slid earlier by its phase (the same faults,
+// as many, the same spacing; its first window opens when the workload starts): the planned time is where a
+// fault's window opens, and the fault waits in it for its moment (nemesis/timing.h).
 //
 // schedule.json:
 //   {"seed": 42, "targeting": "random", "timing": "random", "interval_s": 5, "time_limit_s": 30,

@@ -79,16 +79,20 @@ TimingWindow timing_window(int64_t at_ms, int64_t interval_ms, int64_t duration_
   return w;
 }
 
-std::string fallback_at_open(const TimingRule& r, const LockSnapshot& s) {
+std::string fallback_at_open(const TimingRule& r, const LockSnapshot& s, bool run_start) {
   if (r.trigger == TimingTrigger::kRandom) return "this fault has no lock-state rule: applied at its planned time";
-  if (s.grants == 0) {
+  if (s.grants == 0 && !run_start) {
     return "blind: no acquire ok in the history so far (the lock reported no grant to time by): applied at its "
            "planned time";
   }
   return "";
 }
 
-std::string fallback_at_close(const TimingRule& r, const TimingWindow& w) {
+std::string fallback_at_close(const TimingRule& r, const TimingWindow& w, bool blind) {
+  if (blind && r.trigger != TimingTrigger::kRandom) {
+    return "blind: no acquire ok in the history by the window's end (the lock reported no grant to time by): "
+           "applied at the window's end";
+  }
   const char* moment = "";
   switch (r.trigger) {
     case TimingTrigger::kRandom: moment = "the planned time"; break;

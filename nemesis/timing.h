@@ -9,8 +9,10 @@
 // early enough that the fault's planned duration still ends by the next planned start of the same nemesis, and
 // before the time limit. Fallbacks (recorded in the start's detail.timing_fallback, in words):
 //   - the nemesis has no rule: applied at its planned time;
-//   - blind: no acquire ok in the history so far (an adapter that reports nothing, or the run's first moments):
-//     applied at its planned time;
+//   - blind: no acquire ok in the history so far (an adapter that reports nothing): applied at its planned time;
+//     a window that opens in the run's first interval (lock-state plans the first fault of each nemesis at the
+//     workload's start, nemesis/schedule.h) waits for the first grant instead, and is blind only if none came
+//     by its end;
 //   - the window passed without the moment: applied at the window's end.
 // A fault is never applied after the run stopped.
 #pragma once
@@ -71,9 +73,10 @@ TimingWindow timing_window(int64_t at_ms, int64_t interval_ms, int64_t duration_
                            int64_t limit_ms);
 
 // At a window's opening: "" to wait for the rule, else why the fault falls back to its planned time (no rule,
-// or blind: no acquire ok seen so far).
-std::string fallback_at_open(const TimingRule& r, const LockSnapshot& s);
-// At a window's close without a match: why the fault is applied at the window's end.
-std::string fallback_at_close(const TimingRule& r, const TimingWindow& w);
+// or blind: no acquire ok seen so far; not at the run's start, where no grant can have come yet: run_start).
+std::string fallback_at_open(const TimingRule& r, const LockSnapshot& s, bool run_start = false);
+// At a window's close without a match: why the fault is applied at the window's end (blind: no acquire ok in
+// the history by then).
+std::string fallback_at_close(const TimingRule& r, const TimingWindow& w, bool blind = false);
 
 }  // namespace lockcheck

@@ -230,6 +230,33 @@ TEST(NemesisScheduleTest, DelayMsFixesTheLatencyAndKeepsTheOtherDraws) {
   }
 }
 
+// Lock-state timing plans the same faults as random timing, as many and with the same spacing, each nemesis's
+// timeline slid so that its first window opens when the workload starts.
+TEST(NemesisScheduleTest, LockStatePlansRandomsFaultsSlidToTheStart) {
+  RunConfig c = config({"kill", "client-pause"});
+  auto nemeses = make_all(c);
+  const Schedule random = make_schedule(c, context(c), nemeses);
+  c.nemesis_timing = "lock-state";
+  const Schedule lock_state = make_schedule(c, context(c), nemeses);
+  ASSERT_EQ(random.plan.size(), lock_state.plan.size());
+  for (size_t k = 0; k < 2; ++k) {
+    std::vector<const ScheduleEntry*> a, b;
+    for (const auto& e : random.plan) if (e.nemesis == k) a.push_back(&e);
+    for (const auto& e : lock_state.plan) if (e.nemesis == k) b.push_back(&e);
+    ASSERT_EQ(a.size(), b.size());
+    ASSERT_FALSE(b.empty());
+    EXPECT_EQ(b.front()->at_ms, 0) << k;
+    const int64_t slide = a.front()->at_ms;
+    EXPECT_GE(slide, c.nemesis_interval_s * 1000 / 2);
+    for (size_t i = 0; i < a.size(); ++i) {
+      EXPECT_EQ(b[i]->at_ms, a[i]->at_ms - slide);
+      EXPECT_EQ(b[i]->fault.f, a[i]->fault.f);
+      EXPECT_EQ(b[i]->fault.targets, a[i]->fault.targets);
+      EXPECT_EQ(b[i]->fault.duration_ms, a[i]->fault.duration_ms);
+    }
+  }
+}
+
 TEST(NemesisScheduleTest, UnknownNamesAndModes) {
   EXPECT_TRUE(make_nemesis("partition:client-split"));
   EXPECT_TRUE(make_nemesis("clock:strobe"));

@@ -337,6 +337,11 @@ TEST(TimingRuleTest, EveryRuleFallsBackWhenBlind) {
     EXPECT_NE(why.find("blind"), std::string::npos) << to_string(t) << ": " << why;
   }
   EXPECT_NE(fallback_at_open({}, f.snap(600)).find("no lock-state rule"), std::string::npos);
+  // At the run's start no grant can have come yet: the window waits for the first, and is blind only if none
+  // came by its end.
+  EXPECT_EQ(fallback_at_open({TimingTrigger::kAtGrant, false, ""}, f.snap(600), /*run_start=*/true), "");
+  EXPECT_NE(fallback_at_close({TimingTrigger::kAtGrant, false, ""}, {0, 2000}, /*blind=*/true).find("blind"),
+            std::string::npos);
   // Once a grant was seen the window opens (no fallback).
   f.op(600, 2, OpType::kInvoke, "acquire");
   f.op(601, 2, OpType::kOk, "acquire");
