@@ -383,6 +383,11 @@ class RedisServer final : public Server {
     return roles;
   }
   int sentinels() const override { return topology_ == "replicated" ? kSentinels : 0; }
+  // Sentinels find each other by hello messages every 2 s; on a loaded machine (the test suite beside Docker runs)
+  // one was seen to know only one of the two others after 30 s, so the replicated topology waits up to 60 s.
+  std::chrono::milliseconds start_timeout() const override {
+    return std::chrono::milliseconds(topology_ == "replicated" ? 60000 : 30000);
+  }
 
   std::vector<ServerPort> ports(NodeRole role) const override {
     if (role == NodeRole::kSentinel) return {{"client", kSentinelPort, true}};
