@@ -279,6 +279,13 @@ void ServerCluster::start_locked() {
   for (const auto* group : {&nodes, &sentinels}) {
     for_each_at_once(*group, [this](size_t i) { start_member(members_[i]); });
     for (size_t i : *group) wait_ready(members_[i], bound);
+    if (group == &nodes && !sentinels.empty()) {
+      refresh_infos();
+      std::vector<MemberAddress> node_addrs;
+      for (size_t i : nodes) node_addrs.push_back(members_[i].addr);
+      server_->nodes_started(node_addrs, bound, "see the node logs (" + path("nodes") + ")" + ready_hint_,
+                             [this] { return stop_requested_.load(); });
+    }
   }
   refresh_infos();  // a member started again on other ports
   std::vector<MemberAddress> addrs;

@@ -178,6 +178,13 @@ class Server {
   // Once every member answers: waits for what the cluster needs before faults (a leader, replication links, a
   // formed Redis Cluster), at most timeout; stopping() ends it early. Throws ClusterError naming what it waited
   // for, with hint ("see the node logs under DIR") appended.
+  // At the cluster's start, once every data node answers and before the other members (Sentinels) start: waits
+  // for what those members must find when they first look (the replicas' links), at most timeout. Not at a
+  // restart (a fault may keep a master down). members: the data nodes. Throws ClusterError as after_start.
+  virtual void nodes_started(const std::vector<MemberAddress>& members, std::chrono::milliseconds timeout,
+                             const std::string& hint, const std::function<bool()>& stopping) const {
+    (void)members, (void)timeout, (void)hint, (void)stopping;
+  }
   virtual void after_start(const std::vector<MemberAddress>& members, std::chrono::milliseconds timeout,
                            const std::string& hint, const std::function<bool()>& stopping) const {
     (void)members, (void)timeout, (void)hint, (void)stopping;

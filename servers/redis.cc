@@ -437,6 +437,24 @@ class RedisServer final : public Server {
 
   std::string ready_error(const MemberAddress& m) const override { return ping_error(m.admin, milliseconds(300)); }
 
+  // The replicas' links before the Sentinels start: a Sentinel learns the replicas from the master's INFO, every
+  // 10 s after its first; one that first asked before a replica had linked held the start up by those 10 s.
+  void nodes_started(const std::vector<MemberAddress>& nodes, milliseconds timeout, const std::string& hint,
+                     const std::function<bool()>& stopping) const override {
+    if (topology_ != "replicated") return;
+    std::vector<MemberAddress> replicas;
+    for (const auto& m : nodes) {
+      if (m.role == NodeRole::kReplica) replicas.push_back(m);
+    }
+    const std::string pending =
+        wait_until_ready([&] { return replicated_pending(replicas, {}); }, timeout, stopping,
+                         "replicated topology: stopping (while waiting for replication)", milliseconds(50));
+    if (!pending.empty()) {
+      throw ClusterError("replicated topology: not ready within " + std::to_string(timeout.count()) +
+                         " ms: waiting for " + pending + "; " + hint);
+    }
+  }
+
   void after_start(const std::vector<MemberAddress>& members, milliseconds timeout, const std::string& hint,
                    const std::function<bool()>& stopping) const override {
     std::vector<MemberAddress> nodes, replicas, sentinels;
