@@ -472,14 +472,18 @@ std::string trend_html(const Trend& t) {
     << "; slower / faster: the median time to the first anomaly moved by more than the larger of the two sides' "
        "ranges.</p>\n";
   s << changes_table(t) << "</section>\n";
+  // An entry x night table's opening: its heading row, one column per night.
+  const auto grid_head = [&](const char* title, const char* id) {
+    s << "<section><h2>" << title << "</h2>\n<div class=\"grid-wrap\"><table class=\"grid\" id=\"" << id
+      << "\"><tr><th>entry</th>";
+    for (const auto& n : t.nights) {
+      s << "<th class=\"night\" title=\"" << escape(n.label + " (" + n.started_at + ")") << "\">"
+        << escape(night_heading(n)) << "</th>";
+    }
+    s << "</tr>\n";
+  };
   // The grid: entry x night, each cell coloured by its found rate.
-  s << "<section><h2>Found rate per night</h2>\n<div class=\"grid-wrap\"><table class=\"grid\" "
-       "id=\"grid\"><tr><th>entry</th>";
-  for (const auto& n : t.nights) {
-    s << "<th class=\"night\" title=\"" << escape(n.label + " (" + n.started_at + ")") << "\">"
-      << escape(night_heading(n)) << "</th>";
-  }
-  s << "</tr>\n";
+  grid_head("Found rate per night", "grid");
   for (const auto& e : t.entries) {
     s << "<tr data-entry=\"" << escape(e.name) << "\"><th class=\"entry\">" << escape(e.name) << "</th>";
     for (size_t i = 0; i < e.nights.size(); ++i) {
@@ -502,13 +506,7 @@ std::string trend_html(const Trend& t) {
        "larger the share; a red frame: the expectation was not met that night; empty: the entry was not in that "
        "night's matrix.</p></section>\n";
   // The median time to the first anomaly: entry x night, the number itself in each cell.
-  s << "<section><h2>Median time to the first anomaly per night</h2>\n<div class=\"grid-wrap\"><table class=\"grid\" "
-       "id=\"medians\"><tr><th>entry</th>";
-  for (const auto& n : t.nights) {
-    s << "<th class=\"night\" title=\"" << escape(n.label + " (" + n.started_at + ")") << "\">"
-      << escape(night_heading(n)) << "</th>";
-  }
-  s << "</tr>\n";
+  grid_head("Median time to the first anomaly per night", "medians");
   for (const auto& e : t.entries) {
     s << "<tr data-entry=\"" << escape(e.name) << "\"><th class=\"entry\">" << escape(e.name) << "</th>";
     for (const NightEntry* c : e.nights) {

@@ -300,61 +300,51 @@ void NemesisDriver::fire(const ScheduleEntry& e, const Timing& t) {
   apply_start(e, t);
 }
 
+void NemesisDriver::aim_at_holder(const ScheduleEntry& e, FaultPlan& plan, bool held, std::string why) {
+  bool aimed = false;
+  if (held) {
+    try {
+      nemeses_[e.nemesis]->aim(env_, plan);
+      // An aim that could not find what it aims at says so (mark_not_aimed); otherwise it aimed.
+      aimed = plan.detail.value("aimed", true);
+      why = plan.detail.value("not_aimed_because", "");
+    } catch (const std::exception& ex) {
+      log("nemesis: aiming step " + std::to_string(e.step) + " failed (" + ex.what() + "); using the plan");
+      plan = e.fault;
+      why = std::string("aiming failed: ") + ex.what();
+    }
+  }
+  plan.detail["step"] = e.step;
+  plan.detail["aimed"] = aimed;
+  if (aimed) {
+    plan.detail.erase("not_aimed_because");
+  } else {
+    plan.detail["not_aimed_because"] = why;
+    log("nemesis: step " + std::to_string(e.step) + " not aimed at the holder: " + why);
+  }
+}
+
 void NemesisDriver::apply_start(const ScheduleEntry& e, const Timing& t) {
   const size_t k = e.nemesis;
   FaultPlan plan = e.fault;
   plan.detail["step"] = e.step;
-  if (holders_ && (t.timing == "lock-state" || schedule_.fired_offsets)) {
-    // The moment was the timing's (or, replayed, the original run's): aim at what is held now, no wait.
-    const std::vector<Holding> held = holders_->current();
-    bool aimed = false;
-    std::string why = "no lock was held when the fault started";
-    if (!held.empty()) {
-      try {
-        nemeses_[k]->aim(env_, plan);
-        aimed = plan.detail.value("aimed", true);
-        why = plan.detail.value("not_aimed_because", "");
-      } catch (const std::exception& ex) {
-        log("nemesis: aiming step " + std::to_string(e.step) + " failed (" + ex.what() + "); using the plan");
-        plan = e.fault;
-        why = std::string("aiming failed: ") + ex.what();
-      }
-    }
-    plan.detail["step"] = e.step;
-    plan.detail["aimed"] = aimed;
-    if (aimed) {
-      plan.detail.erase("not_aimed_because");
+  if (holders_) {
+    bool held = false;
+    std::string why;
+    if (t.timing == "lock-state" || schedule_.fired_offsets) {
+      // The moment was the timing's (or, replayed, the original run's): aim at what is held now, no wait.
+      held = !holders_->current().empty();
+      why = "no lock was held when the fault started";
     } else {
-      plan.detail["not_aimed_because"] = why;
-      log("nemesis: step " + std::to_string(e.step) + " not aimed at the holder: " + why);
+      const int64_t half_interval_ms = static_cast<int64_t>(cfg_.nemesis_interval_s * 500);
+      const int64_t wait_ms = std::min<int64_t>(5000, std::max<int64_t>(1, half_interval_ms));
+      auto fresh =
+          holders_->wait_for_fresh(holders_->acquires_seen(), std::chrono::milliseconds(wait_ms), &stopping_);
+      if (stopping_.load()) return;
+      held = fresh.has_value();
+      why = "no lock was held within " + std::to_string(wait_ms) + " ms of the fault's start";
     }
-  } else if (holders_) {
-    const int64_t half_interval_ms = static_cast<int64_t>(cfg_.nemesis_interval_s * 500);
-    const int64_t wait_ms = std::min<int64_t>(5000, std::max<int64_t>(1, half_interval_ms));
-    auto fresh = holders_->wait_for_fresh(holders_->acquires_seen(), std::chrono::milliseconds(wait_ms), &stopping_);
-    if (stopping_.load()) return;
-    bool aimed = false;
-    std::string why = "no lock was held within " + std::to_string(wait_ms) + " ms of the fault's start";
-    if (fresh) {
-      try {
-        nemeses_[k]->aim(env_, plan);
-        // An aim that could not find what it aims at says so (mark_not_aimed); otherwise it aimed.
-        aimed = plan.detail.value("aimed", true);
-        why = plan.detail.value("not_aimed_because", "");
-      } catch (const std::exception& ex) {
-        log("nemesis: aiming step " + std::to_string(e.step) + " failed (" + ex.what() + "); using the plan");
-        plan = e.fault;
-        why = std::string("aiming failed: ") + ex.what();
-      }
-    }
-    plan.detail["step"] = e.step;
-    plan.detail["aimed"] = aimed;
-    if (aimed) {
-      plan.detail.erase("not_aimed_because");
-    } else {
-      plan.detail["not_aimed_because"] = why;
-      log("nemesis: step " + std::to_string(e.step) + " not aimed at the holder: " + why);
-    }
+    aim_at_holder(e, plan, held, why);
   }
   // How it was timed, and the lock state it met at this instant (both timings; nemesis/lock_state.h).
   plan.detail["timing"] = t.timing;

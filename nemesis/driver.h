@@ -107,6 +107,9 @@ class NemesisDriver {
   void open_start(const ScheduleEntry& e, const std::map<int64_t, int64_t>& next_start_of, int64_t limit_ms);
   void fire(const ScheduleEntry& e, const Timing& t);  // stops the nemesis's fault still in force, applies e
   void apply_start(const ScheduleEntry& e, const Timing& t);
+  // Holder targeting: lets the fault's nemesis aim plan at what is held (held: a holding is there to aim at; why:
+  // the words for the detail's not_aimed_because when it is not), then records aimed / not_aimed_because.
+  void aim_at_holder(const ScheduleEntry& e, FaultPlan& plan, bool held, std::string why);
   void apply_stop(size_t k, int64_t step);
   Op run(size_t k, Op invoke);  // records the invoke, applies it, records and returns the completion
   void teardown_all() noexcept;
