@@ -67,10 +67,10 @@ class FencingChecker : public Checker {
           if (regression_listed++ >= kMaxAnomaliesPerKind) continue;
           r.anomalies.push_back(
               {{"kind", "token-regression"},
-               {"description", "process " + std::to_string(op.process) + "'s acquire of " + op.key + " (op " +
+               {"description", process_name(op.process) + "'s acquire of " + op.key + " (op " +
                                    std::to_string(c) + ") got token " + std::to_string(*token) + ", but token " +
-                                   std::to_string(b.token) + " had already been handed out by process " +
-                                   std::to_string(b.process) + "'s acquire (op " + std::to_string(b.done) +
+                                   std::to_string(b.token) + " had already been handed out by " +
+                                   process_name(b.process) + "'s acquire (op " + std::to_string(b.done) +
                                    ") that completed before it was invoked"},
                {"ops", ops},
                {"key", op.key},
@@ -83,10 +83,10 @@ class FencingChecker : public Checker {
           if (stale_listed++ >= kMaxAnomaliesPerKind) continue;
           r.anomalies.push_back(
               {{"kind", "stale-write-accepted"},
-               {"description", "process " + std::to_string(op.process) + "'s " + op.f + " to " + op.key + " (op " +
+               {"description", process_name(op.process) + "'s " + op.f + " to " + op.key + " (op " +
                                    std::to_string(c) + ") was accepted with token " + std::to_string(*token) +
-                                   " after a write with token " + std::to_string(b.token) + " (process " +
-                                   std::to_string(b.process) + ", op " + std::to_string(b.done) + ") had completed"},
+                                   " after a write with token " + std::to_string(b.token) + " (" +
+                                   process_name(b.process) + ", op " + std::to_string(b.done) + ") had completed"},
                {"ops", ops},
                {"key", op.key},
                {"processes", {b.process, op.process}},
@@ -123,7 +123,7 @@ class FencingChecker : public Checker {
       std::sort(ops.begin(), ops.end());
       std::string who;
       for (size_t j = 0; j < invokes.size() && j < 5; ++j) {
-        who += (j ? ", " : "") + std::string("process ") + std::to_string(procs[j]) + " (op " +
+        who += std::string(j ? ", " : "") + process_name(procs[j]) + " (op " +
                std::to_string(pairs[static_cast<size_t>(invokes[j])]) + ")";
       }
       r.anomalies.push_back({{"kind", "duplicate-token"},

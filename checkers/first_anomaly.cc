@@ -65,9 +65,23 @@ std::vector<FaultStart> fault_starts(const History& h, const std::vector<int64_t
     } else if (phase == "stop") {
       auto& mine = open[fault];
       const std::optional<int64_t> of = int_field(detail, "start_step");
+      // A client fault arms slots (its targets: c0 ..) and its stop names the processes it hit (detail "paused"
+      // or "crashed": [{"process": 3, ...}]): those are what the fault was.
+      std::vector<std::string> hit;
+      for (const char* k : {"paused", "crashed"}) {
+        auto l = detail.find(k);
+        if (l == detail.end() || !l->is_array()) continue;
+        for (const auto& x : *l) {
+          if (auto p = int_field(x, "process")) hit.push_back(process_name(static_cast<Process>(*p)));
+        }
+      }
       for (auto it = mine.begin(); it != mine.end();) {
         if (!of || starts[*it].step == of) {
           starts[*it].healed_ns = op.time_ns;
+          if (!hit.empty()) {
+            starts[*it].armed = std::move(starts[*it].targets);
+            starts[*it].targets = hit;
+          }
           it = mine.erase(it);
         } else {
           ++it;
@@ -134,6 +148,7 @@ nlohmann::json first_anomaly(const nlohmann::json& results, const History& h, co
       {"fault", before->fault},
       {"f", before->f},
       {"targets", before->targets},
+      {"armed", before->armed.empty() ? nlohmann::json() : nlohmann::json(before->armed)},
       {"start_s", to_s(before->start_ns)},
       {"in_force", in_force},
       {"healed_s", before->healed_ns ? nlohmann::json(to_s(*before->healed_ns)) : nlohmann::json()},

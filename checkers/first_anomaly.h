@@ -20,7 +20,8 @@ struct FaultStart {
   std::optional<int64_t> step;        // detail.step: the fault's index in schedule.json
   std::string fault;                  // value.fault: "partition", "client-pause", ...
   std::string f;                      // the op's f: "partition", "pause", ...
-  std::vector<std::string> targets;   // value.targets
+  std::vector<std::string> targets;   // value.targets; for a client fault, the processes its stop names as hit
+  std::vector<std::string> armed;     // a client fault's value.targets (the slots armed) when its stop named hits
   int64_t start_ns = 0;               // the start's completion
   std::optional<int64_t> healed_ns;   // the completion of the stop that healed it; absent: never healed
   nlohmann::json detail = nlohmann::json::object();
@@ -36,6 +37,7 @@ std::vector<FaultStart> fault_starts(const History& h, const std::vector<int64_t
 //   {"at_s": 12.345 (null when no violation says when), "at_ns": ..., "checker": "mutex", "kind": "double-grant",
 //    "description": "...", "summary": "<the checker's summary>",
 //    "fault_before": null | {"step": 3, "fault": "client-pause", "f": "pause", "targets": ["p2"],
+//                            "armed": ["c0", "c1"] (null unless a client fault's stop named the processes hit),
 //                            "start_s": 10.2, "in_force": true, "healed_s": null, "healed_before_s": null,
 //                            "timing": "lock-state", "lock_state": "held-late"}}
 // The first anomaly is the earliest violation (for_each_violation; time by anomaly_time_ns with h; ties: file

@@ -139,7 +139,7 @@ class LeaseChecker : public Checker {
           if (notes.size() < kMaxAnomalies) {
             notes.push_back({{"kind", release ? "lost-before-release" : "lost-before-extend"},
                              {"severity", "note"},
-                             {"description", "process " + std::to_string(op.process) + "'s " + op.f + " of " + op.key +
+                             {"description", process_name(op.process) + "'s " + op.f + " of " + op.key +
                                                  " (op " + std::to_string(c) + ", t=" + format_time_s(done->time_ns) +
                                                  ") failed: " + done->error +
                                                  " (the lock was lost before; not a violation by itself)"},
@@ -188,7 +188,7 @@ class LeaseChecker : public Checker {
         if (r.anomalies.size() < kMaxAnomalies) {
           r.anomalies.push_back(
               {{"kind", "expired-grant"},
-               {"description", "process " + std::to_string(op.process) + "'s " + op.f + " of " + op.key + " (op " +
+               {"description", process_name(op.process) + "'s " + op.f + " of " + op.key + " (op " +
                                    std::to_string(c) + ", t=" + format_time_s(done->time_ns) +
                                    ") was reported ok with validity " + std::to_string(*validity) +
                                    " ms: the client handed out a lock that had already expired"},
@@ -268,12 +268,12 @@ class LeaseChecker : public Checker {
           ops.erase(std::unique(ops.begin(), ops.end()), ops.end());
           r.anomalies.push_back(
               {{"kind", "double-grant"},
-               {"description", "processes " + std::to_string(a->process) + " and " + std::to_string(w->process) +
+               {"description", process_name(a->process) + " and " + process_name(w->process) +
                                    " both held " + key + " within their leases for " + format_duration_ms(to - from) +
-                                   " from t=" + format_time_s(from) + " (process " + std::to_string(a->process) +
+                                   " from t=" + format_time_s(from) + " (" + process_name(a->process) +
                                    "'s hold ran to t=" + format_time_s(a->end_ns) +
-                                   " (its lease's end, its release or a failed extend, whichever came first), process " +
-                                   std::to_string(w->process) + "'s began at its acquire's ok, op " +
+                                   " (its lease's end, its release or a failed extend, whichever came first), " +
+                                   process_name(w->process) + "'s began at its acquire's ok, op " +
                                    std::to_string(w->op1) + ")"},
                {"ops", ops},
                {"key", key},

@@ -292,16 +292,14 @@ class LivenessChecker : public Checker {
             std::sort(ops.begin(), ops.end());
             ops.erase(std::unique(ops.begin(), ops.end()), ops.end());
             std::string who;
-            for (Process p : procs) who += (who.empty() ? "" : ", ") + std::to_string(p);
+            for (Process p : procs) who += (who.empty() ? "" : ", ") + process_name(p);
             std::string since = stretch_cause >= 0 ? " (since " + describe(h, pairs, stretch_cause) + ")" : "";
             std::string d = is_stuck
                                 ? key_name + " was never granted again: free from t=" + format_time_s(stretch_from) +
-                                      since + ", " + std::to_string(in_stretch.size()) + " acquires by process" +
-                                      (procs.size() > 1 ? "es " : " ") + who + " failed up to t=" + format_time_s(to) +
+                                      since + ", " + std::to_string(in_stretch.size()) + " acquires by " + who + " failed up to t=" + format_time_s(to) +
                                       " (bound 2 x TTL + op timeout = " + format_duration_ms(bound_ns) + ")"
                                 : key_name + " had no holder from t=" + format_time_s(stretch_from) + since + " but " +
-                                      std::to_string(in_stretch.size()) + " acquires by process" +
-                                      (procs.size() > 1 ? "es " : " ") + who + " failed for " +
+                                      std::to_string(in_stretch.size()) + " acquires by " + who + " failed for " +
                                       format_duration_ms(to - stretch_from) +
                                       " (bound 2 x TTL + op timeout = " + format_duration_ms(bound_ns) + ")";
             nlohmann::json ps = nlohmann::json::array();
@@ -414,7 +412,7 @@ class LivenessChecker : public Checker {
       }
       return " never completed";
     };
-    return "process " + std::to_string(op.process) + "'s " + op.f + " at t=" + format_time_s(op.time_ns) + pairs_note();
+    return process_name(op.process) + "'s " + op.f + " at t=" + format_time_s(op.time_ns) + pairs_note();
   }
 };
 

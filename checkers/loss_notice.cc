@@ -153,11 +153,11 @@ class LossNoticeChecker : public Checker {
       if (auto n = notices.find({hd.process, hd.key}); n != notices.end() && notes.size() < kMaxAnomalies) {
         for (const NoticeAt& na : n->second) {
           if (na.time_ns < hd.notices_from_ns || na.time_ns > hd.start_ns) continue;
-          const std::string p = std::to_string(hd.process);
+          const std::string p = process_name(hd.process);
           notes.push_back(
               {{"kind", "grant-after-loss-notice"},
                {"severity", "note"},
-               {"description", "process " + p + "'s acquire of " + hd.key.str() + " answered ok at t=" +
+               {"description", p + "'s acquire of " + hd.key.str() + " answered ok at t=" +
                                    format_time_s(hd.start_ns) + " after its library had said the lock was lost (t=" +
                                    format_time_s(na.time_ns) +
                                    ") while that acquire was pending: it was granted a lock whose lease had already "
@@ -187,7 +187,7 @@ class LossNoticeChecker : public Checker {
           }
         }
       }
-      const std::string p = std::to_string(hd.process), q = std::to_string(other.process);
+      const std::string p = process_name(hd.process), q = process_name(other.process);
       std::vector<int64_t> ops = {hd.acquire_ok, other.index};
       if (hd.end_op >= 0) ops.push_back(hd.end_op);
       if (warned) {
@@ -205,12 +205,12 @@ class LossNoticeChecker : public Checker {
       std::sort(ops.begin(), ops.end());
       const int64_t to = warned ? std::min(hd.end_ns, warned->time_ns) : hd.end_ns;
       if (late.size() >= kMaxAnomalies) continue;
-      std::string d = "process " + q + " acquired " + hd.key.str() + " at t=" + format_time_s(other.time_ns) +
-                      " while process " + p + " held it (since t=" + format_time_s(hd.start_ns) + "); ";
-      d += warned ? "process " + p + "'s library warned it that the lock was lost only " +
+      std::string d = q + " acquired " + hd.key.str() + " at t=" + format_time_s(other.time_ns) +
+                      " while " + p + " held it (since t=" + format_time_s(hd.start_ns) + "); ";
+      d += warned ? p + "'s library warned it that the lock was lost only " +
                         format_duration_ms(warned->time_ns - other.time_ns) + " later (t=" +
                         format_time_s(warned->time_ns) + ")"
-                  : "process " + p + "'s library never warned it that the lock was lost";
+                  : p + "'s library never warned it that the lock was lost";
       late.push_back({{"kind", warned ? "late-loss-notice" : "no-loss-notice"},
                       {"description", d},
                       {"ops", ops},

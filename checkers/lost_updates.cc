@@ -227,7 +227,7 @@ class LostUpdatesChecker : public Checker {
       std::sort(ops.begin(), ops.end());
       r->anomalies.push_back(
           {{"kind", "stale-read"},
-           {"description", "process " + std::to_string(h[inv].process) + "'s read of " + key + " (op " +
+           {"description", process_name(h[inv].process) + "'s read of " + key + " (op " +
                                std::to_string(c) + ") misses " + std::to_string(missing_back.size()) +
                                " element(s) acknowledged before it was invoked that the final read has, e.g. " +
                                std::to_string(missing_back[0])},

@@ -216,49 +216,69 @@ nlohmann::json describe_violation(const History& h, const std::vector<int64_t>& 
         // The workload planned its release inside the lease, and the harness's own thread woke too late (a
         // loaded machine): not the lock's fault, and not a fault under test. Unknown, never invalid.
         kind = "harness-stall";
-        desc = "process " + std::to_string(holder) + "'s release of " + key +
+        desc = process_name(holder) + "'s release of " + key +
                " was planned inside its lease (to t=" + format_time_s(*p_lease_end) +
                ") but the harness's thread woke " + format_duration_ms(stalled_ns) +
-               " late (the machine is overloaded), so it overlapped process " + std::to_string(q) +
+               " late (the machine is overloaded), so it overlapped " + process_name(q) +
                "'s hold from t=" + format_time_s(q_start) + " (op " + std::to_string(s.ret) +
                "): not a failure of the lock; rerun on a less loaded machine";
       } else if (p_lease_end && q_start >= *p_lease_end) {
         // The lock was free again by Redlock's own terms: p outlived its lease (a paused or slow holder).
         kind = "stale-holder";
-        desc = "process " + std::to_string(holder) + " kept using " + key +
+        desc = process_name(holder) + " kept using " + key +
                " after its lease ended at t=" + format_time_s(*p_lease_end) + " (acquired at op " +
-               std::to_string(p_acquired_op) + "), while process " + std::to_string(q) +
+               std::to_string(p_acquired_op) + "), while " + process_name(q) +
                " held it from t=" + format_time_s(q_start) + " (op " + std::to_string(s.ret) + "): both used it for " +
-               format_duration_ms(hi - lo) + "; process " + std::to_string(holder) + " " + p_released;
+               format_duration_ms(hi - lo) + "; " + process_name(holder) + " " + p_released;
       } else {
         kind = "double-grant";
-        desc = "processes " + std::to_string(holder) + " and " + std::to_string(q) + " both held " + key + " for " +
-               format_duration_ms(hi - lo) + " from t=" + format_time_s(lo) + ": process " + std::to_string(q) +
-               "'s acquire (op " + std::to_string(s.ret) + ") succeeded while process " + std::to_string(holder) +
+        desc = process_name(holder) + " and " + process_name(q) + " both held " + key + " for " +
+               format_duration_ms(hi - lo) + " from t=" + format_time_s(lo) + ": " + process_name(q) +
+               "'s acquire (op " + std::to_string(s.ret) + ") succeeded while " + process_name(holder) +
                " held the lock from op " + std::to_string(p_acquired_op) +
                (p_lease_end ? " within its lease (to t=" + format_time_s(*p_lease_end) + ")" : std::string()) +
-               "; process " + std::to_string(holder) + " " + p_released;
+               "; " + process_name(holder) + " " + p_released;
+        // A third process's ok release that overlapped p's hold before q's grant: the likely way the lock became
+        // free (a release that deletes whatever lock is there, not its own). Named, so the reader does not have to
+        // find it among the concurrent ops.
+        const wgl::LinOp* culprit = nullptr;
+        for (const wgl::LinOp& o : ko.ops) {
+          if (o.kind != MutexModel::kRelease || o.optional() || o.process == holder || o.process == q) continue;
+          if (h[static_cast<size_t>(o.call)].time_ns >= q_start || h[static_cast<size_t>(o.ret)].time_ns <= p_start)
+            continue;
+          if (culprit == nullptr || o.ret > culprit->ret) culprit = &o;
+        }
+        if (culprit != nullptr) {
+          ops_involved.push_back(culprit->call);
+          ops_involved.push_back(culprit->ret);
+          processes.push_back(static_cast<int64_t>(culprit->process));
+          desc += "; in between, " + process_name(culprit->process) + "'s release of " + key + " (op " +
+                  std::to_string(culprit->ret) + ") answered ok at t=" +
+                  format_time_s(h[static_cast<size_t>(culprit->ret)].time_ns) + " while " + process_name(holder) +
+                  " held it: if that release removed " + process_name(holder) + "'s lock, it made room for " +
+                  process_name(q) + "'s grant";
+        }
       }
     } else {
-      desc = "process " + std::to_string(q) + "'s acquire of " + key + " (op " + std::to_string(s.ret) +
-             ", ok at t=" + format_time_s(q_start) + ") cannot be ordered after process " + std::to_string(holder) +
+      desc = process_name(q) + "'s acquire of " + key + " (op " + std::to_string(s.ret) +
+             ", ok at t=" + format_time_s(q_start) + ") cannot be ordered after " + process_name(holder) +
              "'s hold of it (acquired at op " + std::to_string(p_acquired_op) +
              "): no order of the ops consistent with real time explains both";
     }
   } else if (s.kind == MutexModel::kAcquire) {
-    desc = "process " + std::to_string(q) + "'s acquire of " + key + " (op " + std::to_string(s.ret) +
+    desc = process_name(q) + "'s acquire of " + key + " (op " + std::to_string(s.ret) +
            ", ok at t=" + format_time_s(to_ns) + ") " +
-           (holder == q ? std::string("succeeded while process ") + std::to_string(q) + " already held it"
+           (holder == q ? std::string("succeeded while ") + process_name(q) + " already held it"
                         : std::string("has no place in any order of the ops consistent with real time"));
   } else {
     // A release or extend is illegal only while another process holds the lock.
     const Op& done = h[static_cast<size_t>(s.ret)];
     const std::string outcome = done.is_ok() ? "succeeded" : done.is_fail() ? "ended fail" : "ended info";
-    desc = "process " + std::to_string(q) + "'s " + h[static_cast<size_t>(s.call)].f.str() + " of " + key + " " +
-           outcome + " (op " + std::to_string(s.ret) + " at t=" + format_time_s(to_ns) + ") but process " +
-           std::to_string(q) + " did not hold it in any order consistent with real time (" +
+    desc = process_name(q) + "'s " + h[static_cast<size_t>(s.call)].f.str() + " of " + key + " " +
+           outcome + " (op " + std::to_string(s.ret) + " at t=" + format_time_s(to_ns) + ") but " +
+           process_name(q) + " did not hold it in any order consistent with real time (" +
            (holder == MutexModel::kFree ? std::string("it was free")
-                                        : "it was held by process " + std::to_string(holder) +
+                                        : "it was held by " + process_name(holder) +
                                               (held_by != nullptr ? " from op " + std::to_string(held_by->call)
                                                                   : std::string()) +
                                               ": it removed or extended another process's lock, or the lock was "

@@ -95,14 +95,14 @@ class RenewalChecker : public Checker {
           std::vector<int64_t> ops = {last.invoke, last.ok, it->invoke, it->ok, static_cast<int64_t>(i), c};
           std::sort(ops.begin(), ops.end());
           ops.erase(std::unique(ops.begin(), ops.end()), ops.end());
-          const std::string p = std::to_string(op.process), q = std::to_string(it->process);
+          const std::string p = process_name(op.process), q = process_name(it->process);
           r.anomalies.push_back(
               {{"kind", "resurrected-lock"},
-               {"description", "process " + p + "'s extend of " + op.key + " succeeded at t=" +
-                                   format_time_s(done->time_ns) + " although process " + q + " acquired it at t=" +
-                                   format_time_s(it->ok_ns) + ", after process " + p + "'s last renewal (t=" +
+               {"description", p + "'s extend of " + op.key + " succeeded at t=" +
+                                   format_time_s(done->time_ns) + " although " + q + " acquired it at t=" +
+                                   format_time_s(it->ok_ns) + ", after " + p + "'s last renewal (t=" +
                                    format_time_s(last.ok_ns) + ") and before this extend was invoked (t=" +
-                                   format_time_s(op.time_ns) + "): process " + p +
+                                   format_time_s(op.time_ns) + "): " + p +
                                    "'s lease did not last, yet it was told that it still holds the lock"},
                {"ops", ops},
                {"key", op.key},

@@ -79,7 +79,7 @@ class ClientCrash : public Nemesis {
     json crashed = json::array(), targets = json::array(), pending = json::array();
     for (const auto& f : crashes.fired(reported_)) {
       crashed.push_back({{"process", f.process}, {"slot", f.slot}, {"point", f.point}});
-      targets.push_back("p" + std::to_string(f.process));
+      targets.push_back(process_name(f.process));
       reported_ = std::max(reported_, f.arm_id);
     }
     std::vector<int64_t> still;

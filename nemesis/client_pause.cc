@@ -85,7 +85,7 @@ class ClientPause : public Nemesis {
       if (f.lasted) p["lasted_ms"] = f.lasted->count();
       if (f.os_pid) p["sigstop_pid"] = *f.os_pid;  // an external client's process was stopped, not just its thread
       paused.push_back(p);
-      targets.push_back("p" + std::to_string(f.process));
+      targets.push_back(process_name(f.process));
       reported_ = std::max(reported_, f.arm_id);
     }
     return u::complete(op, OpType::kOk, targets, {{"paused", paused}});

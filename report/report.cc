@@ -74,7 +74,7 @@ std::string count_words(size_t violations, size_t notes) {
 }
 
 // A nemesis op in words, from the fields every nemesis writes (fault, phase, targets) and the aim it recorded:
-// "kill n1 n2 n3, aimed at the holder of lock-0 (process 4)", "restart n1 n2 n3 (heals kill)". Empty when the
+// "kill n1 n2 n3, aimed at the holder of lock-0 (p4)", "restart n1 n2 n3 (heals kill)". Empty when the
 // value is not an object (then the raw value is shown alone).
 std::string nemesis_words(const Op& op) {
   const json& v = op.value;

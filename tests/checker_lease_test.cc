@@ -57,7 +57,7 @@ TEST(LeaseChecker, OverlappingLeasesAreAViolation) {
   EXPECT_EQ(a["to_ns"], 55000000);
   EXPECT_DOUBLE_EQ(a["overlap_ms"].get<double>(), 50.0);
   EXPECT_EQ(a["description"].get<std::string>().rfind(
-                "processes 0 and 1 both held lock-0 within their leases for 50 ms from t=0.005 s", 0),
+                "p0 and p1 both held lock-0 within their leases for 50 ms from t=0.005 s", 0),
             0u)
       << a["description"];
   EXPECT_EQ(a["ops"], nlohmann::json::array({0, 1, 2, 3}));

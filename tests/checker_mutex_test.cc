@@ -78,7 +78,7 @@ TEST(MutexChecker, TwoOverlappingAcquiresAreADoubleGrant) {
   EXPECT_EQ(a["processes"], nlohmann::json::array({0, 1}));
   EXPECT_EQ(a["from_ns"], 3000000);
   EXPECT_EQ(a["to_ns"], 4000000);
-  EXPECT_EQ(a["description"].get<std::string>().rfind("processes 0 and 1 both held lock-0 for 1 ms from t=0.003 s", 0),
+  EXPECT_EQ(a["description"].get<std::string>().rfind("p0 and p1 both held lock-0 for 1 ms from t=0.003 s", 0),
             0u)
       << a["description"];
   // The ops: both acquires (invoke and ok) and the releases that ended the holds.
@@ -99,7 +99,7 @@ TEST(MutexChecker, ReleaseByNonHolderIsInvalid) {
   const auto& a = r.anomalies[0];
   EXPECT_EQ(a["kind"], "no-linearization");
   EXPECT_NE(a["description"].get<std::string>().find("did not hold"), std::string::npos) << a["description"];
-  EXPECT_NE(a["description"].get<std::string>().find("held by process 0"), std::string::npos) << a["description"];
+  EXPECT_NE(a["description"].get<std::string>().find("held by p0"), std::string::npos) << a["description"];
 }
 
 // A release that took effect on a free lock removed the process's own leftover key, or nothing (it had
@@ -138,7 +138,7 @@ TEST(MutexChecker, AnExtendWhileAnotherProcessHoldsTheLockIsInvalid) {
   CheckResult r = check(b.history());
   ASSERT_EQ(r.valid, Validity::kInvalid);
   EXPECT_NE(r.summary.find("extend of lock-0 succeeded"), std::string::npos) << r.summary;
-  EXPECT_NE(r.summary.find("held by process 1"), std::string::npos) << r.summary;
+  EXPECT_NE(r.summary.find("held by p1"), std::string::npos) << r.summary;
 }
 
 TEST(MutexChecker, FailedOpsAreRemoved) {
@@ -341,6 +341,47 @@ TEST(MutexRetriedRelease, ASucceededRetryAfterAFailedReleaseIsValid) {
   EXPECT_EQ(r.valid, Validity::kValid) << r.summary;
 }
 
+TEST(MutexChecker, ADoubleGrantNamesAThirdProcesssReleaseThatOverlappedTheHold) {
+  // p2's release is slow: it is still in flight when p3 is granted the lock, and answers ok after. p4 is then
+  // granted the lock while p3 holds it. The description names p2's release, the likely way the lock was freed.
+  HistoryBuilder b;
+  b.invoke(2, "acquire");
+  b.ok(2, "acquire");
+  b.invoke(2, "release");  // op 2
+  b.invoke(3, "acquire");
+  b.ok(3, "acquire");      // op 4: p3 holds from here
+  b.ok(2, "release");      // op 5
+  b.invoke(4, "acquire");
+  b.ok(4, "acquire");      // op 7: while p3 holds
+  b.invoke(3, "release");
+  b.ok(3, "release");
+  b.invoke(4, "release");
+  b.ok(4, "release");
+  CheckResult r = check(b.history());
+  ASSERT_EQ(r.valid, Validity::kInvalid);
+  ASSERT_EQ(r.anomalies.size(), 1u);
+  const auto& a = r.anomalies[0];
+  EXPECT_EQ(a["kind"], "double-grant");
+  const std::string d = a["description"];
+  EXPECT_EQ(d.rfind("p3 and p4 both held lock-0", 0), 0u) << d;
+  EXPECT_NE(d.find("in between, p2's release of lock-0 (op 5) answered ok"), std::string::npos) << d;
+  EXPECT_NE(std::find(a["processes"].begin(), a["processes"].end(), 2), a["processes"].end()) << a["processes"];
+  for (int i : {2, 5}) EXPECT_NE(std::find(a["ops"].begin(), a["ops"].end(), i), a["ops"].end()) << i;
+}
+
+TEST(MutexChecker, ADoubleGrantWithNoThirdReleaseNamesNone) {
+  HistoryBuilder b;
+  b.invoke(0, "acquire");
+  b.ok(0, "acquire");
+  b.invoke(1, "acquire");
+  b.ok(1, "acquire");
+  b.invoke(2, "release");  // p2's release comes after both grants: not between them
+  b.fail(2, "release");
+  CheckResult r = check(b.history());
+  ASSERT_EQ(r.valid, Validity::kInvalid);
+  EXPECT_EQ(r.anomalies[0]["description"].get<std::string>().find("in between"), std::string::npos);
+}
+
 TEST(MutexRetriedRelease, ASucceededRetryWhileAnotherProcessHoldsTheLockIsInvalid) {
   HistoryBuilder b;
   b.invoke(2, "acquire");
@@ -357,8 +398,8 @@ TEST(MutexRetriedRelease, ASucceededRetryWhileAnotherProcessHoldsTheLockIsInvali
   ASSERT_EQ(r.valid, Validity::kInvalid);
   ASSERT_EQ(r.anomalies.size(), 1u);
   const std::string d = r.anomalies[0]["description"];
-  EXPECT_NE(d.find("process 2's release of lock-0 succeeded (op 7"), std::string::npos) << d;
-  EXPECT_NE(d.find("held by process 3 from op 4"), std::string::npos) << d;
+  EXPECT_NE(d.find("p2's release of lock-0 succeeded (op 7"), std::string::npos) << d;
+  EXPECT_NE(d.find("held by p3 from op 4"), std::string::npos) << d;
 }
 
 TEST(MutexRetriedRelease, ASucceededRetryAfterAnotherProcessHeldAndReleasedIsValid) {

@@ -220,5 +220,19 @@ TEST(FaultCoverage, GridNeverMetTimingAndFallbacks) {
   EXPECT_EQ(coverage_from_json(json("nonsense")).faults, 0);
 }
 
+TEST(FirstAnomaly, AClientFaultNamesTheProcessesItHitNotTheSlotsItArmed) {
+  HistoryBuilder b;
+  const json slots = json::array({"c0", "c1", "c2"});
+  fault(b, 1000, "pause", "client-pause", "start", {{"step", 0}}, slots);
+  fault(b, 6000, "resume", "client-pause", "stop", {{"step", 1}, {"start_step", 0}}, slots,
+        {{"paused", json::array({{{"process", 4}, {"slot", 1}, {"lasted_ms", 5000}}})}});
+  const json results = {{"checkers", json::array({checker("mutex", "invalid", json::array({violation("stale-holder", 4000)}))})}};
+  const json f = first_anomaly(results, b.history())["fault_before"];
+  ASSERT_TRUE(f.is_object());
+  EXPECT_EQ(f["targets"], json::array({"p4"}));
+  EXPECT_EQ(f["armed"], slots);
+  EXPECT_EQ(f["in_force"], true);
+}
+
 }  // namespace
 }  // namespace lockcheck

@@ -160,7 +160,7 @@ TEST(ReportBrowserTest, InvalidRunRendersWithItsVerdictAndViolationsAndNoScriptE
   EXPECT_EQ(attr_of_body(tags, "data-js-error"), "<absent>");
   EXPECT_EQ(dom.err.find("Uncaught"), std::string::npos) << dom.err;
   EXPECT_NE(dom.out.find(">INVALID</div>"), std::string::npos);
-  EXPECT_NE(dom.out.find("processes 1 and 2 both held lock-0"), std::string::npos);
+  EXPECT_NE(dom.out.find("p1 and p2 both held lock-0"), std::string::npos);
   EXPECT_EQ(report_test::count(tags, "rect", "violation"), 2u);
   EXPECT_EQ(report_test::count(tags, "rect", "violation-mark"), 1u);
   // The script zoomed to the first anomaly: the lanes' viewBox is no longer the whole run, the range is shown.
@@ -311,7 +311,7 @@ TEST(PagesBrowserTest, EveryPageFitsA1280PxWindowAndTheTrendGridIsDrawn) {
   {
     std::ofstream jobs((shard / "jobs.jsonl").string());
     json r = res;
-    r["checkers"][0]["anomalies"][0]["description"] = "processes 1 and 2 both held " + std::string(200, 'k');
+    r["checkers"][0]["anomalies"][0]["description"] = "p1 and p2 both held " + std::string(200, 'k');
     for (int seed : {1, 2})
       jobs << json{{"entry", "single-client-pause"},
                    {"seed", seed},

@@ -111,7 +111,7 @@ TEST(ReportTest, InvalidRunOutlinesTheOverlapInRedOnEachProcessLane) {
       render_report(report_test::sample_config(), report_test::overlap_history(), report_test::overlap_results());
   auto tags = parse_ok(html);
   EXPECT_NE(html.find(">INVALID</div>"), std::string::npos);
-  EXPECT_NE(html.find("processes 1 and 2 both held lock-0 for 150 ms from t=0.150 s"), std::string::npos);
+  EXPECT_NE(html.find("p1 and p2 both held lock-0 for 150 ms from t=0.150 s"), std::string::npos);
   auto tl = subtree(tags, "timeline");
   ASSERT_FALSE(tl.empty());
   // Lanes: p1, p2, p3 (held) and p4 (indeterminate acquire).
@@ -504,11 +504,11 @@ TEST(ReportTest, ViolationsAndNotesCountedApartAndFaultsInWords) {
   json results = report_test::overlap_results();
   results["checkers"][0]["anomalies"].push_back({{"kind", "lost-before-release"},
                                                  {"severity", "note"},
-                                                 {"description", "process 2's release failed"},
+                                                 {"description", "p2's release failed"},
                                                  {"ops", {11}}});
   results["checkers"][0]["anomalies"].push_back({{"kind", "lost-before-release"},
                                                  {"severity", "note"},
-                                                 {"description", "process 1's release failed"},
+                                                 {"description", "p1's release failed"},
                                                  {"ops", {9}}});
   History h = report_test::overlap_history();
   h[2].value["detail"] = {{"aimed_at", {{"key", "lock-0"}, {"process", 1}}}};

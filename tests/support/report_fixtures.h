@@ -123,7 +123,7 @@ inline json overlap_results() {
                  {"summary", "1 double grant"},
                  {"anomalies",
                   {{{"kind", "double-grant"},
-                    {"description", "processes 1 and 2 both held lock-0 for 150 ms from t=0.150 s"},
+                    {"description", "p1 and p2 both held lock-0 for 150 ms from t=0.150 s"},
                     {"ops", {1, 5, 8}},
                     {"key", "lock-0"},
                     {"processes", {1, 2}},
