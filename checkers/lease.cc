@@ -299,8 +299,8 @@ class LeaseChecker : public Checker {
                {"lost_before_release_or_extend", lost},
                {"total_overlap_ms", static_cast<double>(total_overlap_ns) / 1e6},
                {"max_overlap_ms", static_cast<double>(max_overlap_ns) / 1e6}};
-    const std::string lost_note = lost > 0 ? "; " + std::to_string(lost) + " release" + (lost > 1 ? "s" : "") +
-                                                 "/extends found the lock already lost (notes)"
+    const std::string lost_note = lost > 0 ? "; " + std::to_string(lost) + (lost > 1 ? " releases or extends" : " release or extend") +
+                                                 " found the lock already lost (notes)"
                                            : "";
     if (overlaps > 0 || expired_grants > 0) {
       r.valid = Validity::kInvalid;

@@ -693,8 +693,10 @@ RunOutcome run_test(RunConfig given, std::ostream& out, const Schedule* replay) 
   return outcome;
 }
 
-RunOutcome check_run(const std::string& run_dir, std::ostream& out, std::optional<double> checker_timeout_s,
+RunOutcome check_run(const std::string& run_dir_arg, std::ostream& out, std::optional<double> checker_timeout_s,
                      bool write_files) {
+  std::string run_dir = run_dir_arg;  // as given; "RUN/" (a shell's completion) reads RUN in what is printed
+  while (run_dir.size() > 1 && run_dir.back() == '/') run_dir.pop_back();
   RunConfig cfg = read_run_config(run_dir);
   if (checker_timeout_s) cfg.checker_timeout_s = *checker_timeout_s;
   std::vector<std::string> warnings;

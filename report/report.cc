@@ -221,7 +221,7 @@ void render_verdict(Page& pg) {
     for (size_t i = 0; i < pg.anomalies.size() && i < kMaxListedAnomalies; ++i) {
       const auto& a = pg.anomalies[i];
       s << "<li id=\"a-" << i << "\" class=\"anomaly-sentence\">";
-      if (!a.kind.empty()) s << "<span class=\"kind" << (a.note ? " note" : "") << "\">" << escape(a.kind) << "</span>";
+      if (!a.kind.empty()) s << "<span class=\"kind" << (a.note ? " note" : "") << "\">" << escape(a.kind) << "</span> ";
       s << escape(report::sentence_of(a));
       if (i < kMaxDetailedAnomalies) s << " <a href=\"#anomaly-" << i << "\">operations</a>";
       if (a.from_ns) {

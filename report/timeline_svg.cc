@@ -33,6 +33,13 @@ std::string targets_label(const std::vector<std::string>& targets) {
   return s;
 }
 
+// A fault band's label: the fault, its targets and its words; a client fault's words already name the processes
+// it hit ("p3 (slot c3) paused 2.00 s"), so its targets are not said twice.
+std::string band_label(const FaultBand& b) {
+  if (!b.clients.empty() && !b.words.empty()) return b.fault + " " + b.words;
+  return b.fault + " " + targets_label(b.targets) + (b.words.empty() ? "" : " " + b.words);
+}
+
 // A hold as drawn: a single hold, or several merged ones.
 struct DrawnBar {
   const Hold* hold = nullptr;  // the hold when n == 1; the first merged hold otherwise
@@ -359,7 +366,7 @@ std::string render_timeline(const std::vector<Hold>& holds, const HoldIndex& ind
     for (const FaultBand& b : bands) {
       size_t row = std::find(fault_rows.begin(), fault_rows.end(), b.fault) - fault_rows.begin();
       const double x = L + static_cast<double>(b.from_ns) / 1e6 * px_per_ms + 2;
-      const std::string label = b.fault + " " + targets_label(b.targets) + (b.words.empty() ? "" : " " + b.words);
+      const std::string label = band_label(b);
       // Shown only where the band has room for it (the script re-decides on zoom).
       const double room = static_cast<double>(b.to_ns - b.from_ns) / 1e6 * px_per_ms;
       const bool fits = room >= 6.0 * static_cast<double>(label.size()) + 4;
@@ -399,7 +406,7 @@ std::string render_timeline(const std::vector<Hold>& holds, const HoldIndex& ind
     << lh_total << "\" viewBox=\"0 0 " << span_ms << " " << lh_total << "\" preserveAspectRatio=\"none\">\n";
   s << "<g class=\"bands\">\n";
   for (const FaultBand& b : bands) {
-    std::string tip = b.fault + " " + targets_label(b.targets) + (b.words.empty() ? "" : " " + b.words) + ": " +
+    std::string tip = band_label(b) + ": " +
                       seconds_label(b.from_ns) + " to " +
                       (b.healed ? seconds_label(b.to_ns) : std::string("end (not healed)")) + " (" +
                       duration_label(b.to_ns - b.from_ns) + ")";
