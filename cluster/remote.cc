@@ -77,13 +77,15 @@ constexpr const char* kStartScript =
     "p=$1; l=$2; prog=$3; n=$4; shift 4; while [ \"$n\" -gt 0 ]; do rm -rf -- \"$1\"; shift; n=$((n-1)); done; "
     "command -v \"$prog\" >/dev/null || { echo \"$prog: not found on this host\" >&2; exit 127; }; "
     "rm -f -- \"$p\"; setsid \"$@\" >>\"$l\" 2>&1 </dev/null & echo $! >\"$p\"; echo $!";
-// Kill: $1 pid. SIGKILL (a stopped process gets SIGCONT too), then waits (at most 10 s) until the process is
-// gone or a zombie, so that its port is free. Fails when it is still there. Alive = its status could be read
-// and is not Z: a process reaped between two looks is gone, not alive (one read, never `-e` then a read).
+// Kill: each argument a pid. SIGKILL to every one first, in the order given (a stopped process gets SIGCONT too),
+// then waits (at most 10 s) until each is gone or a zombie, so that their ports are free: the processes die side
+// by side, not one after another. Fails when one is still there. Alive = its status could be read and is not Z: a
+// process reaped between two looks is gone, not alive (one read, never `-e` then a read).
 constexpr const char* kKillScript =
-    "kill -s CONT \"$1\" 2>/dev/null; kill -s KILL \"$1\" 2>/dev/null; "
+    "for p in \"$@\"; do kill -s CONT \"$p\" 2>/dev/null; kill -s KILL \"$p\" 2>/dev/null; done; "
     "alive() { st=$(grep '^State:' /proc/$1/status 2>/dev/null); [ -n \"$st\" ] && case \"$st\" in *Z*) return 1;; "
-    "esac; }; i=0; while alive \"$1\" && [ $i -lt 200 ]; do sleep 0.05; i=$((i+1)); done; ! alive \"$1\"";
+    "esac; }; i=0; while [ $i -lt 200 ]; do any=; for p in \"$@\"; do alive \"$p\" && any=1; done; "
+    "[ -z \"$any\" ] && exit 0; sleep 0.05; i=$((i+1)); done; exit 1";
 // Alive: $1 pid; exit 0 when it runs (not a zombie).
 constexpr const char* kAliveScript =
     "st=$(grep '^State:' /proc/$1/status 2>/dev/null); [ -n \"$st\" ] || exit 1; case \"$st\" in *Z*) exit 1;; "
@@ -122,8 +124,17 @@ void Remote::signal_process(int pid, const std::string& sig, milliseconds timeou
                "signal " + sig);
 }
 
-void Remote::kill_process(int pid, milliseconds timeout) const {
-  remote_check(*this, {"sh", "-c", kKillScript, "sh", std::to_string(pid)}, RemoteCall{false, "", timeout}, "kill");
+void Remote::kill_process(int pid, milliseconds timeout) const { kill_processes({pid}, timeout); }
+
+void Remote::kill_processes(const std::vector<int>& pids, milliseconds timeout) const {
+  if (pids.empty()) return;
+  std::vector<std::string> argv = {"sh", "-c", kKillScript, "sh"};
+  std::string names;
+  for (int pid : pids) {
+    argv.push_back(std::to_string(pid));
+    names += " " + argv.back();
+  }
+  remote_check(*this, argv, RemoteCall{false, "", timeout}, "kill" + names);
 }
 
 bool Remote::process_running(int pid, milliseconds timeout) const {
@@ -279,6 +290,25 @@ void LocalRemote::signal_process(int pid, const std::string& sig, milliseconds) 
   if (::kill(pid, signo) != 0 && errno != ESRCH) {
     throw ClusterError(where() + ": kill -s " + sig + " " + std::to_string(pid) + ": " + std::strerror(errno));
   }
+}
+
+void LocalRemote::kill_processes(const std::vector<int>& pids, milliseconds) const {
+  std::vector<std::unique_ptr<ChildProcess>> children;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (int pid : pids) {
+      const auto it = children_.find(pid);
+      if (it == children_.end()) continue;
+      children.push_back(std::move(it->second));
+      children_.erase(it);
+    }
+  }
+  // Every one signalled first, in the order given, then each reaped: they die side by side.
+  for (int pid : pids) {
+    ::kill(pid, SIGCONT);
+    ::kill(pid, SIGKILL);
+  }
+  for (auto& child : children) child->kill_and_reap();
 }
 
 void LocalRemote::kill_process(int pid, milliseconds) const {

@@ -60,6 +60,9 @@ class Remote {
   // SIGCONT and SIGKILL to pid, then waits (at most 10 s) until it is gone or a zombie, so that its ports are
   // free. One already gone is fine. Throws ClusterError when it is still there.
   virtual void kill_process(int pid, std::chrono::milliseconds timeout) const;
+  // kill_process for several at once: SIGKILL to each in the order given, then the wait for them all (a cluster's
+  // stop: its members die side by side, not one after another). Throws ClusterError when one is still there.
+  virtual void kill_processes(const std::vector<int>& pids, std::chrono::milliseconds timeout) const;
   // True while pid runs (a zombie does not). False when it cannot tell; never throws.
   virtual bool process_running(int pid, std::chrono::milliseconds timeout) const;
   // Writes bytes at offset into the existing file path, without truncating it, as one write(2). Throws
@@ -87,6 +90,7 @@ class LocalRemote final : public Remote {
   int start_process(const ProcessStart& p, std::chrono::milliseconds timeout) const override;
   void signal_process(int pid, const std::string& sig, std::chrono::milliseconds timeout) const override;
   void kill_process(int pid, std::chrono::milliseconds timeout) const override;
+  void kill_processes(const std::vector<int>& pids, std::chrono::milliseconds timeout) const override;
   bool process_running(int pid, std::chrono::milliseconds timeout) const override;
   void write_at(const std::string& path, uint64_t offset, const std::string& bytes,
                 std::chrono::milliseconds timeout) const override;

@@ -484,15 +484,18 @@ void ServerCluster::teardown_host(size_t h) noexcept {
   try {
     const RemoteHost& host = hosts_[h];
     if (!host.ephemeral) {
+      // Signalled in reverse order (Sentinels first), then waited for together: the members die side by side.
+      std::vector<int> pids;
       for (auto it = members_.rbegin(); it != members_.rend(); ++it) {
         Member& m = *it;
         if (m.host != h || m.pid <= 0 || m.killed) continue;
-        try {
-          host.remote->kill_process(m.pid, setup_.call_timeout);
-        } catch (const std::exception& e) {
-          warn(e.what());
-        }
+        pids.push_back(m.pid);
         m.killed = true;
+      }
+      try {
+        host.remote->kill_processes(pids, setup_.call_timeout);
+      } catch (const std::exception& e) {
+        warn(e.what());
       }
     }
     if (host.results_in_place) {

@@ -69,6 +69,22 @@ void expect_process_seam(const Remote& r, const TempDir& dir, bool own) {
   if (own) EXPECT_FALSE(testing_util::process_alive(pid));
   own ? r.kill_process(pid, kTimeout) : r.Remote::kill_process(pid, kTimeout);  // one already gone is fine
 
+  // Several at once (a cluster's stop), one of them stopped, one already gone: all are gone after.
+  std::vector<int> pids;
+  for (int i = 0; i < 3; ++i) {
+    ProcessStart q;
+    q.argv = {"sleep", "60"};
+    q.log = dir.str() + "/log" + std::to_string(i);
+    std::thread([&] { pids.push_back(own ? r.start_process(q, kTimeout) : r.Remote::start_process(q, kTimeout)); })
+        .join();
+  }
+  own ? r.signal_process(pids[1], "STOP", kTimeout) : r.Remote::signal_process(pids[1], "STOP", kTimeout);
+  pids.push_back(pid);  // gone
+  own ? r.kill_processes(pids, kTimeout) : r.Remote::kill_processes(pids, kTimeout);
+  for (int q : pids) {
+    EXPECT_FALSE(own ? r.process_running(q, kTimeout) : r.Remote::process_running(q, kTimeout)) << q;
+  }
+
   // A program the host cannot run fails the start, naming it.
   p.argv = {"/nonexistent/server"};
   try {
