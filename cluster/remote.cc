@@ -68,7 +68,7 @@ bool remote_try(const Remote& r, const std::vector<std::string>& argv, const Rem
 
 namespace {
 
-// Start: $1 the pid file, $2 the log, $3 the program (checked first: a program the host cannot run fails at
+// Start: $1 the pid file (empty: none), $2 the log, $3 the program (checked first: a program the host cannot run fails at
 // once, rather than a readiness wait timing out on a server that never ran), $4 how many paths to remove, those
 // paths, then the command. setsid puts the server in a session of its own (no hangup when the ssh or docker exec
 // session ends; setsid and env exec in place, so $! is the server's pid); its output is appended to the log (a
@@ -76,7 +76,8 @@ namespace {
 constexpr const char* kStartScript =
     "p=$1; l=$2; prog=$3; n=$4; shift 4; while [ \"$n\" -gt 0 ]; do rm -rf -- \"$1\"; shift; n=$((n-1)); done; "
     "command -v \"$prog\" >/dev/null || { echo \"$prog: not found on this host\" >&2; exit 127; }; "
-    "rm -f -- \"$p\"; setsid \"$@\" >>\"$l\" 2>&1 </dev/null & echo $! >\"$p\"; echo $!";
+    "[ -z \"$p\" ] || rm -f -- \"$p\"; setsid \"$@\" >>\"$l\" 2>&1 </dev/null & pid=$!; "
+    "[ -z \"$p\" ] || echo $pid >\"$p\"; echo $pid";
 // Kill: each argument a pid. SIGKILL to every one first, in the order given (a stopped process gets SIGCONT too),
 // then waits (at most 10 s) until each is gone or a zombie, so that their ports are free: the processes die side
 // by side, not one after another. Fails when one is still there. Alive = its status could be read and is not Z: a
@@ -100,7 +101,7 @@ constexpr const char* kWriteAtScript =
 
 int Remote::start_process(const ProcessStart& p, milliseconds timeout) const {
   if (p.argv.empty()) throw ClusterError(where() + ": nothing to start");
-  std::vector<std::string> argv = {"sh", "-c", kStartScript, "sh", p.pid_file.empty() ? "/dev/null" : p.pid_file,
+  std::vector<std::string> argv = {"sh", "-c", kStartScript, "sh", p.pid_file,
                                    p.log, p.argv[0], std::to_string(p.remove_first.size())};
   argv.insert(argv.end(), p.remove_first.begin(), p.remove_first.end());
   if (!p.env.empty()) {

@@ -5,6 +5,8 @@
 
 #include <gtest/gtest.h>
 
+#include <sys/stat.h>
+
 #include <fstream>
 #include <thread>
 
@@ -84,6 +86,10 @@ void expect_process_seam(const Remote& r, const TempDir& dir, bool own) {
   for (int q : pids) {
     EXPECT_FALSE(own ? r.process_running(q, kTimeout) : r.Remote::process_running(q, kTimeout)) << q;
   }
+  // Started with no pid file: nothing is removed or written in its place (not /dev/null).
+  struct stat st {};
+  ASSERT_EQ(::stat("/dev/null", &st), 0);
+  EXPECT_TRUE(S_ISCHR(st.st_mode)) << "/dev/null is no longer a device";
 
   // A program the host cannot run fails the start, naming it.
   p.argv = {"/nonexistent/server"};
