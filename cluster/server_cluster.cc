@@ -196,12 +196,19 @@ size_t ServerCluster::party_host(const std::string& party) const {
 // Draws the member's free ports (planned 0) and asks the network where its peers reach each peer port.
 void ServerCluster::place_ports(Member& m, bool first) {
   const RemoteHost& host = hosts_[m.host];
+  // Distinct from every port another member of this host listens on: a port drawn free is free only until it is
+  // bound, and the members bind theirs after all are drawn (a node's bus port once came out as another's client
+  // port).
   std::set<int> taken;
+  for (const Member& other : members_) {
+    if (&other == &m || other.host != m.host) continue;
+    for (const auto& [label, at] : other.listen) taken.insert(at.port);
+  }
   for (const auto& port : server_->ports(m.addr.role)) {
     int p = m.planned.at(port.label);
     if (p == 0) {
       do {
-        p = free_loopback_port();
+        p = setup_.draw_port ? setup_.draw_port() : free_loopback_port();
       } while (taken.count(p));
     }
     taken.insert(p);
@@ -370,6 +377,25 @@ void ServerCluster::setup_host(size_t h) {
   host.remote->upload(stage, remote_dir(h), setup_.call_timeout);
 }
 
+void ServerCluster::rewrite_files(const Member& m) {
+  const RemoteHost& host = hosts_[m.host];
+  const std::string stage = path("stage/" + m.addr.name + "-again");
+  fs::create_directories(stage);
+  int i = 0;
+  for (const auto& [name, text] : server_->files(context_of(m))) {
+    const std::string local = stage + "/file" + std::to_string(i++);
+    {
+      std::ofstream f(local, std::ios::trunc);
+      f << text;
+      if (!f) throw ClusterError(backend_ + ": cannot write " + local);
+    }
+    const std::string target = m.dir + "/" + name;
+    remote_check(*host.remote, {"rm", "-f", "--", target}, RemoteCall{false, "", setup_.call_timeout}, backend_);
+    host.remote->upload(local, target, setup_.call_timeout);
+  }
+  fs::remove_all(stage);
+}
+
 void ServerCluster::start_member(Member& m) {
   const RemoteHost& host = hosts_[m.host];
   const MemberContext ctx = context_of(m);
@@ -431,6 +457,7 @@ void ServerCluster::wait_ready(Member& m, milliseconds timeout) {
         ++m.respawns;
         host.remote->kill_process(m.pid, setup_.call_timeout);
         place_ports(m, false);
+        rewrite_files(m);
         start_member(m);
         deadline = std::chrono::steady_clock::now() + timeout;
         continue;

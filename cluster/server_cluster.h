@@ -26,6 +26,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -60,6 +61,9 @@ struct ClusterSetup {
   // host's own: how --server-version reaches hosts that have other builds (ssh).
   bool ship_build = false;
   std::chrono::milliseconds call_timeout{30000};  // bound on any one remote call
+  // Where a member's port that is not planned comes from; empty: free_loopback_port(). A test hands out a port
+  // it holds, to see the member start again on another.
+  std::function<int()> draw_port;
 };
 
 // Polls why() every `every` until it returns "" (returns ""), the timeout passes (returns the last reason) or
@@ -176,6 +180,9 @@ class ServerCluster : public Cluster, private PeerLinks {
   void place_ports(Member& m, bool first);
   MemberContext context_of(const Member& m) const;
   void setup_host(size_t h);
+  // Writes the member's configuration files (the spec's files()) again, in place: a member started again on other
+  // ports at the cluster's start reads them.
+  void rewrite_files(const Member& m);
   void teardown_host(size_t h) noexcept;
   void start_member(Member& m);
   // Waits until m answers; a member that exited because a port drawn free was taken is started again on others.

@@ -5,6 +5,11 @@
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <unistd.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+
+#include <fstream>
 
 #include <boost/filesystem.hpp>
 
@@ -67,6 +72,62 @@ TEST_F(RedisServerTest, StartsNodesThatAnswerAndStopsThemAll) {
     for (pid_t p : pids) EXPECT_FALSE(alive(p)) << p;
     c.stop();  // idempotent
   }
+}
+
+// A listening socket on a free loopback port, held until the end of the scope.
+struct HeldPort {
+  int fd = -1;
+  int port = 0;
+  HeldPort() {
+    fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t len = sizeof a;
+    if (fd >= 0 && ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0 && ::listen(fd, 1) == 0 &&
+        ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) == 0) {
+      port = ntohs(a.sin_port);
+    }
+  }
+  ~HeldPort() {
+    if (fd >= 0) ::close(fd);
+  }
+};
+
+std::string slurp(const fs::path& p) {
+  std::ifstream in(p.string());
+  return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+}
+
+TEST_F(RedisServerTest, ANodeWhosePortWasTakenStartsAgainOnAnotherWithItsConfigurationRewritten) {
+  HeldPort held;  // taken between the draw and the node's bind, as another run's server would
+  ASSERT_GT(held.port, 0);
+  int draws = 0;
+  auto o = options(1);
+  o.draw_port = [&] { return draws++ == 0 ? held.port : free_loopback_port(); };
+  auto c = make(o);
+  c->start();
+  EXPECT_TRUE(cmd(c->nodes()[0].endpoint, {"PING"}).is_status("PONG"));
+  const std::string log = slurp(c->nodes()[0].log_path);
+  EXPECT_NE(log.find("ddress already in use"), std::string::npos) << "the first start did not meet the taken port";
+  const std::string conf = slurp(dir_ / "nodes" / "n1" / "redis.conf");
+  EXPECT_EQ(conf.find("port " + std::to_string(held.port) + "\n"), std::string::npos) << conf;
+  c->stop();
+}
+
+TEST_F(RedisServerTest, TwoMembersNeverDrawTheSamePort) {
+  // The source hands out one port twice: the second member must not take it.
+  const int same = free_loopback_port();
+  int draws = 0;
+  auto o = options(2);
+  o.draw_port = [&] { return draws++ < 2 ? same : free_loopback_port(); };
+  auto c = make(o);
+  c->start();
+  for (size_t n = 0; n < 2; ++n) EXPECT_TRUE(cmd(c->nodes()[n].endpoint, {"PING"}).is_status("PONG"));
+  for (const char* n : {"n1", "n2"}) {
+    EXPECT_EQ(slurp(dir_ / "nodes" / (std::string(n) + ".log")).find("ddress already in use"), std::string::npos) << n;
+  }
+  c->stop();
 }
 
 TEST_F(RedisServerTest, DestructorStopsNodes) {

@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -27,6 +28,7 @@ struct LocalClusterSpec {
   int64_t ttl_ms = 1000;
   std::string version;      // --server-version ("": the kind's default build)
   uint64_t seed = 1;
+  std::function<int()> draw_port;  // ClusterSetup::draw_port (empty: a free loopback port)
 };
 
 // The plan of a local cluster of spec, as a run resolves it (ConfigError for an unknown kind, a bad option, no
@@ -54,6 +56,7 @@ inline std::unique_ptr<ServerCluster> make_local_cluster(const LocalClusterSpec&
   c.network_faults = s.proxy;
   c.clock_shim = s.clock_shim;
   c.power_shim = s.power_shim;
+  c.draw_port = s.draw_port;
   return std::make_unique<LoopbackCluster>(plan_server_run(plan), c);
 }
 
