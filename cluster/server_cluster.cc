@@ -427,10 +427,10 @@ void ServerCluster::start_member(Member& m) {
   network_->member_pid(m.addr.name, m.pid);
 }
 
-std::string ServerCluster::log_tail(const Member& m) const {
+std::string ServerCluster::log_tail(const Member& m, int lines) const {
   try {
-    const CommandResult log =
-        hosts_[m.host].remote->exec({"tail", "-n", "5", m.log}, RemoteCall{false, "", setup_.call_timeout});
+    const CommandResult log = hosts_[m.host].remote->exec({"tail", "-n", std::to_string(lines), m.log},
+                                                          RemoteCall{false, "", setup_.call_timeout});
     return remote_trim(log.out);
   } catch (const std::exception&) {
     return "";
@@ -452,8 +452,9 @@ void ServerCluster::wait_ready(Member& m, milliseconds timeout) {
     if ((host.results_in_place || poll % 10 == 9) && !host.remote->process_running(m.pid, setup_.call_timeout)) {
       const std::string tail = log_tail(m);
       // A port drawn free can be taken before the member binds it (another run starting at the same time): its
-      // peers name it by its proxy links, so it can start again on other ports, twice at most.
-      if (drawn && m.respawns < 2 && says_port_taken(tail)) {
+      // peers name it by its proxy links, so it can start again on other ports, twice at most. Read from more of
+      // the log than is shown: a JVM's BindException is followed by its stack trace and its exit lines.
+      if (drawn && m.respawns < 2 && says_port_taken(log_tail(m, 80))) {
         ++m.respawns;
         host.remote->kill_process(m.pid, setup_.call_timeout);
         place_ports(m, false);

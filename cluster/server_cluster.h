@@ -189,7 +189,7 @@ class ServerCluster : public Cluster, private PeerLinks {
   void wait_ready(Member& m, std::chrono::milliseconds timeout);
   void kill_member(Member& m);
   void check_node(size_t n) const;
-  std::string log_tail(const Member& m) const;
+  std::string log_tail(const Member& m, int lines = 5) const;  // its log's last lines ("" when unreadable)
   void write_clock_locked(size_t n, const ClockSetting& s);
   int64_t host_clock_delta_locked(size_t h);
   size_t node_index(const std::string& party) const;

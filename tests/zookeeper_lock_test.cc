@@ -7,7 +7,10 @@
 // Skips without java and Debian's zookeeper, or without the built adapters (scripts/build-clients: python3-kazoo;
 // javac and libcurator-recipes-java), except under CI=true.
 #include <gtest/gtest.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <signal.h>
+#include <sys/socket.h>
 
 #include <algorithm>
 #include <fstream>
@@ -217,6 +220,38 @@ TEST(ZooKeeperLockPlan, OtherServersAreRefused) {
       }
     }
   }
+}
+
+// A member whose drawn port another process took before the JVM bound it (its log: a BindException, then a stack
+// trace and the JVM's exit lines) starts again on other ports, with its zoo.cfg written again.
+TEST(ZooKeeperPorts, AMemberWhosePortWasTakenStartsAgainOnAnother) {
+  LOCKCHECK_NEED_ZOOKEEPER();
+  const int held = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  ASSERT_GE(held, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof a;
+  ASSERT_EQ(::bind(held, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
+  ASSERT_EQ(::listen(held, 1), 0);
+  ASSERT_EQ(::getsockname(held, reinterpret_cast<sockaddr*>(&a), &len), 0);
+  const int held_port = ntohs(a.sin_port);
+  TempDir dir{"lockcheck-zookeeper"};
+  testing_util::LocalClusterSpec spec;
+  spec.server = "zookeeper";
+  spec.nodes = 3;  // an ensemble: QuorumPeerMain, whose BindException is followed by 12 more lines
+  int draws = 0;
+  spec.draw_port = [&] { return draws++ == 0 ? held_port : free_loopback_port(); };
+  auto c = testing_util::start_local_cluster(spec, dir.path());
+  std::ifstream log(c->nodes()[0].log_path);
+  const std::string text((std::istreambuf_iterator<char>(log)), std::istreambuf_iterator<char>());
+  EXPECT_NE(text.find("ddress already in use"), std::string::npos) << "the first start did not meet the held port";
+  std::ifstream cfg(dir.path() + "/nodes/n1/zoo.cfg");
+  const std::string conf((std::istreambuf_iterator<char>(cfg)), std::istreambuf_iterator<char>());
+  EXPECT_EQ(conf.find(":" + std::to_string(held_port) + "\n"), std::string::npos) << conf;
+  EXPECT_EQ(conf.find("=" + std::to_string(held_port) + "\n"), std::string::npos) << conf;
+  c->stop();
+  ::close(held);
 }
 
 // A session asks for the TTL as its timeout; the ensemble's tickTime rule grants 1 s and 2 s as asked.
