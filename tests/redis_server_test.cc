@@ -5,9 +5,6 @@
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <unistd.h>
-#include <arpa/inet.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
 
 #include <fstream>
 
@@ -16,6 +13,7 @@
 #include <hiredis/hiredis.h>
 
 #include "sys/redis_conn.h"
+#include "tests/support/held_port.h"
 #include "tests/support/local_cluster.h"
 #include "tests/support/test_util.h"
 
@@ -74,33 +72,13 @@ TEST_F(RedisServerTest, StartsNodesThatAnswerAndStopsThemAll) {
   }
 }
 
-// A listening socket on a free loopback port, held until the end of the scope.
-struct HeldPort {
-  int fd = -1;
-  int port = 0;
-  HeldPort() {
-    fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    socklen_t len = sizeof a;
-    if (fd >= 0 && ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0 && ::listen(fd, 1) == 0 &&
-        ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) == 0) {
-      port = ntohs(a.sin_port);
-    }
-  }
-  ~HeldPort() {
-    if (fd >= 0) ::close(fd);
-  }
-};
-
 std::string slurp(const fs::path& p) {
   std::ifstream in(p.string());
   return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
 }
 
 TEST_F(RedisServerTest, ANodeWhosePortWasTakenStartsAgainOnAnotherWithItsConfigurationRewritten) {
-  HeldPort held;  // taken between the draw and the node's bind, as another run's server would
+  testing_util::HeldPort held;  // taken between the draw and the node's bind, as another run's server would
   ASSERT_GT(held.port, 0);
   int draws = 0;
   auto o = options(1);

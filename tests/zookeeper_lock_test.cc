@@ -7,10 +7,7 @@
 // Skips without java and Debian's zookeeper, or without the built adapters (scripts/build-clients: python3-kazoo;
 // javac and libcurator-recipes-java), except under CI=true.
 #include <gtest/gtest.h>
-#include <arpa/inet.h>
-#include <netinet/in.h>
 #include <signal.h>
-#include <sys/socket.h>
 
 #include <algorithm>
 #include <fstream>
@@ -21,6 +18,7 @@
 #include "harness/plan.h"
 #include "harness/runner.h"
 #include "locks/adapters.h"
+#include "tests/support/held_port.h"
 #include "tests/support/lock_contract.h"
 #include "tests/support/lock_test_util.h"
 #include "tests/support/raw_adapter.h"
@@ -226,16 +224,9 @@ TEST(ZooKeeperLockPlan, OtherServersAreRefused) {
 // trace and the JVM's exit lines) starts again on other ports, with its zoo.cfg written again.
 TEST(ZooKeeperPorts, AMemberWhosePortWasTakenStartsAgainOnAnother) {
   LOCKCHECK_NEED_ZOOKEEPER();
-  const int held = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  ASSERT_GE(held, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t len = sizeof a;
-  ASSERT_EQ(::bind(held, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
-  ASSERT_EQ(::listen(held, 1), 0);
-  ASSERT_EQ(::getsockname(held, reinterpret_cast<sockaddr*>(&a), &len), 0);
-  const int held_port = ntohs(a.sin_port);
+  testing_util::HeldPort held;  // taken, as another run's server would
+  ASSERT_GT(held.port, 0);
+  const int held_port = held.port;
   TempDir dir{"lockcheck-zookeeper"};
   testing_util::LocalClusterSpec spec;
   spec.server = "zookeeper";
@@ -251,7 +242,6 @@ TEST(ZooKeeperPorts, AMemberWhosePortWasTakenStartsAgainOnAnother) {
   EXPECT_EQ(conf.find(":" + std::to_string(held_port) + "\n"), std::string::npos) << conf;
   EXPECT_EQ(conf.find("=" + std::to_string(held_port) + "\n"), std::string::npos) << conf;
   c->stop();
-  ::close(held);
 }
 
 // A session asks for the TTL as its timeout; the ensemble's tickTime rule grants 1 s and 2 s as asked.
