@@ -208,7 +208,12 @@ void ServerCluster::place_ports(Member& m, bool first) {
     int p = m.planned.at(port.label);
     if (p == 0) {
       do {
-        p = setup_.draw_port ? setup_.draw_port() : free_loopback_port();
+        if (setup_.draw_port) {
+          p = setup_.draw_port();
+        } else {
+          port_reservations_.push_back(reserve_loopback_port(port_rng_));
+          p = port_reservations_.back().port();
+        }
       } while (taken.count(p));
     }
     taken.insert(p);
@@ -500,6 +505,7 @@ void ServerCluster::stop_locked() noexcept {
   }
   if (network_) network_->teardown();
   unprovision();
+  port_reservations_.clear();  // the members are gone: their ports may go to another run
 }
 
 // The host's members killed (Sentinels first: no failover while the nodes go down), their logs fetched and the

@@ -31,6 +31,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <random>
 #include <set>
 #include <string>
 #include <utility>
@@ -38,6 +39,7 @@
 
 #include "cluster/clock_shim.h"
 #include "cluster/peer_network.h"
+#include "cluster/port_reservation.h"
 #include "cluster/proxy_links.h"
 #include "cluster/remote.h"
 #include "cluster/server_spec.h"
@@ -61,8 +63,8 @@ struct ClusterSetup {
   // host's own: how --server-version reaches hosts that have other builds (ssh).
   bool ship_build = false;
   std::chrono::milliseconds call_timeout{30000};  // bound on any one remote call
-  // Where a member's port that is not planned comes from; empty: free_loopback_port(). A test hands out a port
-  // it holds, to see the member start again on another.
+  // Where a member's port that is not planned comes from; empty: a port reserved for the cluster's life
+  // (reserve_loopback_port). A test hands out a port it holds, to see the member start again on another.
   std::function<int()> draw_port;
 };
 
@@ -217,6 +219,9 @@ class ServerCluster : public Cluster, private PeerLinks {
   std::string ready_hint_;
   std::unique_ptr<PeerNetwork> network_;
   std::vector<Member> members_;  // nodes first, then Sentinels
+  // The drawn ports' reservations (cluster/port_reservation.h), held until stop.
+  std::vector<PortReservation> port_reservations_;
+  std::mt19937_64 port_rng_{std::random_device{}()};
   std::vector<NodeInfo> nodes_;
   std::vector<NodeInfo> sentinels_;
   std::vector<bool> host_dir_made_;
