@@ -125,7 +125,9 @@ void Remote::signal_process(int pid, const std::string& sig, milliseconds timeou
                "signal " + sig);
 }
 
-void Remote::kill_process(int pid, milliseconds timeout) const { kill_processes({pid}, timeout); }
+// The shared script, never an override: a transport's kill_process is its kill_processes of one, and a test calls
+// Remote::kill_process to run the script on any transport.
+void Remote::kill_process(int pid, milliseconds timeout) const { Remote::kill_processes({pid}, timeout); }
 
 void Remote::kill_processes(const std::vector<int>& pids, milliseconds timeout) const {
   if (pids.empty()) return;
@@ -312,23 +314,7 @@ void LocalRemote::kill_processes(const std::vector<int>& pids, milliseconds) con
   for (auto& child : children) child->kill_and_reap();
 }
 
-void LocalRemote::kill_process(int pid, milliseconds) const {
-  std::unique_ptr<ChildProcess> child;
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    const auto it = children_.find(pid);
-    if (it != children_.end()) {
-      child = std::move(it->second);
-      children_.erase(it);
-    }
-  }
-  if (child) {
-    child->kill_and_reap();
-    return;
-  }
-  ::kill(pid, SIGCONT);
-  ::kill(pid, SIGKILL);
-}
+void LocalRemote::kill_process(int pid, milliseconds timeout) const { kill_processes({pid}, timeout); }
 
 bool LocalRemote::process_running(int pid, milliseconds) const {
   std::lock_guard<std::mutex> lock(mu_);

@@ -41,6 +41,19 @@ std::string basename_of(const std::string& path) {
   return slash == std::string::npos ? path : path.substr(slash + 1);
 }
 
+// Writes each of a member's configuration files (ServerSpec files(): a path under its folder, and the text) into
+// the local folder dir, making the subfolders. Throws ClusterError naming the file.
+void write_member_files(const std::vector<std::pair<std::string, std::string>>& files, const std::string& dir,
+                        const std::string& backend) {
+  for (const auto& [name, text] : files) {
+    const std::string path = dir + "/" + name;
+    fs::create_directories(fs::path(path).parent_path());
+    std::ofstream f(path, std::ios::trunc);
+    f << text;
+    if (!f) throw ClusterError(backend + ": cannot write " + path);
+  }
+}
+
 // True when the log says a port was taken (Redis: "Address already in use"; etcd: "address already in use").
 bool says_port_taken(const std::string& log) { return log.find("ddress already in use") != std::string::npos; }
 
@@ -357,12 +370,7 @@ void ServerCluster::setup_host(size_t h) {
     std::ofstream(d + "/data/.keep");  // an empty folder may not survive every transport's copy
     create_clock_file(d + "/" + kClockFile);
     const MemberContext ctx = context_of(m);
-    for (const auto& [name, text] : server_->files(ctx)) {
-      fs::create_directories(fs::path(d + "/" + name).parent_path());
-      std::ofstream f(d + "/" + name, std::ios::trunc);
-      f << text;
-      if (!f) throw ClusterError(backend_ + ": cannot write " + d + "/" + name);
-    }
+    write_member_files(server_->files(ctx), d, backend_);
     const Launch launch = server_->launch(ctx);
     std::ofstream(d + "/" + kProgramFile) << (launch.argv.empty() ? "" : basename_of(launch.argv[0])) << "\n";
   }
@@ -385,18 +393,12 @@ void ServerCluster::setup_host(size_t h) {
 void ServerCluster::rewrite_files(const Member& m) {
   const RemoteHost& host = hosts_[m.host];
   const std::string stage = path("stage/" + m.addr.name + "-again");
-  fs::create_directories(stage);
-  int i = 0;
-  for (const auto& [name, text] : server_->files(context_of(m))) {
-    const std::string local = stage + "/file" + std::to_string(i++);
-    {
-      std::ofstream f(local, std::ios::trunc);
-      f << text;
-      if (!f) throw ClusterError(backend_ + ": cannot write " + local);
-    }
+  const auto files = server_->files(context_of(m));
+  write_member_files(files, stage, backend_);
+  for (const auto& [name, text] : files) {
     const std::string target = m.dir + "/" + name;
     remote_check(*host.remote, {"rm", "-f", "--", target}, RemoteCall{false, "", setup_.call_timeout}, backend_);
-    host.remote->upload(local, target, setup_.call_timeout);
+    host.remote->upload(stage + "/" + name, target, setup_.call_timeout);
   }
   fs::remove_all(stage);
 }
